@@ -1,0 +1,57 @@
+// The interface every device backend implements: memory, eager execution of single ops, and
+// transfers to and from the host.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "backends/storage.h"
+#include "stream/ir.h"
+#include "streamfuse/device.h"
+#include "streamfuse/profiler.h"
+
+namespace streamfuse::backends {
+
+// Where a tensor's elements are: a block, an element offset into it, and element strides per
+// dimension (0 for broadcast dimensions). Shape and dtype live in the op's TensorDesc.
+struct TensorHandle {
+  StorageRef storage;
+  std::int64_t offset = 0;
+  std::array<std::int64_t, kMaxRank> strides{};
+};
+
+// Row-major strides of `shape`.
+std::array<std::int64_t, kMaxRank> contiguous_strides(const Shape& shape);
+// True when `h` lays out `shape` densely in row-major order (size-1 dimensions ignored).
+bool is_contiguous(const TensorHandle& h, const Shape& shape);
+
+// The settings of Config that concern a backend.
+struct BackendSettings {
+  int num_threads = 0;  // 0: every core
+  std::size_t allocator_cache_bytes = std::size_t{2} << 30;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual void configure(const BackendSettings& settings) = 0;
+
+  // Runs `op` on its own. inputs[i] holds op.inputs[i]; a ReadWrite input's handle is the
+  // op's to keep or reuse. Writes one handle per op.outputs entry. Throws Error on failure
+  // (out of memory, a library error), naming the op.
+  virtual void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
+                       std::span<TensorHandle> outputs) = 0;
+
+  // A new contiguous tensor holding a copy of `shape.numel()` elements at `host`.
+  virtual TensorHandle from_host(const void* host, DType dtype, const Shape& shape) = 0;
+  // Copies the elements of `h` to `host` in row-major order.
+  virtual void to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) = 0;
+
+  virtual MemoryStats memory_stats() const = 0;
+  virtual void reset_peak_memory_stats() = 0;
+  virtual void empty_cache() = 0;
+};
+
+}  // namespace streamfuse::backends

@@ -1,0 +1,160 @@
+#include "backends/caching_allocator.h"
+
+#include <bit>
+#include <cstdio>
+#include <string>
+
+#include "streamfuse/error.h"
+
+namespace streamfuse::backends {
+namespace {
+constexpr std::size_t kSmallLimit = 1024;  // 64-byte classes up to here
+constexpr std::size_t kClassesPerOctave = 16;
+constexpr std::size_t kNumClasses = kSmallLimit / 64 + 64 * kClassesPerOctave;
+
+std::string human_bytes(std::size_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+}  // namespace
+
+std::size_t CachingAllocator::size_class(std::size_t bytes) {
+  if (bytes <= kSmallLimit) return bytes <= 64 ? 64 : (bytes + 63) & ~std::size_t{63};
+  const int p = std::bit_width(bytes - 1) - 1;  // 2^p < bytes <= 2^(p+1)
+  const std::size_t step = std::size_t{1} << (p - 4);
+  return (bytes + step - 1) & ~(step - 1);
+}
+
+std::size_t CachingAllocator::class_index(std::size_t capacity) {
+  if (capacity <= kSmallLimit) return capacity / 64 - 1;
+  const int p = std::bit_width(capacity - 1) - 1;
+  const std::size_t k = capacity >> (p - 4);  // in [17, 32]
+  return kSmallLimit / 64 + static_cast<std::size_t>(p - 10) * kClassesPerOctave + (k - 17);
+}
+
+CachingAllocator::CachingAllocator(MemorySource& source, std::size_t cache_limit)
+    : source_(source), cache_limit_(cache_limit), free_lists_(kNumClasses, nullptr) {}
+
+CachingAllocator::~CachingAllocator() {
+  empty_cache();
+  for (StorageBlock* h : spare_headers_) delete h;
+}
+
+StorageBlock* CachingAllocator::new_header() {
+  if (spare_headers_.empty()) return new StorageBlock;
+  StorageBlock* h = spare_headers_.back();
+  spare_headers_.pop_back();
+  return h;
+}
+
+StorageRef CachingAllocator::allocate(std::size_t bytes) {
+  const std::size_t capacity = size_class(bytes);
+  const std::size_t index = class_index(capacity);
+  std::lock_guard lock(mutex_);
+  StorageBlock* b = free_lists_[index];
+  if (b) {
+    unlink_free(b);
+    unlink_lru(b);
+    stats_.bytes_cached -= static_cast<std::int64_t>(capacity);
+    ++stats_.cache_hits;
+  } else {
+    void* p = source_.allocate(capacity);
+    if (!p && stats_.bytes_cached > 0) {  // give the cache back and try once more
+      evict_until(0);
+      p = source_.allocate(capacity);
+    }
+    if (!p)
+      throw Error("out of memory: could not allocate " + human_bytes(bytes) + " (" +
+                  human_bytes(static_cast<std::size_t>(stats_.bytes_in_use)) +
+                  " already held by live tensors); free tensors or use smaller shapes");
+    b = new_header();
+    b->data = p;
+    b->capacity = capacity;
+    b->owner = this;
+    stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
+  }
+  b->bytes = bytes;
+  b->refs.store(1, std::memory_order_relaxed);
+  ++stats_.allocations;
+  ++stats_.live_buffers;
+  stats_.bytes_in_use += static_cast<std::int64_t>(bytes);
+  if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  return StorageRef(b);
+}
+
+void release_block(StorageBlock* block) noexcept { block->owner->release(block); }
+
+void CachingAllocator::release(StorageBlock* b) noexcept {
+  std::lock_guard lock(mutex_);
+  --stats_.live_buffers;
+  stats_.bytes_in_use -= static_cast<std::int64_t>(b->bytes);
+  if (b->capacity > cache_limit_) {  // too big to keep at all
+    source_.free(b->data, b->capacity);
+    stats_.bytes_reserved -= static_cast<std::int64_t>(b->capacity);
+    spare_headers_.push_back(b);
+    return;
+  }
+  evict_until(cache_limit_ - b->capacity);
+  const std::size_t index = class_index(b->capacity);
+  b->prev_free = nullptr;
+  b->next_free = free_lists_[index];
+  if (b->next_free) b->next_free->prev_free = b;
+  free_lists_[index] = b;
+  b->lru_prev = lru_newest_;
+  b->lru_next = nullptr;
+  (lru_newest_ ? lru_newest_->lru_next : lru_oldest_) = b;
+  lru_newest_ = b;
+  stats_.bytes_cached += static_cast<std::int64_t>(b->capacity);
+}
+
+void CachingAllocator::unlink_lru(StorageBlock* b) {
+  (b->lru_prev ? b->lru_prev->lru_next : lru_oldest_) = b->lru_next;
+  (b->lru_next ? b->lru_next->lru_prev : lru_newest_) = b->lru_prev;
+  b->lru_prev = b->lru_next = nullptr;
+}
+
+void CachingAllocator::unlink_free(StorageBlock* b) {
+  (b->prev_free ? b->prev_free->next_free : free_lists_[class_index(b->capacity)]) = b->next_free;
+  if (b->next_free) b->next_free->prev_free = b->prev_free;
+  b->prev_free = b->next_free = nullptr;
+}
+
+void CachingAllocator::evict_until(std::size_t cached_target) {
+  while (lru_oldest_ && static_cast<std::size_t>(stats_.bytes_cached) > cached_target) {
+    StorageBlock* b = lru_oldest_;
+    unlink_lru(b);
+    unlink_free(b);
+    source_.free(b->data, b->capacity);
+    stats_.bytes_cached -= static_cast<std::int64_t>(b->capacity);
+    stats_.bytes_reserved -= static_cast<std::int64_t>(b->capacity);
+    spare_headers_.push_back(b);
+  }
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard lock(mutex_);
+  evict_until(0);
+}
+
+void CachingAllocator::set_cache_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  cache_limit_ = bytes;
+  evict_until(bytes);
+}
+
+}  // namespace streamfuse::backends

@@ -1,0 +1,64 @@
+// A caching allocator over a device's memory: size classes, exact-class reuse of freed blocks, a
+// bound on what it keeps (least recently freed goes first), and statistics.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "backends/storage.h"
+#include "streamfuse/profiler.h"
+
+namespace streamfuse::backends {
+
+// Where the allocator gets memory from (host pages, cuMemAlloc, ...).
+class MemorySource {
+ public:
+  virtual ~MemorySource() = default;
+  // `bytes` (a size class, a multiple of 64), 64-byte aligned; nullptr when out of memory.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void free(void* p, std::size_t bytes) noexcept = 0;
+};
+
+class CachingAllocator {
+ public:
+  // `cache_limit`: the most bytes of freed blocks kept for reuse.
+  CachingAllocator(MemorySource& source, std::size_t cache_limit);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // A block of at least `bytes` (0 is allowed), reference count 1. Throws Error when the source
+  // is out of memory even after the cache was emptied.
+  StorageRef allocate(std::size_t bytes);
+
+  MemoryStats stats() const;
+  void reset_peak();
+  // Returns every cached block to the source.
+  void empty_cache();
+  void set_cache_limit(std::size_t bytes);
+
+  // The size class `bytes` rounds up to: 64-byte steps up to 1 KiB, then 16 classes per power of
+  // two (at most 6.25% over the request).
+  static std::size_t size_class(std::size_t bytes);
+
+ private:
+  friend void release_block(StorageBlock* block) noexcept;
+  void release(StorageBlock* block) noexcept;
+  static std::size_t class_index(std::size_t capacity);
+  void evict_until(std::size_t cached_target);  // requires mutex_
+  void unlink_lru(StorageBlock* b);             // requires mutex_
+  void unlink_free(StorageBlock* b);            // requires mutex_
+  StorageBlock* new_header();                   // requires mutex_
+
+  MemorySource& source_;
+  mutable std::mutex mutex_;
+  std::size_t cache_limit_;
+  std::vector<StorageBlock*> free_lists_;  // head of each size class's free list
+  StorageBlock* lru_oldest_ = nullptr;     // cached blocks, oldest freed first
+  StorageBlock* lru_newest_ = nullptr;
+  std::vector<StorageBlock*> spare_headers_;
+  MemoryStats stats_;
+};
+
+}  // namespace streamfuse::backends

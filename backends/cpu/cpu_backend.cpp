@@ -1,0 +1,246 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <cstring>
+
+#include "backends/cpu/isa.h"
+#include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/views.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::backends::cpu {
+
+using stream::OpCategory;
+using stream::OpDesc;
+using stream::OpKind;
+using stream::TensorDesc;
+
+namespace {
+
+char* element_ptr(const TensorHandle& h, DType dtype) {
+  return static_cast<char*>(h.storage.data()) + h.offset * static_cast<std::int64_t>(element_size(dtype));
+}
+
+Operand operand_of(const TensorHandle& h, const TensorDesc& desc, const Shape& iterated) {
+  return {element_ptr(h, desc.dtype), desc.dtype, broadcast_strides(desc.shape, h.strides, iterated)};
+}
+
+// Writes `s` as the storage of compute type `c` into `buf` (8 bytes) and returns that dtype.
+DType store_scalar(const Scalar& s, ComputeType c, void* buf) {
+  switch (c) {
+    case ComputeType::kFloat: {
+      const float v = static_cast<float>(s.to_double());
+      std::memcpy(buf, &v, sizeof v);
+      break;
+    }
+    case ComputeType::kI32: {
+      const auto v = static_cast<std::int32_t>(s.to_int());
+      std::memcpy(buf, &v, sizeof v);
+      break;
+    }
+    case ComputeType::kI64: {
+      const std::int64_t v = s.to_int();
+      std::memcpy(buf, &v, sizeof v);
+      break;
+    }
+    case ComputeType::kBool: {
+      const BoolStorage v = s.is_floating() ? s.to_double() != 0.0 : s.to_int() != 0;
+      std::memcpy(buf, &v, sizeof v);
+      break;
+    }
+  }
+  return storage_dtype_of(c);
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend()
+    : allocator_(memory_, BackendSettings{}.allocator_cache_bytes), kernels_(cpu::kernels()) {}
+
+void CpuBackend::configure(const BackendSettings& settings) {
+  num_threads_.store(settings.num_threads, std::memory_order_relaxed);
+  allocator_.set_cache_limit(settings.allocator_cache_bytes);
+}
+
+TensorHandle CpuBackend::allocate(const Shape& shape, DType dtype) {
+  TensorHandle h;
+  h.storage = allocator_.allocate(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+  h.strides = contiguous_strides(shape);
+  return h;
+}
+
+void CpuBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
+                         std::span<TensorHandle> outputs) {
+  TensorHandle& out = outputs[0];
+  const TensorDesc& od = op.outputs[0];
+  switch (stream::op_category(op.kind)) {
+    case OpCategory::kCreation:
+      out = allocate(od.shape, od.dtype);
+      if (op.kind == OpKind::kFull || op.kind == OpKind::kArange) {
+        kernels_.fill({op.kind, od.dtype, out.storage.data(), od.shape.numel(), op.scalars[0],
+                       op.kind == OpKind::kArange ? op.scalars[1] : Scalar{}, threads()});
+      } else {
+        kernels_.random({op.kind, od.dtype, out.storage.data(), od.shape.numel(),
+                         static_cast<std::uint64_t>(op.scalars[0].to_int()),
+                         static_cast<std::uint64_t>(op.scalars[1].to_int()),
+                         op.scalars[2].to_double(), op.scalars[3].to_double(), threads()});
+      }
+      return;
+    case OpCategory::kCast:
+      out = copy_contiguous(inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
+      return;
+    case OpCategory::kUnary:
+    case OpCategory::kBinary:
+    case OpCategory::kCompare:
+    case OpCategory::kLogical:
+    case OpCategory::kSelect:
+      return run_elementwise(op, inputs, out);
+    case OpCategory::kReduce:
+      return run_reduce(op, inputs[0], out);
+    case OpCategory::kMatmul:
+      return run_matmul(op, inputs, out);
+    case OpCategory::kMovement:
+      return run_movement(op, inputs, out);
+    case OpCategory::kLifetime:
+      return;
+  }
+}
+
+void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+  const TensorDesc& od = op.outputs[0];
+  ElementwiseArgs a;
+  a.kind = op.kind;
+  a.compute = op.attrs.dtype;
+  a.shape = od.shape;
+  a.num_threads = threads();
+  alignas(8) unsigned char scalar[8];
+  auto add_scalar = [&] {
+    const DType d = store_scalar(op.scalars[0], compute_type_of(op.attrs.dtype), scalar);
+    a.inputs[static_cast<std::size_t>(a.num_inputs++)] = Operand{reinterpret_cast<char*>(scalar), d, {}};
+  };
+  if (op.attrs.scalar_side == stream::ScalarSide::kLhs) add_scalar();
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    a.inputs[static_cast<std::size_t>(a.num_inputs++)] = operand_of(inputs[i], op.inputs[i], od.shape);
+  if (op.attrs.scalar_side == stream::ScalarSide::kRhs) add_scalar();
+
+  // A last-use input of the output's dtype and shape, whose memory nothing else shares, becomes
+  // the output: every element is read before the same element is written.
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TensorDesc& in = op.inputs[i];
+    if (in.status == stream::TensorStatus::kReadWrite && in.dtype == od.dtype &&
+        in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
+      out = inputs[i];
+      break;
+    }
+  }
+  if (!out.storage) out = allocate(od.shape, od.dtype);
+  a.output = Operand{element_ptr(out, od.dtype), od.dtype, out.strides};
+  kernels_.elementwise(a);
+}
+
+void CpuBackend::run_reduce(const OpDesc& op, TensorHandle& in, TensorHandle& out) {
+  const TensorDesc& id = op.inputs[0];
+  const TensorDesc& od = op.outputs[0];
+  out = allocate(od.shape, od.dtype);
+  kernels_.reduce({op.kind, id.shape, Operand{element_ptr(in, id.dtype), id.dtype, in.strides},
+                   op.attrs.axis, od.dtype, out.storage.data(), threads()});
+}
+
+void CpuBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+  const DType dtype = op.attrs.dtype;
+  MatmulOperand m[2];
+  TensorHandle converted[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    const TensorDesc& d = op.inputs[i];
+    const TensorHandle* h = &inputs[i];
+    if (d.dtype != dtype) {  // mixed dtypes: promote the other operand first
+      converted[i] = copy_contiguous(inputs[i], d.shape, d.dtype, dtype);
+      h = &converted[i];
+    }
+    m[i] = MatmulOperand{element_ptr(*h, dtype), d.shape, h->strides};
+  }
+  const TensorDesc& od = op.outputs[0];
+  out = allocate(od.shape, od.dtype);
+  matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, threads());
+}
+
+void CpuBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+  const TensorDesc& id = op.inputs[0];
+  const TensorDesc& od = op.outputs[0];
+  TensorHandle& in = inputs[0];
+  switch (op.kind) {
+    case OpKind::kReshape:
+      if (auto strides = reshape_strides(id.shape, in.strides, od.shape)) {
+        out = in;
+        out.strides = *strides;
+      } else {
+        out = copy_contiguous(in, id.shape, id.dtype, id.dtype);
+        out.strides = contiguous_strides(od.shape);
+      }
+      return;
+    case OpKind::kPermute:
+      out = in;
+      for (int d = 0; d < od.shape.rank(); ++d)
+        out.strides[static_cast<std::size_t>(d)] =
+            in.strides[static_cast<std::size_t>(op.attrs.perm[static_cast<std::size_t>(d)])];
+      return;
+    case OpKind::kExpand:
+      out = in;
+      out.strides = broadcast_strides(id.shape, in.strides, od.shape);
+      return;
+    case OpKind::kSlice: {
+      const auto axis = static_cast<std::size_t>(op.attrs.axis);
+      out = in;
+      out.offset += op.scalars[0].to_int() * in.strides[axis];
+      out.strides[axis] *= op.scalars[1].to_int();
+      return;
+    }
+    case OpKind::kCopy:
+      out = is_contiguous(in, id.shape) ? in : copy_contiguous(in, id.shape, id.dtype, id.dtype);
+      return;
+    case OpKind::kCat: {
+      out = allocate(od.shape, od.dtype);
+      const auto axis = static_cast<std::size_t>(op.attrs.axis);
+      std::int64_t along = 0;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const TensorDesc& d = op.inputs[i];
+        char* dst = element_ptr(out, od.dtype) +
+                    along * out.strides[axis] * static_cast<std::int64_t>(element_size(od.dtype));
+        kernels_.copy({d.shape, Operand{element_ptr(inputs[i], d.dtype), d.dtype, inputs[i].strides},
+                       Operand{dst, od.dtype, out.strides}, threads()});
+        along += d.shape[static_cast<int>(axis)];
+      }
+      return;
+    }
+    default:
+      throw Error("internal error: " + std::string(stream::op_name(op.kind)) +
+                  " is not a movement op; please report this");
+  }
+}
+
+TensorHandle CpuBackend::copy_contiguous(const TensorHandle& h, const Shape& shape, DType from, DType to) {
+  TensorHandle out = allocate(shape, to);
+  kernels_.copy({shape, Operand{element_ptr(h, from), from, h.strides},
+                 Operand{element_ptr(out, to), to, out.strides}, threads()});
+  return out;
+}
+
+TensorHandle CpuBackend::from_host(const void* host, DType dtype, const Shape& shape) {
+  TensorHandle h = allocate(shape, dtype);
+  if (shape.numel() > 0)
+    std::memcpy(h.storage.data(), host, static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+  return h;
+}
+
+void CpuBackend::to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) {
+  if (shape.numel() == 0) return;
+  if (is_contiguous(h, shape)) {
+    std::memcpy(host, element_ptr(h, dtype), static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+    return;
+  }
+  kernels_.copy({shape, Operand{element_ptr(h, dtype), dtype, h.strides},
+                 Operand{static_cast<char*>(host), dtype, contiguous_strides(shape)}, threads()});
+}
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace streamfuse::backends::cpu

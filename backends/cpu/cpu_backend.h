@@ -1,0 +1,53 @@
+// The CPU backend: host memory through a caching allocator, and eager kernels for every op.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/caching_allocator.h"
+#include "backends/cpu/host_memory.h"
+#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/matmul.h"
+
+namespace streamfuse::backends::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+
+  Device device() const override { return Device::cpu(); }
+  void configure(const BackendSettings& settings) override;
+  void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
+               std::span<TensorHandle> outputs) override;
+  TensorHandle from_host(const void* host, DType dtype, const Shape& shape) override;
+  void to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) override;
+  MemoryStats memory_stats() const override { return allocator_.stats(); }
+  void reset_peak_memory_stats() override { allocator_.reset_peak(); }
+  void empty_cache() override { allocator_.empty_cache(); }
+
+  // A new contiguous tensor of `shape` and `dtype` (uninitialized).
+  TensorHandle allocate(const Shape& shape, DType dtype);
+  // The kernels this CPU runs (for tests and logs).
+  const KernelTable& kernels() const { return kernels_; }
+
+ private:
+  void run_elementwise(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_reduce(const stream::OpDesc& op, TensorHandle& in, TensorHandle& out);
+  void run_matmul(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_movement(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  // A contiguous copy of (`h`, `shape`), converted to `to` (same dtype: bitwise).
+  TensorHandle copy_contiguous(const TensorHandle& h, const Shape& shape, DType from, DType to);
+  int threads() const { return num_threads_.load(std::memory_order_relaxed); }
+
+  HostMemory memory_;
+  CachingAllocator allocator_;
+  MatmulEngine matmul_;
+  const KernelTable& kernels_;
+  std::atomic<int> num_threads_{0};
+};
+
+// The CPU backend, for the device runtime.
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace streamfuse::backends::cpu

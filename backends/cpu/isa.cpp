@@ -1,0 +1,58 @@
+#include "backends/cpu/isa.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "stream/log.h"
+
+namespace streamfuse::backends::cpu {
+
+#if defined(__x86_64__)
+namespace isa_v2 { const KernelTable& kernel_table(); }
+namespace isa_v3 { const KernelTable& kernel_table(); }
+namespace isa_v4 { const KernelTable& kernel_table(); }
+
+namespace {
+int best_level() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return 4;
+  // x86-64-v3 also has F16C, LZCNT and MOVBE, present on every CPU with these (Clang cannot
+  // query f16c).
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("bmi2"))
+    return 3;
+  return 2;
+}
+
+const KernelTable& choose() {
+  int level = best_level();
+  if (const char* cap = std::getenv("STREAMFUSE_CPU_ISA")) {
+    const std::string v(cap);
+    const int asked = v == "v2" ? 2 : v == "v3" ? 3 : v == "v4" ? 4 : 0;
+    if (asked == 0 || asked > level)
+      stream::warn_once("cpu-isa", "STREAMFUSE_CPU_ISA=" + v + " ignored: use v2, v3 or v4, up to "
+                                   "what this CPU supports (v" + std::to_string(level) + ")");
+    else
+      level = asked;
+  }
+  const KernelTable& t = level == 4 ? isa_v4::kernel_table()
+                         : level == 3 ? isa_v3::kernel_table()
+                                      : isa_v2::kernel_table();
+  if (stream::log_enabled(stream::LogChannel::kStream))
+    stream::log_line(stream::LogChannel::kStream, std::string("cpu kernels: ") + t.isa);
+  return t;
+}
+}  // namespace
+
+const KernelTable& kernels() {
+  static const KernelTable& table = choose();
+  return table;
+}
+#else
+namespace isa_generic { const KernelTable& kernel_table(); }
+const KernelTable& kernels() { return isa_generic::kernel_table(); }
+#endif
+
+}  // namespace streamfuse::backends::cpu

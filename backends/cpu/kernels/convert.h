@@ -1,0 +1,113 @@
+// Element storage types and the conversions between them, as every CPU kernel performs them.
+// Branch-free where it matters so conversion loops vectorize.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "backends/float16.h"
+#include "streamfuse/dtype.h"
+
+namespace streamfuse::backends::cpu {
+
+// bool is stored as one byte holding 0 or 1; kernels handle it as uint8_t.
+using BoolStorage = std::uint8_t;
+
+template <DType D> struct StorageOf;
+template <> struct StorageOf<kF32> { using type = float; };
+template <> struct StorageOf<kF16> { using type = Half; };
+template <> struct StorageOf<kBF16> { using type = BFloat16; };
+template <> struct StorageOf<kI32> { using type = std::int32_t; };
+template <> struct StorageOf<kI64> { using type = std::int64_t; };
+template <> struct StorageOf<kBool> { using type = BoolStorage; };
+template <DType D> using storage_t = typename StorageOf<D>::type;
+
+// The dtype stored as T (the inverse of storage_t).
+template <class T>
+constexpr DType dtype_of_storage() {
+  if constexpr (std::is_same_v<T, BoolStorage>) return kBool;
+  else return dtype_of<T>();
+}
+
+// Calls f(T{}) with T the storage type of `d`.
+template <class F>
+decltype(auto) visit_dtype(DType d, F&& f) {
+  switch (d) {
+    case kF32: return f(float{});
+    case kF16: return f(Half{});
+    case kBF16: return f(BFloat16{});
+    case kI32: return f(std::int32_t{});
+    case kI64: return f(std::int64_t{});
+    case kBool: return f(BoolStorage{});
+  }
+  return f(float{});
+}
+
+// The type kernels compute in for operands read as `d`: float for every float dtype.
+enum class ComputeType : std::uint8_t { kFloat, kI32, kI64, kBool };
+constexpr ComputeType compute_type_of(DType d) {
+  switch (d) {
+    case kI32: return ComputeType::kI32;
+    case kI64: return ComputeType::kI64;
+    case kBool: return ComputeType::kBool;
+    default: return ComputeType::kFloat;
+  }
+}
+// The dtype whose storage is the compute type itself (so such operands need no conversion).
+constexpr DType storage_dtype_of(ComputeType c) {
+  switch (c) {
+    case ComputeType::kI32: return kI32;
+    case ComputeType::kI64: return kI64;
+    case ComputeType::kBool: return kBool;
+    default: return kF32;
+  }
+}
+template <class F>
+decltype(auto) visit_compute(ComputeType c, F&& f) {
+  switch (c) {
+    case ComputeType::kFloat: return f(float{});
+    case ComputeType::kI32: return f(std::int32_t{});
+    case ComputeType::kI64: return f(std::int64_t{});
+    case ComputeType::kBool: return f(BoolStorage{});
+  }
+  return f(float{});
+}
+
+// Float to integer: truncation toward zero, saturating at the type's range, NaN to 0. (C++
+// leaves out-of-range conversions undefined; this makes them deterministic everywhere.)
+template <class I>
+inline I saturate_cast(float v) {
+  constexpr float lo = static_cast<float>(std::numeric_limits<I>::min());  // -2^31 or -2^63, exact
+  const float in_range = v >= lo && v < -lo ? v : 0.0f;  // NaN fails both tests
+  I r = static_cast<I>(in_range);
+  r = v >= -lo ? std::numeric_limits<I>::max() : r;
+  r = v < lo ? std::numeric_limits<I>::min() : r;
+  return r;
+}
+
+// Converts one element between storage types with streamfuse's semantics: floats round to
+// nearest even, float to integer saturates (see saturate_cast), integers narrow by wrapping,
+// anything to bool is "!= 0" (NaN is true), bool to anything is 0 or 1.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<From, Half>) {
+    return convert<To>(half_bits_to_float(v.bits));
+  } else if constexpr (std::is_same_v<From, BFloat16>) {
+    return convert<To>(bf16_bits_to_float(v.bits));
+  } else if constexpr (std::is_same_v<To, Half>) {
+    return Half::from_bits(float_to_half_bits(convert<float>(v)));
+  } else if constexpr (std::is_same_v<To, BFloat16>) {
+    return BFloat16::from_bits(float_to_bf16_bits(convert<float>(v)));
+  } else if constexpr (std::is_same_v<To, BoolStorage>) {
+    return static_cast<BoolStorage>(v != From{0});
+  } else if constexpr (std::is_same_v<From, float> && std::is_integral_v<To>) {
+    return saturate_cast<To>(v);
+  } else {
+    return static_cast<To>(v);  // int widening/narrowing (wraps), int and bool to float
+  }
+}
+
+}  // namespace streamfuse::backends::cpu

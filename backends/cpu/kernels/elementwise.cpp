@@ -1,0 +1,238 @@
+// The eager element-wise kernel. The flat index space is cut into L1-sized chunks spread over
+// threads; per chunk, each operand is used in place when it is dense and already of the compute
+// type, or gathered (strided, broadcast, converted) into a chunk buffer; then one vectorizable
+// loop computes the op, and the result is converted and scattered if the output needs it.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/kernels/elementwise_ops.h"
+#include "backends/cpu/kernels/isa_namespace.h"
+#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/layout.h"
+#include "backends/cpu/kernels/parallel.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::backends::cpu::SF_ISA_NS {
+namespace {
+
+using stream::OpCategory;
+using stream::OpKind;
+
+constexpr std::int64_t kChunk = 1024;   // elements: 4 buffers of 8-byte values fill 32 KiB
+constexpr std::int64_t kGrain = 32768;  // elements a thread must have before another starts
+
+using ChunkFn = void (*)(const void* const* in, void* out, std::int64_t n);
+
+template <OpKind K, class C>
+void unary_chunk(const void* const* in, void* out, std::int64_t n) {
+  const C* a = static_cast<const C*>(in[0]);
+  C* o = static_cast<C*>(out);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::unary<K, C>(a[i]);
+}
+template <OpKind K, class C>
+void binary_chunk(const void* const* in, void* out, std::int64_t n) {
+  const C* a = static_cast<const C*>(in[0]);
+  const C* b = static_cast<const C*>(in[1]);
+  C* o = static_cast<C*>(out);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::binary<K, C>(a[i], b[i]);
+}
+template <OpKind K, class C>
+void compare_chunk(const void* const* in, void* out, std::int64_t n) {
+  const C* a = static_cast<const C*>(in[0]);
+  const C* b = static_cast<const C*>(in[1]);
+  BoolStorage* o = static_cast<BoolStorage*>(out);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::compare<K, C>(a[i], b[i]);
+}
+template <OpKind K>
+void logical_chunk(const void* const* in, void* out, std::int64_t n) {
+  const BoolStorage* a = static_cast<const BoolStorage*>(in[0]);
+  const BoolStorage* b = static_cast<const BoolStorage*>(K == OpKind::kLogicalNot ? in[0] : in[1]);
+  BoolStorage* o = static_cast<BoolStorage*>(out);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::logical<K>(a[i], b[i]);
+}
+template <class C>
+void where_chunk(const void* const* in, void* out, std::int64_t n) {
+  const BoolStorage* c = static_cast<const BoolStorage*>(in[0]);
+  const C* a = static_cast<const C*>(in[1]);
+  const C* b = static_cast<const C*>(in[2]);
+  C* o = static_cast<C*>(out);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+}
+
+template <class C>
+ChunkFn select_typed(OpKind kind) {
+  constexpr bool kFloat = std::is_same_v<C, float>;
+  constexpr bool kBool = std::is_same_v<C, BoolStorage>;
+  switch (kind) {
+#define SF_FLOAT_UNARY(name) \
+  case OpKind::k##name:         \
+    if constexpr (kFloat) return unary_chunk<OpKind::k##name, C>; else break;
+    SF_FLOAT_UNARY(Exp) SF_FLOAT_UNARY(Log) SF_FLOAT_UNARY(Sqrt) SF_FLOAT_UNARY(Rsqrt)
+    SF_FLOAT_UNARY(Recip) SF_FLOAT_UNARY(Sin) SF_FLOAT_UNARY(Cos) SF_FLOAT_UNARY(Tanh)
+    SF_FLOAT_UNARY(Erf) SF_FLOAT_UNARY(Sigmoid)
+#undef SF_FLOAT_UNARY
+#define SF_NUMERIC_UNARY(name) \
+  case OpKind::k##name:           \
+    if constexpr (!kBool) return unary_chunk<OpKind::k##name, C>; else break;
+    SF_NUMERIC_UNARY(Neg) SF_NUMERIC_UNARY(Abs) SF_NUMERIC_UNARY(Relu)
+#undef SF_NUMERIC_UNARY
+#define SF_NUMERIC_BINARY(name) \
+  case OpKind::k##name:            \
+    if constexpr (!kBool) return binary_chunk<OpKind::k##name, C>; else break;
+    SF_NUMERIC_BINARY(Add) SF_NUMERIC_BINARY(Sub) SF_NUMERIC_BINARY(Mul) SF_NUMERIC_BINARY(Pow)
+#undef SF_NUMERIC_BINARY
+    case OpKind::kDiv:
+      if constexpr (kFloat) return binary_chunk<OpKind::kDiv, C>; else break;
+    case OpKind::kMaximum: return binary_chunk<OpKind::kMaximum, C>;
+    case OpKind::kMinimum: return binary_chunk<OpKind::kMinimum, C>;
+    case OpKind::kEq: return compare_chunk<OpKind::kEq, C>;
+    case OpKind::kNe: return compare_chunk<OpKind::kNe, C>;
+    case OpKind::kLt: return compare_chunk<OpKind::kLt, C>;
+    case OpKind::kLe: return compare_chunk<OpKind::kLe, C>;
+    case OpKind::kGt: return compare_chunk<OpKind::kGt, C>;
+    case OpKind::kGe: return compare_chunk<OpKind::kGe, C>;
+    case OpKind::kLogicalAnd: return logical_chunk<OpKind::kLogicalAnd>;
+    case OpKind::kLogicalOr: return logical_chunk<OpKind::kLogicalOr>;
+    case OpKind::kLogicalNot: return logical_chunk<OpKind::kLogicalNot>;
+    case OpKind::kWhere: return where_chunk<C>;
+    default: break;
+  }
+  return nullptr;
+}
+
+// What input j is read as, and what the chunk loop writes.
+ComputeType input_compute(OpKind kind, ComputeType c, int j) {
+  if (kind == OpKind::kWhere && j == 0) return ComputeType::kBool;
+  return stream::op_category(kind) == OpCategory::kLogical ? ComputeType::kBool : c;
+}
+ComputeType output_compute(OpKind kind, ComputeType c) {
+  const OpCategory cat = stream::op_category(kind);
+  return cat == OpCategory::kCompare || cat == OpCategory::kLogical ? ComputeType::kBool : c;
+}
+
+// Converts `len` elements of type S, `stride` apart, to type C.
+template <class C, class S>
+void load_run(const S* src, std::int64_t stride, std::int64_t len, C* dst) {
+  if (stride == 1) {
+    for (std::int64_t i = 0; i < len; ++i) dst[i] = convert<C>(src[i]);
+  } else if (stride == 0) {
+    const C v = convert<C>(src[0]);
+    for (std::int64_t i = 0; i < len; ++i) dst[i] = v;
+  } else {
+    for (std::int64_t i = 0; i < len; ++i) dst[i] = convert<C>(src[i * stride]);
+  }
+}
+template <class D, class C>
+void store_run(const C* src, std::int64_t len, D* dst, std::int64_t stride) {
+  if (stride == 1) {
+    for (std::int64_t i = 0; i < len; ++i) dst[i] = convert<D>(src[i]);
+  } else {
+    for (std::int64_t i = 0; i < len; ++i) dst[i * stride] = convert<D>(src[i]);
+  }
+}
+
+// Operand k's elements [lo, lo + n) as compute type `c`, into `buf`.
+void gather(const Iteration& it, const Operand& op, int k, ComputeType c, std::int64_t lo,
+            std::int64_t n, void* buf) {
+  visit_compute(c, [&](auto ctag) {
+    using C = decltype(ctag);
+    visit_dtype(op.dtype, [&](auto stag) {
+      using S = decltype(stag);
+      C* dst = static_cast<C*>(buf);
+      const S* base = reinterpret_cast<const S*>(op.data);
+      const std::int64_t stride = it.inner_stride(k);
+      for_each_run(it, lo, lo + n, [&](const auto& offsets, std::int64_t len) {
+        load_run(base + offsets[static_cast<std::size_t>(k)], stride, len, dst);
+        dst += len;
+      });
+    });
+  });
+}
+
+void scatter(const Iteration& it, const Operand& op, int k, ComputeType c, std::int64_t lo,
+             std::int64_t n, const void* buf) {
+  visit_compute(c, [&](auto ctag) {
+    using C = decltype(ctag);
+    visit_dtype(op.dtype, [&](auto dtag) {
+      using D = decltype(dtag);
+      const C* src = static_cast<const C*>(buf);
+      D* base = reinterpret_cast<D*>(op.data);
+      const std::int64_t stride = it.inner_stride(k);
+      for_each_run(it, lo, lo + n, [&](const auto& offsets, std::int64_t len) {
+        store_run(src, len, base + offsets[static_cast<std::size_t>(k)], stride);
+        src += len;
+      });
+    });
+  });
+}
+
+enum class Access : std::uint8_t { kDirect, kSplat, kGather };
+
+}  // namespace
+
+void elementwise(const ElementwiseArgs& a) {
+  const int n_in = a.num_inputs;
+  const Strides* strides[kMaxOperands];
+  for (int j = 0; j < n_in; ++j) strides[j] = &a.inputs[static_cast<std::size_t>(j)].strides;
+  strides[n_in] = &a.output.strides;
+  const Iteration it = make_iteration(a.shape, strides, n_in + 1);
+  if (it.numel == 0) return;
+
+  const ComputeType c = compute_type_of(a.compute);
+  const ChunkFn fn = visit_compute(c, [&](auto tag) { return select_typed<decltype(tag)>(a.kind); });
+  if (!fn)
+    throw Error("internal error: no CPU kernel for " + std::string(stream::op_name(a.kind)) +
+                " on " + std::string(dtype_name(a.compute)) + " operands; please report this");
+
+  Access access[3];
+  ComputeType in_c[3];
+  for (int j = 0; j < n_in; ++j) {
+    const Operand& op = a.inputs[static_cast<std::size_t>(j)];
+    in_c[j] = input_compute(a.kind, c, j);
+    const bool native = op.dtype == storage_dtype_of(in_c[j]);
+    access[j] = native && is_flat(it, j) ? Access::kDirect
+                : is_splat(it, j)        ? Access::kSplat
+                                         : Access::kGather;
+  }
+  const ComputeType out_c = output_compute(a.kind, c);
+  const bool direct_out = a.output.dtype == storage_dtype_of(out_c) && is_flat(it, n_in);
+  const std::size_t out_size = element_size(a.output.dtype);
+
+  parallel_for(it.numel, kGrain, a.num_threads, [&](std::int64_t lo, std::int64_t hi) {
+    alignas(64) unsigned char buffers[4][kChunk * 8];
+    const void* in[3] = {};
+    for (int j = 0; j < n_in; ++j) {
+      if (access[j] == Access::kSplat) {  // one value, converted once, repeated across the chunk
+        const Operand& op = a.inputs[static_cast<std::size_t>(j)];
+        visit_compute(in_c[j], [&](auto ctag) {
+          using C = decltype(ctag);
+          const C v = visit_dtype(op.dtype, [&](auto s) {
+            return convert<C>(*reinterpret_cast<const decltype(s)*>(op.data));
+          });
+          std::fill_n(reinterpret_cast<C*>(buffers[j]), kChunk, v);
+        });
+        in[j] = buffers[j];
+      }
+    }
+    for (std::int64_t start = lo; start < hi; start += kChunk) {
+      const std::int64_t n = std::min(kChunk, hi - start);
+      for (int j = 0; j < n_in; ++j) {
+        const Operand& op = a.inputs[static_cast<std::size_t>(j)];
+        if (access[j] == Access::kDirect) {
+          in[j] = op.data + start * static_cast<std::int64_t>(element_size(op.dtype));
+        } else if (access[j] == Access::kGather) {
+          gather(it, op, j, in_c[j], start, n, buffers[j]);
+          in[j] = buffers[j];
+        }
+      }
+      void* out = direct_out ? a.output.data + start * static_cast<std::int64_t>(out_size)
+                             : static_cast<void*>(buffers[3]);
+      fn(in, out, n);
+      if (!direct_out) scatter(it, a.output, n_in, out_c, start, n, buffers[3]);
+    }
+  });
+}
+
+}  // namespace streamfuse::backends::cpu::SF_ISA_NS

@@ -1,0 +1,58 @@
+// full() and arange() into contiguous outputs.
+#include <algorithm>
+
+#include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/kernels/isa_namespace.h"
+#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/parallel.h"
+
+namespace streamfuse::backends::cpu::SF_ISA_NS {
+namespace {
+
+constexpr std::int64_t kGrain = 65536;
+
+// A scalar as the value `T` stores: floats through float (so f16 rounds once from the nearest
+// float, as a cast would), integers wrapping, bool as != 0.
+template <class T>
+T scalar_as(const Scalar& s) {
+  if constexpr (std::is_same_v<T, BoolStorage>) {
+    return s.is_floating() ? s.to_double() != 0.0 : s.to_int() != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    return s.is_floating() ? convert<T>(static_cast<float>(s.to_double()))
+                           : static_cast<T>(s.to_int());
+  } else {
+    return convert<T>(static_cast<float>(s.to_double()));
+  }
+}
+
+}  // namespace
+
+void fill(const FillArgs& a) {
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(a.out);
+    if (a.kind == stream::OpKind::kFull) {
+      const T v = scalar_as<T>(a.value);
+      parallel_for(a.numel, kGrain, a.num_threads,
+                   [&](std::int64_t lo, std::int64_t hi) { std::fill(out + lo, out + hi, v); });
+      return;
+    }
+    // Arange: start + i * step, exact in int64 for integer scalars, in double otherwise.
+    const bool integral = !a.value.is_floating() && !a.step.is_floating();
+    parallel_for(a.numel, kGrain, a.num_threads, [&](std::int64_t lo, std::int64_t hi) {
+      if (integral) {
+        const auto start = static_cast<std::uint64_t>(a.value.to_int());
+        const auto step = static_cast<std::uint64_t>(a.step.to_int());
+        for (std::int64_t i = lo; i < hi; ++i) {
+          out[i] = convert<T>(static_cast<std::int64_t>(start + static_cast<std::uint64_t>(i) * step));
+        }
+      } else {
+        const double start = a.value.to_double(), step = a.step.to_double();
+        for (std::int64_t i = lo; i < hi; ++i)
+          out[i] = convert<T>(static_cast<float>(start + static_cast<double>(i) * step));
+      }
+    });
+  });
+}
+
+}  // namespace streamfuse::backends::cpu::SF_ISA_NS

@@ -1,0 +1,89 @@
+// The CPU kernels' entry points and their arguments. The kernel sources are compiled once per
+// ISA level (cmake/CpuIsa.cmake) into namespaces isa_v2, isa_v3, isa_v4; isa.h picks a table.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "stream/ir.h"
+#include "streamfuse/dtype.h"
+#include "streamfuse/shape.h"
+
+namespace streamfuse::backends::cpu {
+
+using Strides = std::array<std::int64_t, kMaxRank>;
+
+// A tensor as a kernel sees it: its first element, dtype, and element strides over the shape the
+// kernel iterates (0 where it broadcasts).
+struct Operand {
+  char* data = nullptr;
+  DType dtype = kF32;
+  Strides strides{};
+};
+
+// One element-wise op: out = kind(inputs...) over `shape`. Inputs are read as `compute`
+// (f16/bf16 compute in float); the scalar operand, if any, is already one of the inputs, a
+// broadcast 1-element operand.
+struct ElementwiseArgs {
+  stream::OpKind kind = stream::OpKind::kAdd;
+  DType compute = kF32;
+  Shape shape;
+  int num_inputs = 0;
+  std::array<Operand, 3> inputs;
+  Operand output;
+  int num_threads = 1;
+};
+
+// Copies `src` to `dst` over `shape`, converting dtypes (bitwise when they are equal).
+struct CopyArgs {
+  Shape shape;
+  Operand src;
+  Operand dst;
+  int num_threads = 1;
+};
+
+// out = full(value) or arange(start, step) over a contiguous output of `numel` elements.
+struct FillArgs {
+  stream::OpKind kind = stream::OpKind::kFull;  // Full or Arange
+  DType dtype = kF32;
+  void* out = nullptr;
+  std::int64_t numel = 0;
+  Scalar value;  // Full: the value; Arange: start
+  Scalar step;   // Arange
+  int num_threads = 1;
+};
+
+// Philox random values into a contiguous output.
+struct RandomArgs {
+  stream::OpKind kind = stream::OpKind::kRandUniform;  // RandUniform or RandNormal
+  DType dtype = kF32;
+  void* out = nullptr;
+  std::int64_t numel = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;  // in Philox counters
+  double a = 0, b = 1;       // [low, high) or (mean, std)
+  int num_threads = 1;
+};
+
+// A reduction of `input` (of `shape`) over `axis` (or all, stream::kAllAxes) into a contiguous
+// output holding the kept dimensions in order.
+struct ReduceArgs {
+  stream::OpKind kind = stream::OpKind::kSum;
+  Shape shape;
+  Operand input;
+  int axis = stream::kAllAxes;
+  DType out_dtype = kF32;
+  void* out = nullptr;
+  int num_threads = 1;
+};
+
+struct KernelTable {
+  const char* isa;  // "x86-64-v4", ...
+  void (*elementwise)(const ElementwiseArgs&);
+  void (*copy)(const CopyArgs&);
+  void (*fill)(const FillArgs&);
+  void (*random)(const RandomArgs&);
+  void (*reduce)(const ReduceArgs&);
+};
+
+}  // namespace streamfuse::backends::cpu

@@ -1,0 +1,44 @@
+// Matrix products on the CPU: oneDNN for float dtypes (primitives cached per shape), a blocked
+// loop for integers.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "backends/cpu/kernels/kernels.h"
+#include "streamfuse/dtype.h"
+#include "streamfuse/shape.h"
+
+namespace streamfuse::backends::cpu {
+
+// One operand: elements of the product's dtype at `data`, with element strides per dimension
+// (any layout, 0 for broadcast dimensions).
+struct MatmulOperand {
+  const void* data = nullptr;
+  Shape shape;
+  Strides strides{};
+};
+
+class MatmulEngine {
+ public:
+  MatmulEngine();
+  ~MatmulEngine();
+  MatmulEngine(const MatmulEngine&) = delete;
+  MatmulEngine& operator=(const MatmulEngine&) = delete;
+
+  // out = a @ b with NumPy semantics: a 1-D `a` is a row and a 1-D `b` a column, the added
+  // dimension absent from `out_shape`; batch dimensions broadcast. `out` is contiguous, of
+  // `out_shape`; both operands hold `dtype` (f32, f16, bf16, i32 or i64). f16 and bf16
+  // accumulate in f32; integers wrap. Thread-safe. Throws Error if oneDNN fails.
+  void run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
+           const Shape& out_shape, int num_threads);
+
+  // Primitives currently cached (for tests of the cache bound).
+  std::size_t cached_primitives() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace streamfuse::backends::cpu

@@ -1,0 +1,434 @@
+// Float matrix products through oneDNN. For each (dtype, layout, thread count) a plan is chosen
+// once and cached: the oneDNN primitive, and which operands it needs copied first.
+//
+// Choosing a plan: oneDNN takes explicit strides, so the operands are first described as they
+// are. oneDNN rejects negative strides and falls back to its reference implementation ("ref:any",
+// a naive loop) for layouts its GEMM kernels can't read (a zero or non-unit stride in both matrix
+// dimensions); then the operands that are not a row- or column-major matrix are copied to dense
+// row-major buffers, then both. An f16 or bf16 product the CPU has no kernel for converts its
+// operands to dense f32 and its result back (round to nearest even).
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include <boost/container_hash/hash.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
+#ifdef STREAMFUSE_OPENMP
+#include <omp.h>
+#endif
+
+#include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/matmul_layout.h"
+#include "backends/float16.h"
+#include "stream/log.h"
+
+namespace streamfuse::backends::cpu {
+namespace {
+
+using dnnl::memory;
+
+memory::data_type dnnl_type(DType d) {
+  return d == kF16    ? memory::data_type::f16
+         : d == kBF16 ? memory::data_type::bf16
+                      : memory::data_type::f32;
+}
+
+bool has_negative_stride(const MatrixLayout& x, int batch_rank) {
+  for (int d = 0; d < batch_rank; ++d)
+    if (x.batch_strides[static_cast<std::size_t>(d)] < 0) return true;
+  return x.row_stride < 0 || x.col_stride < 0;
+}
+
+// Row- or column-major matrices (any leading dimension) that oneDNN's GEMM kernels read as is.
+bool is_plain(const MatrixLayout& x, int batch_rank) {
+  if (has_negative_stride(x, batch_rank)) return false;
+  for (int i = 0; i < batch_rank; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    if (x.batch[u] > 1 && x.batch_strides[u] == 0) return false;
+  }
+  const bool row_major = (x.col_stride == 1 || x.cols == 1) && x.row_stride >= x.cols;
+  const bool col_major = (x.row_stride == 1 || x.rows == 1) && x.col_stride >= x.rows;
+  return row_major || col_major;
+}
+
+// `x` stored densely in row-major order, its broadcast batch dimensions kept at size 1.
+MatrixLayout dense(const MatrixLayout& x, int batch_rank) {
+  MatrixLayout d = x;
+  d.col_stride = 1;
+  d.row_stride = x.cols;
+  std::int64_t stride = x.rows * x.cols;
+  for (int i = batch_rank - 1; i >= 0; --i) {
+    const auto u = static_cast<std::size_t>(i);
+    d.batch_strides[u] = x.batch[u] == 1 ? 0 : stride;
+    stride *= x.batch[u];
+  }
+  return d;
+}
+
+bool same_layout(const MatrixLayout& x, const MatrixLayout& y, int batch_rank) {
+  if (x.row_stride != y.row_stride && x.rows > 1) return false;
+  if (x.col_stride != y.col_stride && x.cols > 1) return false;
+  for (int i = 0; i < batch_rank; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    if (x.batch[u] > 1 && x.batch_strides[u] != y.batch_strides[u]) return false;
+  }
+  return true;
+}
+
+// oneDNN's descriptor of `x`. Strides of size-1 dimensions don't address anything, but oneDNN's
+// kernels check them when matching layouts: they are set so that a strided row or column reads
+// as a row-major (or column-major) matrix with a leading dimension.
+memory::desc matrix_desc(const MatrixLayout& x, int batch_rank, memory::data_type type) {
+  memory::dims dims, strides;
+  for (int i = 0; i < batch_rank; ++i) dims.push_back(x.batch[static_cast<std::size_t>(i)]);
+  dims.push_back(x.rows);
+  dims.push_back(x.cols);
+  std::int64_t rs = x.row_stride, cs = x.col_stride;
+  if (x.cols == 1) cs = 1;
+  if (x.rows == 1) rs = cs == 1 ? x.cols : 1;
+  std::int64_t span = std::max(rs * x.rows, cs * x.cols);
+  strides.resize(dims.size());
+  strides[dims.size() - 2] = rs;
+  strides[dims.size() - 1] = cs;
+  for (int i = batch_rank - 1; i >= 0; --i) {
+    const auto u = static_cast<std::size_t>(i);
+    strides[u] = x.batch[u] == 1 ? span : x.batch_strides[u];
+    span = std::max(span, strides[u] * x.batch[u]);
+  }
+  return memory::desc(dims, type, strides);
+}
+
+// What the product does for one key: copy (and maybe convert) operands, run the primitive,
+// convert the result back when `compute` is not the dtype.
+struct Plan {
+  DType compute = kF32;
+  bool copy_a = false, copy_b = false;  // to dense row-major buffers of `compute`
+  dnnl::matmul primitive;
+  memory::desc a_md, b_md, c_md, scratchpad_md;
+  std::string impl;
+};
+
+struct PlanKey {
+  std::array<std::int64_t, 6 + 6 * kMaxRank> words{};
+  friend bool operator==(const PlanKey&, const PlanKey&) = default;
+};
+
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& k) const {
+    return boost::hash_range(k.words.begin(), k.words.end());
+  }
+};
+
+PlanKey make_key(DType dtype, const MatmulLayout& l, int threads) {
+  PlanKey key;
+  std::size_t w = 0;
+  auto put = [&](std::int64_t v) { key.words[w++] = v; };
+  put(static_cast<std::int64_t>(dtype));
+  put(threads);
+  put(l.batch_rank);
+  put(l.m);
+  put(l.k);
+  put(l.n);
+  for (const MatrixLayout* x : {&l.a, &l.b}) {
+    put(x->row_stride);
+    put(x->col_stride);
+    for (int i = 0; i < l.batch_rank; ++i) {
+      put(x->batch[static_cast<std::size_t>(i)]);
+      put(x->batch_strides[static_cast<std::size_t>(i)]);
+    }
+  }
+  for (int i = 0; i < l.batch_rank; ++i) put(l.batch[static_cast<std::size_t>(i)]);
+  return key;
+}
+
+// Sets the calling thread's OpenMP thread count for its scope: oneDNN (OpenMP runtime) sizes
+// its parallel regions by omp_get_max_threads(), both when a primitive is created (which fixes
+// its work split) and when it runs.
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int num_threads) {
+#ifdef STREAMFUSE_OPENMP
+    previous_ = omp_get_max_threads();
+    if (num_threads > 0) omp_set_num_threads(num_threads);
+#endif
+  }
+  ~ScopedThreads() {
+#ifdef STREAMFUSE_OPENMP
+    omp_set_num_threads(previous_);
+#endif
+  }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int previous_ = 1;
+};
+
+std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
+  std::string s = "matmul plan for " + std::string(dtype_name(dtype)) +
+                  " m=" + std::to_string(l.m) + " k=" + std::to_string(l.k) +
+                  " n=" + std::to_string(l.n) + " batch=" + std::to_string(l.batch_count()) + ": " +
+                  p.impl;
+  if (p.compute != dtype) s += ", via f32";
+  if (p.copy_a) s += ", copies a";
+  if (p.copy_b) s += ", copies b";
+  return s;
+}
+
+}  // namespace
+
+struct OnednnMatmul::State {
+  struct Entry {
+    std::shared_ptr<const Plan> plan;
+    std::uint64_t last_use = 0;
+  };
+
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  mutable std::mutex mutex;  // guards `plans` and `clock`
+  std::mutex create_mutex;   // one plan built at a time, so racing threads don't build it twice
+  boost::unordered_flat_map<PlanKey, Entry, PlanKeyHash> plans;
+  std::uint64_t clock = 0;
+
+  std::shared_ptr<const Plan> find(const PlanKey& key) {
+    std::lock_guard lock(mutex);
+    auto it = plans.find(key);
+    if (it == plans.end()) return nullptr;
+    it->second.last_use = ++clock;
+    return it->second.plan;
+  }
+
+  // Evicting scans every entry for the least recently used; at 256 entries that costs far less
+  // than the primitive creation that precedes it, and keeps lookups to one hash probe.
+  void insert(const PlanKey& key, std::shared_ptr<const Plan> plan) {
+    std::lock_guard lock(mutex);
+    if (plans.size() >= kMaxCachedPrimitives) {
+      auto oldest = plans.begin();
+      for (auto it = plans.begin(); it != plans.end(); ++it)
+        if (it->second.last_use < oldest->second.last_use) oldest = it;
+      plans.erase(oldest);
+    }
+    plans.insert_or_assign(key, Entry{std::move(plan), ++clock});
+  }
+
+  // A plan with this primitive, or nullptr where oneDNN has no kernel better than its reference
+  // loop (and `accept_reference` is false). Throws dnnl::error when oneDNN rejects the layout.
+  std::shared_ptr<Plan> try_plan(DType compute, const MatmulLayout& l, bool copy_a, bool copy_b,
+                                 bool accept_reference) {
+    auto plan = std::make_shared<Plan>();
+    plan->compute = compute;
+    plan->copy_a = copy_a;
+    plan->copy_b = copy_b;
+    MatrixLayout c;
+    c.batch = l.batch;
+    c.rows = l.m;
+    c.cols = l.n;
+    const int r = l.batch_rank;
+    const memory::data_type type = dnnl_type(compute);
+    plan->a_md = matrix_desc(copy_a ? dense(l.a, r) : l.a, r, type);
+    plan->b_md = matrix_desc(copy_b ? dense(l.b, r) : l.b, r, type);
+    plan->c_md = matrix_desc(dense(c, r), r, type);
+    dnnl::primitive_attr attr;
+    // The scratchpad comes with each call: oneDNN's own one is per creating thread, and cached
+    // primitives run on other threads.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::matmul::desc desc(plan->a_md, plan->b_md, plan->c_md);
+    const dnnl::matmul::primitive_desc pd(desc, attr, engine);
+    plan->impl = pd.impl_info_str();
+    if (!accept_reference && plan->impl.rfind("ref", 0) == 0) return nullptr;
+    plan->scratchpad_md = pd.scratchpad_desc();
+    plan->primitive = dnnl::matmul(pd);
+    return plan;
+  }
+
+  std::shared_ptr<const Plan> build(DType dtype, const MatmulLayout& l) {
+    const int r = l.batch_rank;
+    const bool neg_a = has_negative_stride(l.a, r), neg_b = has_negative_stride(l.b, r);
+    const bool dense_a = same_layout(l.a, dense(l.a, r), r);
+    const bool dense_b = same_layout(l.b, dense(l.b, r), r);
+    const std::array<std::array<bool, 2>, 3> copies{{
+        {neg_a, neg_b},
+        {!is_plain(l.a, r), !is_plain(l.b, r)},
+        {!dense_a, !dense_b},
+    }};
+    for (std::size_t i = 0; i < copies.size(); ++i) {
+      if (i > 0 && copies[i] == copies[i - 1]) continue;
+      try {
+        if (auto plan = try_plan(dtype, l, copies[i][0], copies[i][1], false)) return plan;
+      } catch (const dnnl::error&) {
+        // unimplemented for this dtype or layout: the next plan copies more
+      }
+    }
+    if (dtype != kF32) return try_plan(kF32, l, true, true, true);
+    return try_plan(kF32, l, !dense_a, !dense_b, true);
+  }
+};
+
+namespace {
+
+// A grow-only 64-byte-aligned buffer per calling thread (for the scratchpad): steady-state calls
+// allocate nothing.
+void* thread_scratchpad(std::size_t bytes) {
+  bytes = std::max<std::size_t>(bytes, 64);
+  struct Buffer {
+    void* data = nullptr;
+    std::size_t size = 0;
+    ~Buffer() { ::operator delete (data, std::align_val_t{64}); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    ::operator delete (buffer.data, std::align_val_t{64});
+    buffer.data = nullptr;
+    buffer.size = 0;
+    buffer.data = ::operator new (bytes, std::align_val_t{64});
+    buffer.size = bytes;
+  }
+  return buffer.data;
+}
+
+// An operand element as the primitive reads it: itself, or widened to f32.
+template <class To, class From>
+To convert(From x) {
+  if constexpr (std::is_same_v<From, To>)
+    return x;
+  else if constexpr (std::is_same_v<From, Half>)
+    return half_bits_to_float(x.bits);
+  else
+    return bf16_bits_to_float(x.bits);
+}
+
+// Rows [begin, end) of the dense row-major copy of `x` (row r is row r % rows of matrix
+// r / rows, counted over x's own batch sizes).
+template <class From, class To>
+void copy_rows(const MatmulLayout& l, const MatrixLayout& x, const From* src, To* dst,
+               std::int64_t begin, std::int64_t end) {
+  for (std::int64_t r = begin; r < end; ++r) {
+    std::int64_t matrix = r / x.rows, offset = (r % x.rows) * x.row_stride;
+    for (int i = l.batch_rank - 1; i >= 0; --i) {
+      const auto u = static_cast<std::size_t>(i);
+      offset += (matrix % x.batch[u]) * x.batch_strides[u];
+      matrix /= x.batch[u];
+    }
+    const From* row = src + offset;
+    To* out = dst + r * x.cols;
+    if (x.col_stride == 1) {  // the common case, kept apart so that it vectorizes
+      for (std::int64_t c = 0; c < x.cols; ++c) out[c] = convert<To>(row[c]);
+    } else {
+      for (std::int64_t c = 0; c < x.cols; ++c) out[c] = convert<To>(row[c * x.col_stride]);
+    }
+  }
+}
+
+// Copies operand `x` (of From elements) into a dense row-major buffer of To elements.
+template <class From, class To>
+void copy_dense(const MatmulLayout& l, const MatrixLayout& x, const void* src, void* dst,
+                int num_threads) {
+  const std::int64_t rows = x.matrices(l.batch_rank) * x.rows;
+  const std::int64_t grain = std::max<std::int64_t>(1, 16384 / x.cols);
+  parallel_for(rows, grain, num_threads, [&](std::int64_t begin, std::int64_t end) {
+    copy_rows(l, x, static_cast<const From*>(src), static_cast<To*>(dst), begin, end);
+  });
+}
+
+void copy_operand(DType dtype, DType compute, const MatmulLayout& l, const MatrixLayout& x,
+                  const void* src, void* dst, int num_threads) {
+  switch (dtype) {
+    case kF16:
+      if (compute == kF32) return copy_dense<Half, float>(l, x, src, dst, num_threads);
+      return copy_dense<Half, Half>(l, x, src, dst, num_threads);
+    case kBF16:
+      if (compute == kF32) return copy_dense<BFloat16, float>(l, x, src, dst, num_threads);
+      return copy_dense<BFloat16, BFloat16>(l, x, src, dst, num_threads);
+    default:
+      return copy_dense<float, float>(l, x, src, dst, num_threads);
+  }
+}
+
+// The f32 result of a product computed via f32, rounded to f16 / bf16 (nearest even).
+void round_result(DType dtype, const float* src, void* dst, std::int64_t numel, int num_threads) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  parallel_for(numel, 16384, num_threads, [&](std::int64_t begin, std::int64_t end) {
+    if (dtype == kF16) {
+      for (std::int64_t i = begin; i < end; ++i) d[i] = float_to_half_bits(src[i]);
+    } else {
+      for (std::int64_t i = begin; i < end; ++i) d[i] = float_to_bf16_bits(src[i]);
+    }
+  });
+}
+
+struct AlignedDelete {
+  void operator()(void* p) const { ::operator delete (p, std::align_val_t{64}); }
+};
+using Buffer = std::unique_ptr<void, AlignedDelete>;
+
+Buffer allocate(std::int64_t elements, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(elements) * element_size(dtype);
+  return Buffer(::operator new (std::max<std::size_t>(bytes, 64), std::align_val_t{64}));
+}
+
+}  // namespace
+
+OnednnMatmul::OnednnMatmul() : state_(std::make_unique<State>()) {}
+OnednnMatmul::~OnednnMatmul() = default;
+
+std::size_t OnednnMatmul::cached_primitives() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->plans.size();
+}
+
+void OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
+                       int num_threads) {
+  ScopedThreads threads(num_threads);
+  const int thread_count = max_threads(num_threads);
+  const PlanKey key = make_key(dtype, l, thread_count);
+  std::shared_ptr<const Plan> plan = state_->find(key);
+  if (!plan) {
+    std::lock_guard create_lock(state_->create_mutex);
+    plan = state_->find(key);
+    if (!plan) {
+      plan = state_->build(dtype, l);
+      if (stream::log_enabled(stream::LogChannel::kCache))
+        stream::log_line(stream::LogChannel::kCache, describe_plan(dtype, l, *plan));
+      state_->insert(key, plan);
+    }
+  }
+
+  Buffer a_copy, b_copy, c_f32;
+  if (plan->copy_a) {
+    a_copy = allocate(l.a.matrices(l.batch_rank) * l.m * l.k, plan->compute);
+    copy_operand(dtype, plan->compute, l, l.a, a, a_copy.get(), num_threads);
+    a = a_copy.get();
+  }
+  if (plan->copy_b) {
+    b_copy = allocate(l.b.matrices(l.batch_rank) * l.k * l.n, plan->compute);
+    copy_operand(dtype, plan->compute, l, l.b, b, b_copy.get(), num_threads);
+    b = b_copy.get();
+  }
+  const std::int64_t numel = l.batch_count() * l.m * l.n;
+  void* c = out;
+  if (plan->compute != dtype) {
+    c_f32 = allocate(numel, kF32);
+    c = c_f32.get();
+  }
+
+  const dnnl::engine& engine = state_->engine;
+  dnnl::stream stream(engine);  // per call: streams are not thread-safe, and cheap on the CPU
+  const memory a_mem(plan->a_md, engine, const_cast<void*>(a));
+  const memory b_mem(plan->b_md, engine, const_cast<void*>(b));
+  const memory c_mem(plan->c_md, engine, c);
+  const memory scratchpad(plan->scratchpad_md, engine,
+                          thread_scratchpad(plan->scratchpad_md.get_size()));
+  plan->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                                   {DNNL_ARG_WEIGHTS, b_mem},
+                                   {DNNL_ARG_DST, c_mem},
+                                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  stream.wait();
+  if (plan->compute != dtype)
+    round_result(dtype, static_cast<const float*>(c), out, numel, num_threads);
+}
+
+}  // namespace streamfuse::backends::cpu

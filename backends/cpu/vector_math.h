@@ -1,0 +1,385 @@
+// Single-precision vector math: exp, log, erf, tanh, sin, cos, sigmoid and pow.
+//
+// Every function is branch-free (both sides of each case are computed and one is selected), so a
+// loop such as `for (i) out[i] = sf_exp(in[i]);` auto-vectorizes, and it uses only IEEE-exact
+// operations (+ - * /, conversions, bit casts and, where the target has it, fma), so the same
+// source compiled with the same ISA flags gives the same bits on every compiler and device.
+//
+// The text is pasted verbatim into JIT-generated C++ and CUDA kernels, so it includes nothing
+// (compile time matters there) and reaches the platform only through the SF_MATH_* macros below,
+// which a prelude may predefine. CUDA kernels must be compiled with --fmad=false, as the C++ JIT
+// uses -ffp-contract=off: several steps rely on a*b+c being rounded twice.
+//
+// GCC 12 if-converts every select, and so vectorizes every function, only under -fno-trapping-math
+// (with trapping math it will not evaluate an ordered float comparison unconditionally): compile
+// kernels with the project's STREAMFUSE_KERNEL_FLAGS (-O3 -ffp-contract=off -fno-math-errno
+// -fno-trapping-math).
+//
+// Accuracy: maximum error in ulp of the float result against a double-precision reference,
+// measured over all 2^32 inputs by tools/math_ulp_sweep.cpp (pow: 2^28 random pairs), with and
+// without FMA; each function's comment gives its figure. Denormal inputs and outputs, ±0, ±inf and
+// NaN follow C99 Annex F.
+#ifndef STREAMFUSE_BACKENDS_CPU_VECTOR_MATH_H_
+#define STREAMFUSE_BACKENDS_CPU_VECTOR_MATH_H_
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#ifndef SF_MATH_FN
+#define SF_MATH_FN static __device__ __forceinline__
+#endif
+#ifndef SF_MATH_AS_UINT
+#define SF_MATH_AS_UINT(f) __float_as_uint(f)
+#endif
+#ifndef SF_MATH_AS_FLOAT
+#define SF_MATH_AS_FLOAT(u) __uint_as_float(u)
+#endif
+#ifndef SF_MATH_AS_ULL
+#define SF_MATH_AS_ULL(d) ((unsigned long long)__double_as_longlong(d))
+#endif
+#ifndef SF_MATH_AS_DOUBLE
+#define SF_MATH_AS_DOUBLE(u) __longlong_as_double((long long)(u))
+#endif
+#ifndef SF_MATH_FMA
+#define SF_MATH_FMA(a, b, c) __fmaf_rn((a), (b), (c))
+#endif
+#ifndef SF_MATH_FMA_D
+#define SF_MATH_FMA_D(a, b, c) __fma_rn((a), (b), (c))
+#endif
+#endif  // CUDA
+
+#ifndef SF_MATH_FN
+#define SF_MATH_FN static inline __attribute__((always_inline))
+#endif
+#ifndef SF_MATH_AS_UINT
+#define SF_MATH_AS_UINT(f) __builtin_bit_cast(unsigned int, (f))
+#endif
+#ifndef SF_MATH_AS_FLOAT
+#define SF_MATH_AS_FLOAT(u) __builtin_bit_cast(float, (u))
+#endif
+#ifndef SF_MATH_AS_ULL
+#define SF_MATH_AS_ULL(d) __builtin_bit_cast(unsigned long long, (d))
+#endif
+#ifndef SF_MATH_AS_DOUBLE
+#define SF_MATH_AS_DOUBLE(u) __builtin_bit_cast(double, (u))
+#endif
+
+// A true fma where the hardware has one; a libm fmaf call would stop vectorization, so targets
+// without FMA (x86-64-v2) round twice. Polynomials are accurate enough either way.
+#if defined(__FMA__)
+#ifndef SF_MATH_FMA
+#define SF_MATH_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+#endif
+#ifndef SF_MATH_FMA_D
+#define SF_MATH_FMA_D(a, b, c) __builtin_fma((a), (b), (c))
+#endif
+#else
+#ifndef SF_MATH_FMA
+#define SF_MATH_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+#ifndef SF_MATH_FMA_D
+#define SF_MATH_FMA_D(a, b, c) ((a) * (b) + (c))
+#endif
+#endif
+
+#define SF_MATH_INF SF_MATH_AS_FLOAT(0x7f800000u)
+#define SF_MATH_NAN SF_MATH_AS_FLOAT(0x7fc00000u)
+
+// ---------------------------------------------------------------------------------------------
+// Helpers (double precision). Double has the exponent range and 29 spare bits that make one final
+// rounding to float nearly always correct, and float inputs convert to it exactly.
+
+// Returns p and sets *scale so that e^x = scale * (1 + p), for |x| <= 150: x = k ln2 + r with
+// |r| <= ln2/2 (Cody–Waite, k * ln2 head exact), p = expm1(r) by a degree-9 minimax polynomial
+// (relative error 2^-45), scale = 2^k. scale * p + (scale - 1) is expm1(x) without cancellation.
+SF_MATH_FN double sf_exp_d(double x, double* scale) {
+  const double kShift = 0x1.8p52;  // adding it rounds to an integer, kept in the low bits
+  double t = x * 0x1.71547652b82fep+0 + kShift;
+  double k = t - kShift;
+  double r = (x - k * 0x1.62e42fefa3900p-1) - k * 0x1.de6af278ece60p-46;
+  double q = SF_MATH_FMA_D(r, 0x1.710157854973fp-19, 0x1.a16e7194efc9fp-16);
+  q = SF_MATH_FMA_D(q, r, 0x1.a01b740fcf049p-13);
+  q = SF_MATH_FMA_D(q, r, 0x1.6c163bb7f09acp-10);
+  q = SF_MATH_FMA_D(q, r, 0x1.1111108de2ea9p-7);
+  q = SF_MATH_FMA_D(q, r, 0x1.5555557e05477p-5);
+  q = SF_MATH_FMA_D(q, r, 0x1.555555558a177p-3);
+  q = SF_MATH_FMA_D(q, r, 0x1.fffffffff134ap-2);
+  // The low bits of t hold k; (k + 1023) << 52 is the double 2^k.
+  *scale = SF_MATH_AS_DOUBLE((SF_MATH_AS_ULL(t) + 1023u) << 52);
+  return SF_MATH_FMA_D(r * r, q, r);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// e^x. x = k ln2 + r with k*kLn2Hi exact, r kept as rh + rl; e^r = 1 + r + r^2/2 + r^3 Q(r), Q of
+// degree 4 (2^-31), the big terms summed exactly; scaled by 2^k in two exact steps, denormal
+// results being rounded to their grid before scaling, so every result is rounded once. Max error
+// 0.533 ulp (FMA and not).
+SF_MATH_FN float sf_exp(float x) {
+  const float kShift = 0x1.8p23f;
+  float xc = x > 89.0f ? 89.0f : x;  // e^89 overflows, e^-104 rounds to 0;
+  xc = xc < -104.0f ? -104.0f : xc;  // NaN passes both
+  float t = xc * 0x1.715476p+0f + kShift;
+  float k = t - kShift;
+  float a = xc - k * 0x1.62e4p-1f;  // exact: 15-bit ln2 head times |k| <= 150
+  float b = k * 0x1.7f7d1cp-20f;
+  float rh = a - b;
+  float rl = (a - rh) - b;
+  // e^r = 1 + r + r^2/2 + r^3 Q(r). 1 + rh and rhh^2/2 (rh's top 12 bits: exact) are summed
+  // exactly, so only small terms are rounded before the final addition.
+  float rhh = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(rh) & 0xfffff000u);
+  float rhl = rh - rhh;
+  float h = 0.5f * (rhh * rhh);
+  float s1p = 1.0f + rh;
+  float e1 = (1.0f - s1p) + rh;
+  float s = s1p + h;
+  float e2 = (s1p - s) + h;
+  float q = SF_MATH_FMA(rh, 0x1.6c308ep-13f, 0x1.6d40b8p-10f);
+  q = SF_MATH_FMA(q, rh, 0x1.1136b0p-7f);
+  q = SF_MATH_FMA(q, rh, 0x1.5554f2p-5f);
+  q = SF_MATH_FMA(q, rh, 0x1.55553cp-3f);
+  float cubic = SF_MATH_FMA((rh * rh) * rh, q, 0.5f * rhl * (rh + rhh));
+  float tail = (e1 + e2) + (SF_MATH_FMA(rl, rh, rl) + cubic);
+  int ki = (int)(SF_MATH_AS_UINT(t) - SF_MATH_AS_UINT(kShift));
+  // A denormal result (s < m = 2^(-126-k)) must be rounded once, to its own grid, the ulp of m:
+  // adding m rounds s (>= 0) to it, adding 1.5 m rounds the signed remainder plus the tail to it.
+  // For normal results m = 0 and this is y = s + tail.
+  int me = 1 - ki;
+  float m = SF_MATH_AS_FLOAT((unsigned int)(me < 1 ? 1 : me) << 23);
+  m = s < m ? m : 0.0f;
+  float sr = (s + m) - m;
+  float m15 = 1.5f * m;
+  float y = sr + ((((s - sr) + tail) + m15) - m15);
+  int k1 = ki >> 1;
+  int k2 = ki - k1;
+  float s1 = SF_MATH_AS_FLOAT((unsigned int)(k1 + 127) << 23);
+  float s2 = SF_MATH_AS_FLOAT((unsigned int)(k2 + 127) << 23);
+  return (y * s1) * s2;
+}
+
+// Natural log. x = 2^e m with m in [sqrt(1/2), sqrt(2)) (denormals prescaled by 2^23), f = m - 1
+// exact; log = e ln2 + f - f^2/2 + f^3 P(f), P of degree 8 (2^-28.8). The big terms are summed
+// exactly: f^2/2 is split with f's top 12 bits (fh^2 is exact without FMA), and e*kLn2Hi, f and
+// -fh^2/2 are added with error-free sums, so little more than the final rounding remains. Max
+// error 0.61 ulp with FMA, 0.66 without.
+SF_MATH_FN float sf_log(float x) {
+  bool tiny = x < 0x1p-126f;
+  float xs = tiny ? x * 0x1p23f : x;
+  unsigned int u = SF_MATH_AS_UINT(xs);
+  int e = (int)(u - 0x3f3504f3u) >> 23;  // 0x3f3504f3 = sqrt(1/2)
+  float f = SF_MATH_AS_FLOAT(u - ((unsigned int)e << 23)) - 1.0f;
+  float ef = (float)(e - (tiny ? 23 : 0));
+  float fh = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(f) & 0xfffff000u);
+  float fl = f - fh;
+  float sq = fh * fh;           // exact
+  float sq_lo = fl * (f + fh);  // f^2 = sq + sq_lo, the small part rounded
+  float h2 = 0.5f * sq;
+  float d = f - h2;
+  float d_err = (f - d) - h2;   // exact: |f| >= h2
+  float a = ef * 0x1.62e4p-1f;  // exact: 15-bit ln2 head, |e| < 2^8
+  float hi = a + d;
+  float hi_err = (a - hi) + d;  // exact: |a| >= |d| or a == 0
+  float p = SF_MATH_FMA(f, 0x1.b54664p-5f, -0x1.bf1bdcp-4f);
+  p = SF_MATH_FMA(p, f, 0x1.eff29ap-4f);
+  p = SF_MATH_FMA(p, f, -0x1.0103e2p-3f);
+  p = SF_MATH_FMA(p, f, 0x1.23036ep-3f);
+  p = SF_MATH_FMA(p, f, -0x1.552f18p-3f);
+  p = SF_MATH_FMA(p, f, 0x1.99a540p-3f);
+  p = SF_MATH_FMA(p, f, -0x1.000070p-2f);
+  p = SF_MATH_FMA(p, f, 0x1.555548p-2f);
+  // What is left: the ln2 tail, the polynomial and the rest of -f^2/2.
+  float f3 = SF_MATH_FMA(f, sq, f * sq_lo);
+  float rest = SF_MATH_FMA(f3, p, -0.5f * sq_lo);
+  float lo = hi_err + (d_err + SF_MATH_FMA(ef, 0x1.7f7d1cp-20f, rest));
+  float r = hi + lo;
+  r = x == SF_MATH_INF ? x : r;
+  r = x == 0.0f ? -SF_MATH_INF : r;
+  return x >= 0.0f ? r : SF_MATH_NAN;  // negative or NaN
+}
+
+// 1 / (1 + e^-x), as (x >= 0 ? 1 : z) / (1 + z) with z = e^-|x| in double, so neither end
+// overflows and tiny results come out as correctly rounded denormals. Max error 0.50000 ulp.
+SF_MATH_FN float sf_sigmoid(float x) {
+  double a = x < 0.0f ? (double)x : -(double)x;
+  a = a < -120.0 ? -120.0 : a;  // NaN passes
+  double scale;
+  double p = sf_exp_d(a, &scale);
+  double e = scale * (1.0 + p);
+  return (float)((x >= 0.0f ? 1.0 : e) / (1.0 + e));
+}
+
+// tanh(x) = -m / (2 + m) with m = expm1(-2|x|) in double (accurate down to denormal x), sign
+// restored from x. Max error 0.50000 ulp.
+SF_MATH_FN float sf_tanh(float x) {
+  unsigned int sign = SF_MATH_AS_UINT(x) & 0x80000000u;
+  double a = -2.0 * (double)SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(x) ^ sign);
+  a = a < -40.0 ? -40.0 : a;  // tanh(20) rounds to 1; NaN passes
+  double scale;
+  double p = sf_exp_d(a, &scale);
+  double m = SF_MATH_FMA_D(scale, p, scale - 1.0);
+  float t = (float)(-m / (2.0 + m));
+  return SF_MATH_AS_FLOAT((SF_MATH_AS_UINT(t) & 0x7fffffffu) | sign);
+}
+
+// erf. For a = |x| (clamped to 4, where erf rounds to 1): erf = -expm1(-a^2) + e^-a^2 a S(a) in
+// double, where S(a) = (1 - erfcx(a)) / a is a degree-14 minimax polynomial on [0, 4] weighted
+// for erf's relative error (2^-31). a^2 is exact in double and neither term cancels, so one
+// formula covers denormals to 4. Max error 0.507 ulp.
+SF_MATH_FN float sf_erf(float x) {
+  unsigned int sign = SF_MATH_AS_UINT(x) & 0x80000000u;
+  double a = (double)SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(x) ^ sign);
+  a = a > 4.0 ? 4.0 : a;  // NaN passes
+  double scale;
+  double p = sf_exp_d(-(a * a), &scale);
+  double s = SF_MATH_FMA_D(a, 0x1.6243dcb5a49d7p-23, -0x1.10ccbaaa6e34fp-18);
+  s = SF_MATH_FMA_D(s, a, 0x1.8131584420f20p-15);
+  s = SF_MATH_FMA_D(s, a, -0x1.4d7aef36591bfp-12);
+  s = SF_MATH_FMA_D(s, a, 0x1.914e9cdb231b1p-10);
+  s = SF_MATH_FMA_D(s, a, -0x1.6afabcf4b44d1p-8);
+  s = SF_MATH_FMA_D(s, a, 0x1.0683291a5c38cp-6);
+  s = SF_MATH_FMA_D(s, a, -0x1.409bbc52dfdcfp-5);
+  s = SF_MATH_FMA_D(s, a, 0x1.5a02529a3d3ddp-4);
+  s = SF_MATH_FMA_D(s, a, -0x1.5413a8badf471p-3);
+  s = SF_MATH_FMA_D(s, a, 0x1.33f4369f1b6cbp-2);
+  s = SF_MATH_FMA_D(s, a, -0x1.fff901a8a6b88p-2);
+  s = SF_MATH_FMA_D(s, a, 0x1.8126faebfdf3ap-1);
+  s = SF_MATH_FMA_D(s, a, -0x1.fffffd7957dfap-1);
+  s = SF_MATH_FMA_D(s, a, 0x1.20dd7502604b7p+0);
+  double m = SF_MATH_FMA_D(scale, p, scale - 1.0);  // expm1(-a^2)
+  double e = scale * (1.0 + p);
+  float r = (float)SF_MATH_FMA_D(e * a, s, -m);
+  return SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(r) | sign);
+}
+
+// Moves the window of 2/pi chunks d[0..4] on by one when `on`. Five two-way selects: a nested
+// ?: chain would become a multi-way branch, which GCC does not if-convert, so the loop would not
+// vectorize.
+SF_MATH_FN void sf_window_step(bool on, double next, double* d) {
+  d[0] = on ? d[1] : d[0];
+  d[1] = on ? d[2] : d[1];
+  d[2] = on ? d[3] : d[2];
+  d[3] = on ? d[4] : d[3];
+  d[4] = on ? next : d[4];
+}
+
+// Reduces |x| (a float, exact in double) by pi/2: returns r in double with |r| <= pi/4 and sets
+// *quadrant to q mod 4, |x| = (q + r / (pi/2)) * pi/2 mod 2pi. Payne–Hanek for every input: 2/pi
+// is stored as 24-bit chunks D_i (doubles), each product |x| * D_i is exact, chunks whose
+// product is a multiple of 4 are skipped (the window is picked by |x|'s magnitude with selects,
+// not a table lookup), and five chunks leave an absolute error below 2^-70 in quarter-turns,
+// far below the closest approach of a float to a multiple of pi/2 (2^-29.2, at 0x1.f37c8ap+95).
+SF_MATH_FN double sf_reduce_pio2(double ax, int* quadrant) {
+  const double kD0 = 0x1.45f306p-1, kD1 = 0x1.b93910p-26, kD2 = 0x1.529fc0p-52;
+  const double kD3 = 0x1.3abe88p-75, kD4 = 0x1.ea69bap-97, kD5 = 0x1.81b6c4p-121;
+  const double kD6 = 0x1.2b3278p-145, kD7 = 0x1.0e4104p-170, kD8 = 0x1.fca2c6p-193;
+  const double kShift = 0x1.8p52;
+  double d[5] = {kD0, kD1, kD2, kD3, kD4};
+  sf_window_step(ax >= 0x1p49, kD5, d);
+  sf_window_step(ax >= 0x1p73, kD6, d);
+  sf_window_step(ax >= 0x1p97, kD7, d);
+  sf_window_step(ax >= 0x1p121, kD8, d);
+  // The two leading products are below 2^49 and 2^25: drop their multiples of 4 exactly.
+  double t0 = ax * d[0];
+  t0 = t0 - 4.0 * ((t0 * 0.25 + kShift) - kShift);
+  double t1 = ax * d[1];
+  t1 = t1 - 4.0 * ((t1 * 0.25 + kShift) - kShift);
+  double t2 = ax * d[2], t3 = ax * d[3], t4 = ax * d[4];
+  // h + l = t0 + t1 + t2 exactly (two TwoSums), then the nearest quadrant comes off h exactly.
+  double h = t0 + t1;
+  double v = h - t0;
+  double l = (t0 - (h - v)) + (t1 - v);
+  double h2 = h + t2;
+  v = h2 - h;
+  l += (h - (h2 - v)) + (t2 - v);
+  double q = (h2 + kShift) - kShift;
+  double f = (h2 - q) + (l + (t3 + t4));
+  *quadrant = (int)q & 3;
+  return f * 0x1.921fb54442d18p+0;
+}
+
+// sin and cos of r, |r| <= pi/4, to about 2^-37 relative (minimax, degrees 9 and 10).
+SF_MATH_FN double sf_sin_poly(double r) {
+  double u = r * r;
+  double s = SF_MATH_FMA_D(u, 0x1.6d0d71ad1868dp-19, -0x1.a010b4833a828p-13);
+  s = SF_MATH_FMA_D(s, u, 0x1.11110a6141383p-7);
+  s = SF_MATH_FMA_D(s, u, -0x1.555555505406dp-3);
+  return SF_MATH_FMA_D(r * u, s, r);
+}
+SF_MATH_FN double sf_cos_poly(double r) {
+  double u = r * r;
+  double c = SF_MATH_FMA_D(u, -0x1.24880f56c0436p-22, 0x1.a0132fdf6835ep-16);
+  c = SF_MATH_FMA_D(c, u, -0x1.6c16bc5a33912p-10);
+  c = SF_MATH_FMA_D(c, u, 0x1.55555553a9a83p-5);
+  return SF_MATH_FMA_D(u * u, c, SF_MATH_FMA_D(u, -0.5, 1.0));
+}
+
+// sin and cos share the reduction; `phase` is 0 for sin, 1 for cos (cos x = sin(x + pi/2)).
+// |x| < pi/4 skips the reduction, so tiny inputs and -0 come through exactly.
+SF_MATH_FN float sf_sincos_impl(float x, int phase) {
+  unsigned int sign = SF_MATH_AS_UINT(x) & 0x80000000u;
+  float axf = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(x) ^ sign);
+  double ax = axf;
+  int q;
+  double r = sf_reduce_pio2(ax, &q);
+  bool near0 = axf < 0x1.921fb4p-1f;  // below pi/4
+  r = near0 ? ax : r;
+  q = (near0 ? 0 : q) + phase;
+  double vs = sf_sin_poly(r);
+  double vc = sf_cos_poly(r);
+  double v = (q & 1) ? vc : vs;
+  unsigned int flip = (unsigned int)(q & 2) << 30;
+  flip ^= phase ? 0u : sign;  // sin is odd, cos even
+  float y = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT((float)v) ^ flip);
+  return axf <= 0x1.fffffep127f ? y : x - x;  // inf and NaN give NaN
+}
+
+// sin: exact Payne–Hanek reduction to |r| <= pi/4, then a double polynomial. Max error
+// 0.5001 ulp.
+SF_MATH_FN float sf_sin(float x) { return sf_sincos_impl(x, 0); }
+
+// cos: as sin, one quadrant on. Max error 0.5001 ulp.
+SF_MATH_FN float sf_cos(float x) { return sf_sincos_impl(x, 1); }
+
+// x^y = e^(y ln|x|) in double. ln|x| = e ln2 + 2 atanh(s), s = f / (2 + f) with f = m - 1 as in
+// sf_log, atanh's odd series fitted to degree 13 (2^-51); e^t from sf_exp_d (2^-45). The only
+// rounding that matters is the last one to float: error at most 0.5 ulp + 2^-20. Special cases
+// follow C99 F.9.4.4: pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN, pow(-1, ±inf) = 1, a negative
+// finite base with a non-integer exponent gives NaN, an odd integer exponent keeps the base's
+// sign, and zeros and infinities fall out of ln|x| = ∓inf.
+SF_MATH_FN float sf_pow(float x, float y) {
+  float ax = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(x) & 0x7fffffffu);
+  bool tiny = ax < 0x1p-126f;
+  float xs = tiny ? ax * 0x1p23f : ax;
+  unsigned int u = SF_MATH_AS_UINT(xs);
+  int e = (int)(u - 0x3f3504f3u) >> 23;
+  double f = SF_MATH_AS_FLOAT(u - ((unsigned int)e << 23)) - 1.0f;  // exact
+  double ed = (double)(e - (tiny ? 23 : 0));
+  double s = f / (2.0 + f);
+  double w = s * s;
+  double l = SF_MATH_FMA_D(w, 0x1.577aa27728b68p-3, 0x1.73436d9792165p-3);
+  l = SF_MATH_FMA_D(l, w, 0x1.c721a8905943fp-3);
+  l = SF_MATH_FMA_D(l, w, 0x1.2492432620475p-2);
+  l = SF_MATH_FMA_D(l, w, 0x1.9999999f67e9dp-2);
+  l = SF_MATH_FMA_D(l, w, 0x1.5555555554a21p-1);
+  double ln = SF_MATH_FMA_D(s * w, l, 2.0 * s);
+  ln = ed * 0x1.62e42fefa3900p-1 + SF_MATH_FMA_D(ed, 0x1.de6af278ece60p-46, ln);
+  ln = ax == 0.0f ? -(double)SF_MATH_INF : ln;
+  ln = ax == SF_MATH_INF || ax != ax ? (double)ax : ln;
+  double t = (double)y * ln;
+  t = t > 100.0 ? 100.0 : t;  // beyond float range; NaN passes
+  t = t < -110.0 ? -110.0 : t;
+  double scale;
+  double p = sf_exp_d(t, &scale);
+  float r = (float)(scale * (1.0 + p));
+  // y is an integer when |y| >= 2^23 or rounding it changes nothing; odd when, also, |y| < 2^24
+  // and rounding y/2 does change it.
+  float ay = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(y) & 0x7fffffffu);
+  float hy = ay * 0.5f;
+  bool y_int = ay >= 0x1p23f || (ay + 0x1p23f) - 0x1p23f == ay;
+  bool y_odd = y_int && ay < 0x1p24f && (hy + 0x1p23f) - 0x1p23f != hy;
+  unsigned int sign = y_odd ? SF_MATH_AS_UINT(x) & 0x80000000u : 0u;
+  r = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(r) | sign);
+  r = x < 0.0f && x > -SF_MATH_INF && !y_int ? SF_MATH_NAN : r;
+  r = x == -1.0f && ay == SF_MATH_INF ? 1.0f : r;
+  return y == 0.0f || x == 1.0f ? 1.0f : r;
+}
+
+#endif  // STREAMFUSE_BACKENDS_CPU_VECTOR_MATH_H_

@@ -1,0 +1,18 @@
+// Stride arithmetic for movement ops that need no copy.
+#pragma once
+
+#include <optional>
+
+#include "backends/cpu/kernels/kernels.h"
+#include "streamfuse/shape.h"
+
+namespace streamfuse::backends::cpu {
+
+// Strides that show the elements of (`from`, `strides`) in row-major order as shape `to` (same
+// numel), or nothing when the layout would need a copy.
+std::optional<Strides> reshape_strides(const Shape& from, const Strides& strides, const Shape& to);
+// The strides of (`in`, `strides`) broadcast to `out` (aligned at the right): 0 along
+// dimensions it does not have or has as size 1.
+Strides broadcast_strides(const Shape& in, const Strides& strides, const Shape& out);
+
+}  // namespace streamfuse::backends::cpu

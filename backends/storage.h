@@ -1,0 +1,62 @@
+// Device memory blocks with an intrusive reference count, shared by a tensor and its views.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace streamfuse::backends {
+
+class CachingAllocator;
+
+// One allocation. Owned by its allocator; StorageRef counts the references to it and hands it
+// back when the last one goes.
+struct StorageBlock {
+  void* data = nullptr;
+  std::size_t bytes = 0;     // requested size
+  std::size_t capacity = 0;  // size of the block as allocated (its size class)
+  std::atomic<std::int32_t> refs{0};
+  CachingAllocator* owner = nullptr;
+  // Intrusive links while the block is cached: the free list of its size class and the
+  // allocator's least-recently-freed list, both doubly linked.
+  StorageBlock* next_free = nullptr;
+  StorageBlock* prev_free = nullptr;
+  StorageBlock* lru_prev = nullptr;
+  StorageBlock* lru_next = nullptr;
+};
+
+// Returns `block` to its allocator; called when the last StorageRef goes.
+void release_block(StorageBlock* block) noexcept;
+
+class StorageRef {
+ public:
+  StorageRef() = default;
+  // Adopts a block whose count the allocator set to 1.
+  explicit StorageRef(StorageBlock* adopted) : block_(adopted) {}
+  StorageRef(const StorageRef& o) : block_(o.block_) {
+    if (block_) block_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  StorageRef(StorageRef&& o) noexcept : block_(std::exchange(o.block_, nullptr)) {}
+  StorageRef& operator=(StorageRef o) noexcept {
+    std::swap(block_, o.block_);
+    return *this;
+  }
+  ~StorageRef() { reset(); }
+
+  void reset() noexcept {
+    if (block_ && block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release_block(block_);
+    block_ = nullptr;
+  }
+  explicit operator bool() const { return block_ != nullptr; }
+  void* data() const { return block_->data; }
+  std::size_t bytes() const { return block_->bytes; }
+  // True when no other tensor or view shares the block, so it may be overwritten in place.
+  bool unique() const { return block_ && block_->refs.load(std::memory_order_acquire) == 1; }
+  const StorageBlock* block() const { return block_; }
+
+ private:
+  StorageBlock* block_ = nullptr;
+};
+
+}  // namespace streamfuse::backends

@@ -1,0 +1,199 @@
+// Every tensor op. Each validates its operands at once (shapes broadcast, dtypes promote, devices
+// match) and throws a subclass of streamfuse::Error naming the op, the shapes and the dtypes;
+// then it records the op and returns the result's handle without running anything.
+//
+// Tensors are taken by value: pass a temporary or std::move(t) and the op may reuse its memory.
+// Broadcasting and type promotion follow NumPy/PyTorch (see promote_types and Scalar).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "streamfuse/error.h"
+#include "streamfuse/tensor.h"
+
+namespace streamfuse {
+
+// ---- creation --------------------------------------------------------------------------------
+
+// Copies `n` elements of `dtype` from `data` into a new tensor of `shape` (n must be its numel).
+Tensor from_blob(const void* data, DType dtype, Shape shape, Device device = Device::cpu());
+template <class T>
+Tensor from_blob(const T* data, Shape shape, Device device = Device::cpu()) {
+  return from_blob(static_cast<const void*>(data), dtype_of<T>(), shape, device);
+}
+// Copies `values` into a tensor of `shape` (1-D of values.size() when omitted).
+template <class T>
+Tensor from_vector(const std::vector<T>& values, Shape shape, Device device = Device::cpu()) {
+  if (static_cast<std::int64_t>(values.size()) != shape.numel())
+    throw ShapeError("from_vector: " + std::to_string(values.size()) + " values for shape " +
+                     shape.to_string() + " of " + std::to_string(shape.numel()) + " elements");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<unsigned char> bytes(values.begin(), values.end());
+    return from_blob(static_cast<const void*>(bytes.data()), kBool, shape, device);
+  } else {
+    return from_blob(static_cast<const void*>(values.data()), dtype_of<T>(), shape, device);
+  }
+}
+template <class T>
+Tensor from_vector(const std::vector<T>& values, Device device = Device::cpu()) {
+  return from_vector(values, Shape{static_cast<std::int64_t>(values.size())}, device);
+}
+
+Tensor zeros(Shape shape, DType dtype = kF32, Device device = Device::cpu());
+Tensor ones(Shape shape, DType dtype = kF32, Device device = Device::cpu());
+// Filled with `value`; the dtype defaults to the scalar's (f32, i64 or bool).
+Tensor full(Shape shape, Scalar value, std::optional<DType> dtype = {},
+            Device device = Device::cpu());
+// [start, end) by step; i64 when all three are integers, else f32 unless dtype says otherwise.
+Tensor arange(Scalar end, std::optional<DType> dtype = {}, Device device = Device::cpu());
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dtype = {},
+              Device device = Device::cpu());
+// Uniform on [0, 1) and standard normal, float dtypes only. Values depend only on the seed and
+// on how many random elements were drawn before: identical fused or not, on any thread count.
+Tensor rand(Shape shape, DType dtype = kF32, Device device = Device::cpu());
+Tensor randn(Shape shape, DType dtype = kF32, Device device = Device::cpu());
+// Restarts the random stream of every device from `seed`.
+void manual_seed(std::uint64_t seed);
+
+Tensor zeros_like(const Tensor& t, std::optional<DType> dtype = {});
+Tensor ones_like(const Tensor& t, std::optional<DType> dtype = {});
+Tensor full_like(const Tensor& t, Scalar value, std::optional<DType> dtype = {});
+Tensor rand_like(const Tensor& t, std::optional<DType> dtype = {});
+Tensor randn_like(const Tensor& t, std::optional<DType> dtype = {});
+
+// ---- element-wise ----------------------------------------------------------------------------
+// Integer and bool inputs of the math functions (exp ... sigmoid) compute in f32; `/` is true
+// division (integers give f32). Integer arithmetic wraps on overflow.
+
+Tensor operator+(Tensor a, Tensor b);
+Tensor operator+(Tensor a, Scalar b);
+Tensor operator+(Scalar a, Tensor b);
+Tensor operator-(Tensor a, Tensor b);
+Tensor operator-(Tensor a, Scalar b);
+Tensor operator-(Scalar a, Tensor b);
+Tensor operator*(Tensor a, Tensor b);
+Tensor operator*(Tensor a, Scalar b);
+Tensor operator*(Scalar a, Tensor b);
+Tensor operator/(Tensor a, Tensor b);
+Tensor operator/(Tensor a, Scalar b);
+Tensor operator/(Scalar a, Tensor b);
+Tensor operator-(Tensor a);
+
+Tensor neg(Tensor x);
+Tensor abs(Tensor x);
+Tensor exp(Tensor x);
+Tensor log(Tensor x);
+Tensor sqrt(Tensor x);
+Tensor rsqrt(Tensor x);
+Tensor recip(Tensor x);
+Tensor sin(Tensor x);
+Tensor cos(Tensor x);
+Tensor tanh(Tensor x);
+Tensor erf(Tensor x);
+Tensor sigmoid(Tensor x);
+Tensor relu(Tensor x);
+
+Tensor pow(Tensor base, Tensor exponent);
+Tensor pow(Tensor base, Scalar exponent);
+Tensor pow(Scalar base, Tensor exponent);
+// Element-wise max / min; NaN wins, as in PyTorch.
+Tensor maximum(Tensor a, Tensor b);
+Tensor maximum(Tensor a, Scalar b);
+Tensor minimum(Tensor a, Tensor b);
+Tensor minimum(Tensor a, Scalar b);
+// minimum(maximum(x, lo), hi).
+Tensor clamp(Tensor x, Scalar lo, Scalar hi);
+Tensor clamp(Tensor x, Tensor lo, Tensor hi);
+
+// Comparisons give bool tensors.
+Tensor operator==(Tensor a, Tensor b);
+Tensor operator==(Tensor a, Scalar b);
+Tensor operator!=(Tensor a, Tensor b);
+Tensor operator!=(Tensor a, Scalar b);
+Tensor operator<(Tensor a, Tensor b);
+Tensor operator<(Tensor a, Scalar b);
+Tensor operator<=(Tensor a, Tensor b);
+Tensor operator<=(Tensor a, Scalar b);
+Tensor operator>(Tensor a, Tensor b);
+Tensor operator>(Tensor a, Scalar b);
+Tensor operator>=(Tensor a, Tensor b);
+Tensor operator>=(Tensor a, Scalar b);
+
+// Any dtype; non-zero is true; the result is bool.
+Tensor logical_and(Tensor a, Tensor b);
+Tensor logical_or(Tensor a, Tensor b);
+Tensor logical_not(Tensor x);
+
+// `a` where cond is true, else `b`; cond is bool; a and b broadcast and promote.
+Tensor where(Tensor cond, Tensor a, Tensor b);
+Tensor where(Tensor cond, Tensor a, Scalar b);
+Tensor where(Tensor cond, Scalar a, Tensor b);
+
+// ---- reductions ------------------------------------------------------------------------------
+// Over every element (a 0-d result) or over one axis (negative counts from the end), dropping it
+// unless keepdim. sum of bool/integers gives i64; mean of bool/integers gives f32; max/min keep
+// the dtype and propagate NaN; argmax gives the i64 index of the first maximum.
+
+Tensor sum(Tensor x);
+Tensor sum(Tensor x, int axis, bool keepdim = false);
+Tensor mean(Tensor x);
+Tensor mean(Tensor x, int axis, bool keepdim = false);
+Tensor max(Tensor x);
+Tensor max(Tensor x, int axis, bool keepdim = false);
+Tensor min(Tensor x);
+Tensor min(Tensor x, int axis, bool keepdim = false);
+Tensor argmax(Tensor x);
+Tensor argmax(Tensor x, int axis, bool keepdim = false);
+
+// ---- linear algebra --------------------------------------------------------------------------
+
+// NumPy matmul: 1-D operands are promoted to a row / column and the added dimension removed;
+// batch dimensions broadcast. Numeric dtypes; both operands promote to one dtype.
+Tensor matmul(Tensor a, Tensor b);
+
+// ---- movement --------------------------------------------------------------------------------
+// Views where the layout allows (no copy); copies otherwise. Values never alias visibly.
+
+// One dimension may be -1 and is inferred.
+Tensor reshape(Tensor x, Shape shape);
+Tensor permute(Tensor x, std::span<const int> axes);
+Tensor permute(Tensor x, std::initializer_list<int> axes);
+Tensor transpose(Tensor x, int axis0, int axis1);
+// Broadcasts size-1 dimensions (and new leading ones) to `shape`; -1 keeps a dimension.
+Tensor expand(Tensor x, Shape shape);
+// Elements start, start+step, ... below stop along `axis` (step > 0). start and stop are clamped
+// to [0, size] after adding size to negatives, as in Python.
+Tensor slice(Tensor x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1);
+// Joins along `axis`; all other dimensions must match; dtypes promote.
+Tensor cat(std::span<const Tensor> tensors, int axis = 0);
+Tensor cat(std::initializer_list<Tensor> tensors, int axis = 0);
+Tensor contiguous(Tensor x);
+// Inserts / removes a size-1 dimension.
+Tensor unsqueeze(Tensor x, int axis);
+Tensor squeeze(Tensor x, int axis);
+Tensor flatten(Tensor x);
+
+// ---- neural-network functions, composed from the ops above so they fuse ----------------------
+
+namespace nn {
+
+enum class GeluApproximation : unsigned char { kNone, kTanh };
+
+// x * Φ(x): exact (erf) or the tanh approximation.
+Tensor gelu(Tensor x, GeluApproximation approximation = GeluApproximation::kNone);
+// exp(x - max) / sum(exp(x - max)) along `axis`.
+Tensor softmax(Tensor x, int axis = -1);
+// Normalizes over the trailing dimensions `normalized_shape`, then scales by weight and shifts by
+// bias when given (each of shape normalized_shape).
+Tensor layer_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight = {},
+                  std::optional<Tensor> bias = {}, double eps = 1e-5);
+// x * sigmoid(x).
+Tensor silu(Tensor x);
+
+}  // namespace nn
+
+}  // namespace streamfuse

@@ -1,0 +1,72 @@
+// Reductions over one axis or over every element.
+#include <optional>
+#include <string>
+
+#include "stream/frontend/recorder.h"
+#include "stream/frontend/shape_rules.h"
+#include "streamfuse/error.h"
+#include "streamfuse/ops.h"
+
+namespace streamfuse {
+
+using stream::OpKind;
+using stream::frontend::describe;
+using stream::frontend::node_of;
+using stream::frontend::record;
+
+namespace {
+
+DType reduced_dtype(OpKind kind, DType in) {
+  switch (kind) {
+    case OpKind::kSum: return is_floating(in) ? in : kI64;
+    case OpKind::kMean: return is_floating(in) ? in : kF32;
+    case OpKind::kArgmax: return kI64;
+    default: return in;  // max, min
+  }
+}
+
+// Over `axis` (a user axis: negative counts from the end), or every element when absent.
+Tensor reduce(OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
+  const std::string name(stream::op_name(kind));
+  const stream::TensorNode& n = node_of(x, name);
+  stream::OpAttrs attrs;
+  attrs.keepdim = keepdim;
+  Shape out;
+  std::int64_t reduced = n.shape.numel();
+  if (!axis) {
+    attrs.axis = stream::kAllAxes;
+  } else {
+    const int a = stream::frontend::normalize_axis(*axis, n.shape.rank(), name, x);
+    attrs.axis = static_cast<std::int8_t>(a);
+    reduced = n.shape[a];
+    for (int i = 0; i < n.shape.rank(); ++i) {
+      if (i != a) out.push_back(n.shape[i]);
+      else if (keepdim) out.push_back(1);
+    }
+  }
+  if (reduced == 0 && (kind == OpKind::kMax || kind == OpKind::kMin || kind == OpKind::kArgmax))
+    throw ShapeError(name + ": cannot reduce over zero elements (tensor " + describe(x) +
+                     (axis ? ", axis " + std::to_string(*axis) + ")" : ")") +
+                     "; a maximum or minimum of nothing is undefined");
+  const DType dtype = reduced_dtype(kind, n.dtype);
+  attrs.dtype = n.dtype;
+  const Device device = n.device;
+  return record(kind, {&x, 1}, out, dtype, device, attrs);
+}
+
+}  // namespace
+
+Tensor sum(Tensor x) { return reduce(OpKind::kSum, std::move(x), std::nullopt, false); }
+Tensor sum(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kSum, std::move(x), axis, keepdim); }
+Tensor mean(Tensor x) { return reduce(OpKind::kMean, std::move(x), std::nullopt, false); }
+Tensor mean(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kMean, std::move(x), axis, keepdim); }
+Tensor max(Tensor x) { return reduce(OpKind::kMax, std::move(x), std::nullopt, false); }
+Tensor max(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kMax, std::move(x), axis, keepdim); }
+Tensor min(Tensor x) { return reduce(OpKind::kMin, std::move(x), std::nullopt, false); }
+Tensor min(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kMin, std::move(x), axis, keepdim); }
+Tensor argmax(Tensor x) { return reduce(OpKind::kArgmax, std::move(x), std::nullopt, false); }
+Tensor argmax(Tensor x, int axis, bool keepdim) {
+  return reduce(OpKind::kArgmax, std::move(x), axis, keepdim);
+}
+
+}  // namespace streamfuse

@@ -1,0 +1,43 @@
+// The handle container of a device: TensorId -> where its value is. Shared by the device's
+// streams, so every access locks.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "backends/backend.h"
+#include "stream/ir.h"
+
+namespace streamfuse::stream {
+
+// Why a tensor has no value: the op that should have made it (or one before it) failed.
+using Failure = std::shared_ptr<const std::string>;
+
+class HandleContainer {
+ public:
+  void insert(TensorId id, backends::TensorHandle handle);
+  // Copies the handles of op.inputs into `out` under one lock; a ReadWrite input's entry is
+  // removed (the op owns it now). Returns the failure of the first failed input, if any.
+  // Throws Error if an input has no entry (an internal ordering bug).
+  Failure gather(const OpDesc& op, std::span<backends::TensorHandle> out);
+  // The handle of `id`, or its failure; throws Error if it has neither.
+  backends::TensorHandle get(TensorId id, Failure* failure) const;
+  // Forgets `id` (value or failure).
+  void erase(TensorId id);
+  // Records that `id` could not be computed.
+  void mark_failed(TensorId id, Failure why);
+
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  boost::unordered_flat_map<TensorId, backends::TensorHandle> handles_;
+  boost::unordered_flat_map<TensorId, Failure> failures_;
+};
+
+}  // namespace streamfuse::stream

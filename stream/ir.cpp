@@ -1,0 +1,111 @@
+#include "stream/ir.h"
+
+#include <bit>
+#include <sstream>
+
+namespace streamfuse::stream {
+namespace {
+
+constexpr OpInfo kOpInfos[] = {
+#define STREAMFUSE_X(name, api, category, arity) {api, OpCategory::category, arity},
+    STREAMFUSE_OP_KINDS(STREAMFUSE_X)
+#undef STREAMFUSE_X
+};
+
+// 64-bit mix (splitmix64 finalizer): cheap and good enough to spread plan-store buckets.
+constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+std::uint64_t hash_desc(std::uint64_t h, const TensorDesc& t) {
+  h = mix(h, t.id);
+  h = mix(h, static_cast<std::uint64_t>(t.shape.rank()));
+  for (std::int64_t d : t.shape) h = mix(h, static_cast<std::uint64_t>(d));
+  return mix(h, (static_cast<std::uint64_t>(t.dtype) << 8) | static_cast<std::uint64_t>(t.status));
+}
+
+}  // namespace
+
+const OpInfo& op_info(OpKind kind) { return kOpInfos[static_cast<std::size_t>(kind)]; }
+
+bool is_elementwise(OpKind kind) {
+  switch (op_category(kind)) {
+    case OpCategory::kUnary:
+    case OpCategory::kBinary:
+    case OpCategory::kCompare:
+    case OpCategory::kLogical:
+    case OpCategory::kSelect:
+    case OpCategory::kCast:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::uint64_t hash_op(const OpDesc& op) {
+  std::uint64_t h = mix(0, static_cast<std::uint64_t>(op.kind));
+  h = mix(h, op.inputs.size() | (op.outputs.size() << 16) | (op.scalars.size() << 32));
+  for (const TensorDesc& t : op.inputs) h = hash_desc(h, t);
+  for (const TensorDesc& t : op.outputs) h = hash_desc(h, t);
+  for (const Scalar& s : op.scalars)
+    h = mix(mix(h, static_cast<std::uint64_t>(s.kind())), static_cast<std::uint64_t>(s.bits()));
+  const OpAttrs& a = op.attrs;
+  h = mix(h, static_cast<std::uint64_t>(a.dtype) | (static_cast<std::uint64_t>(a.scalar_side) << 8) |
+                 (static_cast<std::uint64_t>(static_cast<std::uint8_t>(a.axis)) << 16) |
+                 (static_cast<std::uint64_t>(a.keepdim) << 24));
+  std::uint64_t perm = 0;
+  for (std::int8_t p : a.perm) perm = (perm << 8) | static_cast<std::uint8_t>(p);
+  return mix(h, perm);
+}
+
+std::string_view status_name(TensorStatus s) {
+  switch (s) {
+    case TensorStatus::kNotInit: return "new";
+    case TensorStatus::kReadOnly: return "ro";
+    case TensorStatus::kReadWrite: return "rw";
+  }
+  return "?";
+}
+
+namespace {
+void print_desc(std::ostream& os, const TensorDesc& t, bool with_status) {
+  os << 't' << t.id << ':' << t.shape.to_string() << ':' << dtype_name(t.dtype);
+  if (with_status) os << ':' << status_name(t.status);
+}
+}  // namespace
+
+std::string to_string(const OpDesc& op) {
+  std::ostringstream os;
+  os << op_name(op.kind) << '(';
+  const char* sep = "";
+  for (const TensorDesc& t : op.inputs) {
+    os << sep;
+    print_desc(os, t, true);
+    sep = ", ";
+  }
+  for (const Scalar& s : op.scalars) {
+    os << sep;
+    if (s.kind() == Scalar::Kind::kFloat) os << s.to_double();
+    else os << s.to_int();
+    sep = ", ";
+  }
+  os << ')';
+  if (op.attrs.scalar_side != ScalarSide::kNone)
+    os << (op.attrs.scalar_side == ScalarSide::kLhs ? "[scalar lhs]" : "[scalar rhs]");
+  if (op_category(op.kind) == OpCategory::kReduce || op.kind == OpKind::kSlice ||
+      op.kind == OpKind::kCat)
+    os << "[axis " << int{op.attrs.axis} << (op.attrs.keepdim ? ", keepdim]" : "]");
+  for (const TensorDesc& t : op.outputs) {
+    os << " -> ";
+    print_desc(os, t, false);
+  }
+  return os.str();
+}
+
+}  // namespace streamfuse::stream

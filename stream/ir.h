@@ -1,0 +1,159 @@
+// The operation IR: one description of every op, used for matching, fusion, fallback execution,
+// hashing and serialization. Shared vocabulary of every folder.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/container/small_vector.hpp>
+
+#include "streamfuse/dtype.h"
+#include "streamfuse/shape.h"
+
+namespace streamfuse::stream {
+
+using TensorId = std::uint64_t;
+
+// How an op uses a tensor. NotInit: the op creates it. ReadWrite: this is the last use of the
+// handle (a moved temporary), so the op may reuse its memory. ReadOnly: anything else.
+enum class TensorStatus : std::uint8_t { kNotInit, kReadOnly, kReadWrite };
+
+enum class OpCategory : std::uint8_t {
+  kLifetime,  // Drop: the last handle to a tensor went away
+  kCreation,  // no tensor inputs
+  kUnary,     // one operand, result of the operand dtype
+  kBinary,    // two operands (or one and a scalar), arithmetic
+  kCompare,   // two operands (or one and a scalar), bool result
+  kLogical,   // operands read as bool, bool result
+  kSelect,    // where(cond, a, b)
+  kCast,      // dtype conversion
+  kReduce,    // over one axis or all
+  kMatmul,
+  kMovement,  // views and copies
+};
+
+// Every op kind, listed once: X(Name, "api name", category, tensor arity; -1 = variadic).
+// Binary and compare ops take either two tensors, or one tensor and one scalar (attrs.scalar_side).
+#define STREAMFUSE_OP_KINDS(X)                   \
+  X(Drop, "drop", kLifetime, 1)                  \
+  X(Full, "full", kCreation, 0)                  \
+  X(Arange, "arange", kCreation, 0)              \
+  X(RandUniform, "rand", kCreation, 0)           \
+  X(RandNormal, "randn", kCreation, 0)           \
+  X(Neg, "neg", kUnary, 1)                       \
+  X(Abs, "abs", kUnary, 1)                       \
+  X(Exp, "exp", kUnary, 1)                       \
+  X(Log, "log", kUnary, 1)                       \
+  X(Sqrt, "sqrt", kUnary, 1)                     \
+  X(Rsqrt, "rsqrt", kUnary, 1)                   \
+  X(Recip, "recip", kUnary, 1)                   \
+  X(Sin, "sin", kUnary, 1)                       \
+  X(Cos, "cos", kUnary, 1)                       \
+  X(Tanh, "tanh", kUnary, 1)                     \
+  X(Erf, "erf", kUnary, 1)                       \
+  X(Sigmoid, "sigmoid", kUnary, 1)               \
+  X(Relu, "relu", kUnary, 1)                     \
+  X(Add, "add", kBinary, 2)                      \
+  X(Sub, "sub", kBinary, 2)                      \
+  X(Mul, "mul", kBinary, 2)                      \
+  X(Div, "div", kBinary, 2)                      \
+  X(Pow, "pow", kBinary, 2)                      \
+  X(Maximum, "maximum", kBinary, 2)              \
+  X(Minimum, "minimum", kBinary, 2)              \
+  X(Eq, "eq", kCompare, 2)                       \
+  X(Ne, "ne", kCompare, 2)                       \
+  X(Lt, "lt", kCompare, 2)                       \
+  X(Le, "le", kCompare, 2)                       \
+  X(Gt, "gt", kCompare, 2)                       \
+  X(Ge, "ge", kCompare, 2)                       \
+  X(LogicalAnd, "logical_and", kLogical, 2)      \
+  X(LogicalOr, "logical_or", kLogical, 2)        \
+  X(LogicalNot, "logical_not", kLogical, 1)      \
+  X(Where, "where", kSelect, 3)                  \
+  X(Cast, "to", kCast, 1)                        \
+  X(Sum, "sum", kReduce, 1)                      \
+  X(Mean, "mean", kReduce, 1)                    \
+  X(Max, "max", kReduce, 1)                      \
+  X(Min, "min", kReduce, 1)                      \
+  X(Argmax, "argmax", kReduce, 1)                \
+  X(Matmul, "matmul", kMatmul, 2)                \
+  X(Reshape, "reshape", kMovement, 1)            \
+  X(Permute, "permute", kMovement, 1)            \
+  X(Expand, "expand", kMovement, 1)              \
+  X(Slice, "slice", kMovement, 1)                \
+  X(Cat, "cat", kMovement, -1)                   \
+  X(Copy, "contiguous", kMovement, 1)
+
+enum class OpKind : std::uint8_t {
+#define STREAMFUSE_X(name, api, category, arity) k##name,
+  STREAMFUSE_OP_KINDS(STREAMFUSE_X)
+#undef STREAMFUSE_X
+};
+
+struct OpInfo {
+  std::string_view name;  // the API name, used in messages and logs
+  OpCategory category;
+  int arity;  // tensor operands; -1 for variadic
+};
+
+// The static facts of a kind.
+const OpInfo& op_info(OpKind kind);
+inline std::string_view op_name(OpKind kind) { return op_info(kind).name; }
+inline OpCategory op_category(OpKind kind) { return op_info(kind).category; }
+// True for the kinds an element-wise kernel computes (unary .. cast).
+bool is_elementwise(OpKind kind);
+
+// Which operand of a binary or compare op is the scalar in scalars[0].
+enum class ScalarSide : std::uint8_t { kNone, kLhs, kRhs };
+
+// Reduce over every element.
+inline constexpr std::int8_t kAllAxes = -1;
+
+// The non-tensor, non-scalar parameters of an op. Structural: they are part of the relative form.
+struct OpAttrs {
+  // Element-wise ops: the dtype tensor and scalar operands are read as (for compare ops the
+  // promoted operand dtype, for where the value dtype, for cast the source dtype).
+  DType dtype = kF32;
+  ScalarSide scalar_side = ScalarSide::kNone;
+  // Reduce (kAllAxes or a normalized axis), Slice, Cat.
+  std::int8_t axis = 0;
+  bool keepdim = false;
+  // Permute: output dimension i is input dimension perm[i].
+  std::array<std::int8_t, kMaxRank> perm{};
+
+  friend bool operator==(const OpAttrs&, const OpAttrs&) = default;
+};
+
+struct TensorDesc {
+  TensorId id = 0;
+  Shape shape;
+  DType dtype = kF32;
+  TensorStatus status = TensorStatus::kNotInit;
+
+  friend bool operator==(const TensorDesc&, const TensorDesc&) = default;
+};
+
+// One op. Scalars by kind:
+//   Full {value}; Arange {start, step}; RandUniform {seed, offset, low, high};
+//   RandNormal {seed, offset, mean, std}; binary/compare with a scalar operand {value};
+//   Slice {start, step}.
+// Reshape, Expand and Cat take their sizes from the output's shape.
+struct OpDesc {
+  OpKind kind = OpKind::kDrop;
+  boost::container::small_vector<TensorDesc, 3> inputs;
+  boost::container::small_vector<TensorDesc, 1> outputs;
+  boost::container::small_vector<Scalar, 4> scalars;
+  OpAttrs attrs;
+
+  friend bool operator==(const OpDesc&, const OpDesc&) = default;
+};
+
+// A hash of everything operator== compares.
+std::uint64_t hash_op(const OpDesc& op);
+// "add(t3:[2, 3]:f32:ro, t4:[3]:f32:rw) -> t5:[2, 3]:f32", for logs and test failures.
+std::string to_string(const OpDesc& op);
+std::string_view status_name(TensorStatus s);
+
+}  // namespace streamfuse::stream

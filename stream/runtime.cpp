@@ -1,0 +1,130 @@
+#include "stream/runtime.h"
+
+#include <array>
+
+#include "backends/cpu/cpu_backend.h"
+#include "stream/log.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::stream {
+namespace {
+
+constexpr int kMaxCudaDevices = 16;
+constexpr int kSlots = 1 + kMaxCudaDevices;  // slot 0: cpu; 1 + i: cuda:i
+
+int slot_of(Device d) { return d.is_cpu() ? 0 : 1 + d.index; }
+
+// The registry: created on first use and never destroyed, so tensors with static storage
+// duration can still drop their values after main returns.
+struct Registry {
+  std::mutex mutex;  // taken only to create a runtime; lookups read the atomics
+  std::array<std::atomic<DeviceRuntime*>, kSlots> runtimes{};
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+// This thread's streams. The destructor runs at thread exit: it drains them (their tensors may
+// be read by other threads) and hands them back for reuse. `t_exited` is trivially destructible,
+// so it stays readable after that.
+thread_local bool t_exited = false;
+struct ThreadStreams {
+  std::array<Stream*, kSlots> streams{};
+  std::array<DeviceRuntime*, kSlots> owners{};
+  ~ThreadStreams() {
+    t_exited = true;
+    for (int i = 0; i < kSlots; ++i) {
+      if (!streams[i]) continue;
+      try {
+        streams[i]->drain();
+      } catch (const std::exception& e) {
+        warn_once("thread-exit-drain", std::string("draining a stream at thread exit failed: ") + e.what());
+      }
+      owners[i]->retire(streams[i]);
+    }
+  }
+};
+thread_local ThreadStreams t_streams;
+
+std::unique_ptr<backends::Backend> make_backend(Device device) {
+  if (device.is_cpu()) return backends::cpu::make_cpu_backend();
+  if (device.index < 0 || device.index >= kMaxCudaDevices)
+    throw DeviceError(device.to_string() + ": no such device (CUDA ordinals run from 0 to " +
+                      std::to_string(kMaxCudaDevices - 1) + ")");
+  throw DeviceError(device.to_string() +
+                    ": this build of streamfuse has no CUDA backend; use Device::cpu()");
+}
+
+}  // namespace
+
+DeviceRuntime& DeviceRuntime::get(Device device) {
+  Registry& r = registry();
+  const int slot = slot_of(device);
+  if (slot < 0 || slot >= kSlots)
+    throw DeviceError(device.to_string() + ": no such device (CUDA ordinals run from 0 to " +
+                      std::to_string(kMaxCudaDevices - 1) + ")");
+  std::atomic<DeviceRuntime*>& entry = r.runtimes[static_cast<std::size_t>(slot)];
+  if (DeviceRuntime* rt = entry.load(std::memory_order_acquire)) return *rt;  // every op: no lock
+  std::lock_guard lock(r.mutex);
+  if (DeviceRuntime* rt = entry.load(std::memory_order_relaxed)) return *rt;
+  const Config settings = config();  // may throw for a bad environment: nothing made yet
+  auto created = std::make_unique<DeviceRuntime>(device, make_backend(device));
+  created->apply(settings);
+  entry.store(created.get(), std::memory_order_release);
+  return *created.release();
+}
+
+std::vector<DeviceRuntime*> DeviceRuntime::all() {
+  Registry& r = registry();
+  std::vector<DeviceRuntime*> out;
+  for (const auto& entry : r.runtimes)
+    if (DeviceRuntime* rt = entry.load(std::memory_order_acquire)) out.push_back(rt);
+  return out;
+}
+
+DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend)
+    : device_(device), backend_(std::move(backend)) {}
+
+Stream* DeviceRuntime::current_stream() {
+  if (t_exited) return nullptr;
+  const auto slot = static_cast<std::size_t>(slot_of(device_));
+  Stream*& s = t_streams.streams[slot];
+  if (!s) {
+    s = acquire_stream();
+    t_streams.owners[slot] = this;
+  }
+  return s;
+}
+
+Stream* DeviceRuntime::acquire_stream() {
+  std::lock_guard lock(streams_mutex_);
+  if (!free_streams_.empty()) {
+    Stream* s = free_streams_.back();
+    free_streams_.pop_back();
+    return s;
+  }
+  streams_.push_back(std::make_unique<Stream>(*this));
+  return streams_.back().get();
+}
+
+void DeviceRuntime::retire(Stream* stream) {
+  std::lock_guard lock(streams_mutex_);
+  free_streams_.push_back(stream);
+}
+
+void DeviceRuntime::synchronize() {
+  std::vector<Stream*> streams;
+  {
+    std::lock_guard lock(streams_mutex_);
+    for (auto& s : streams_) streams.push_back(s.get());
+  }
+  for (Stream* s : streams) s->drain();
+}
+
+void DeviceRuntime::apply(const Config& config) {
+  queue_bound_.store(config.queue_bound == 0 ? 1 : config.queue_bound, std::memory_order_relaxed);
+  backend_->configure({config.num_threads, config.allocator_cache_bytes});
+}
+
+}  // namespace streamfuse::stream

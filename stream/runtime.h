@@ -1,0 +1,62 @@
+// The per-device runtime: the backend, the handle container, and the streams of every thread
+// using the device. The registry of runtimes is the one process-wide singleton.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/backend.h"
+#include "stream/handles.h"
+#include "stream/ir.h"
+#include "stream/stream.h"
+#include "streamfuse/config.h"
+#include "streamfuse/device.h"
+
+namespace streamfuse::stream {
+
+class DeviceRuntime {
+ public:
+  // The runtime of `device`, created on first use. Throws DeviceError for a device this build
+  // or this machine does not have. Runtimes live until the process ends (tensors in static
+  // storage may outlive main).
+  static DeviceRuntime& get(Device device);
+  // Every runtime created so far.
+  static std::vector<DeviceRuntime*> all();
+
+  DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend);
+
+  Device device() const { return device_; }
+  backends::Backend& backend() { return *backend_; }
+  HandleContainer& handles() { return handles_; }
+  TensorId new_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+
+  // This thread's stream on this device, created on first use; nullptr while the thread exits
+  // (its streams are drained and retired then).
+  Stream* current_stream();
+  // Drains every stream of the device.
+  void synchronize();
+
+  std::size_t queue_bound() const { return queue_bound_.load(std::memory_order_relaxed); }
+  // Takes up the settings that concern a running device.
+  void apply(const Config& config);
+
+  // A retired stream's thread has exited after draining it; the stream may serve a new thread.
+  void retire(Stream* stream);
+
+ private:
+  Stream* acquire_stream();
+
+  Device device_;
+  std::unique_ptr<backends::Backend> backend_;
+  HandleContainer handles_;
+  std::atomic<TensorId> next_id_{1};
+  std::atomic<std::size_t> queue_bound_{256};
+  std::mutex streams_mutex_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<Stream*> free_streams_;
+};
+
+}  // namespace streamfuse::stream

@@ -1,0 +1,58 @@
+// An operation stream: the ops one thread recorded on one device, queued until they must run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "stream/ir.h"
+#include "stream/queue.h"
+
+namespace streamfuse::stream {
+
+class DeviceRuntime;
+struct TensorNode;
+
+// Ops are numbered in recording order (their sequence number); an op has run once executed()
+// exceeds its number. Only the owning thread records; any thread may drain (a sync, or a tensor
+// of this stream used on another stream), so the queue is guarded by a mutex.
+class Stream {
+ public:
+  explicit Stream(DeviceRuntime& runtime) : runtime_(runtime) {}
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // The number the next recorded op gets. Owner thread only.
+  std::uint64_t next_seq() const { return recorded_.load(std::memory_order_relaxed); }
+  // Appends `op`. `pins` are nodes of other streams this op reads (one reference each, adopted):
+  // they stay alive until the op has run, so no other stream drops them first. Runs queued ops
+  // when the queue reaches its bound, unless `may_run` is false (Drop ops, recorded from
+  // destructors, never run anything). Owner thread only.
+  void record(OpDesc&& op, std::span<TensorNode* const> pins, bool may_run);
+  // Runs every queued op (a sync). Any thread.
+  void drain();
+  // How many of this stream's ops have run. Any thread.
+  std::uint64_t executed() const { return executed_.load(std::memory_order_acquire); }
+  // True while some recorded op has not run. Any thread.
+  bool pending() const { return executed() < recorded_.load(std::memory_order_acquire); }
+
+  // Test access: the queue as it stands (lock-free: call from the owner thread with no other
+  // thread draining).
+  const OperationQueue& queue_for_testing() const { return queue_; }
+
+ private:
+  // Runs the whole queue; requires mutex_. Returns the pins that may now be released.
+  std::vector<TensorNode*> run_queue_locked();
+
+  DeviceRuntime& runtime_;
+  std::mutex mutex_;
+  OperationQueue queue_;
+  std::atomic<std::uint64_t> recorded_{0};  // written by the owner thread only
+  std::atomic<std::uint64_t> executed_{0};
+  std::vector<std::pair<std::uint64_t, TensorNode*>> pins_;  // (op number, node)
+};
+
+}  // namespace streamfuse::stream

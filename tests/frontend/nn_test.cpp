@@ -1,0 +1,77 @@
+// nn:: functions against double-precision formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tests/reference.h"
+
+namespace sf = streamfuse;
+using namespace streamfuse::testing;
+
+namespace {
+
+TEST(NnTest, GeluExactAndTanh) {
+  std::mt19937_64 rng(1);
+  const std::vector<double> v = random_values(4096, kF32, -8, 8, rng);
+  const sf::Tensor x = tensor_of(v, {4096}, kF32);
+  const std::vector<float> exact = sf::nn::gelu(x).to_vector<float>();
+  const std::vector<float> approx = sf::nn::gelu(x, sf::nn::GeluApproximation::kTanh).to_vector<float>();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double want = 0.5 * v[i] * (1 + std::erf(v[i] / std::sqrt(2.0)));
+    const double k = std::sqrt(2 / M_PI);
+    const double want_tanh = 0.5 * v[i] * (1 + std::tanh(k * (v[i] + 0.044715 * v[i] * v[i] * v[i])));
+    EXPECT_NEAR(exact[i], want, 2e-6 * (1 + std::fabs(want))) << v[i];
+    EXPECT_NEAR(approx[i], want_tanh, 2e-6 * (1 + std::fabs(want_tanh))) << v[i];
+  }
+}
+
+TEST(NnTest, SoftmaxSumsToOneAndIsShiftInvariant) {
+  std::mt19937_64 rng(2);
+  std::vector<double> v = random_values(6 * 50, kF32, -30, 30, rng);
+  for (double& e : v) e = std::round(e * 64) / 64;  // so that x + 1000 is exact
+  const sf::Tensor x = tensor_of(v, {6, 50}, kF32);
+  for (int axis : {0, 1, -1}) {
+    const sf::Tensor s = sf::nn::softmax(x, axis);
+    for (float v : sf::sum(s, axis).to_vector<float>()) EXPECT_NEAR(v, 1.0f, 1e-5);
+    const std::vector<float> shifted = sf::nn::softmax(x + 1000.0f, axis).to_vector<float>();
+    const std::vector<float> base = s.to_vector<float>();
+    for (std::size_t i = 0; i < base.size(); ++i) EXPECT_NEAR(shifted[i], base[i], 1e-6);
+  }
+  const std::vector<float> p = sf::nn::softmax(sf::from_vector(std::vector<float>{0, std::log(3.0f)})).to_vector<float>();
+  EXPECT_NEAR(p[0], 0.25f, 1e-7);
+  EXPECT_NEAR(p[1], 0.75f, 1e-7);
+  EXPECT_EQ(sf::nn::softmax(x.to(kF16)).dtype(), kF16);
+}
+
+TEST(NnTest, LayerNormOverTrailingDims) {
+  std::mt19937_64 rng(3);
+  const std::vector<double> v = random_values(4 * 3 * 8, kF32, -4, 4, rng);
+  const sf::Tensor x = tensor_of(v, {4, 3, 8}, kF32);
+  const sf::Tensor w = sf::full({3, 8}, 2.0f), b = sf::full({3, 8}, 0.5f);
+  const std::vector<float> y = sf::nn::layer_norm(x, {3, 8}, w, b, 1e-5).to_vector<float>();
+  for (int r = 0; r < 4; ++r) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 24; ++i) mean += v[r * 24 + i];
+    mean /= 24;
+    for (int i = 0; i < 24; ++i) var += (v[r * 24 + i] - mean) * (v[r * 24 + i] - mean);
+    var /= 24;
+    for (int i = 0; i < 24; ++i) {
+      const double want = (v[r * 24 + i] - mean) / std::sqrt(var + 1e-5) * 2 + 0.5;
+      EXPECT_NEAR(y[r * 24 + i], want, 1e-5);
+    }
+  }
+  EXPECT_EQ(sf::nn::layer_norm(x.to(kBF16), {8}).dtype(), kBF16);
+  EXPECT_THROW(sf::nn::layer_norm(x, {4}), sf::ShapeError);
+  EXPECT_THROW(sf::nn::layer_norm(x, {8}, sf::ones({3})), sf::ShapeError);
+}
+
+TEST(NnTest, Silu) {
+  const sf::Tensor x = sf::from_vector(std::vector<float>{-2, 0, 3});
+  const std::vector<float> y = sf::nn::silu(x).to_vector<float>();
+  EXPECT_NEAR(y[0], -2 / (1 + std::exp(2.0)), 1e-6);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_NEAR(y[2], 3 / (1 + std::exp(-3.0)), 1e-6);
+}
+
+}  // namespace

@@ -1,0 +1,117 @@
+// The relative form: equal for programs that differ only in sizes or scalar values, different
+// for programs that differ in structure, dtype, broadcast pattern or lifetimes.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <streamfuse/streamfuse.h>
+
+#include "stream/relative.h"
+#include "stream/runtime.h"
+
+namespace sf = streamfuse;
+namespace st = streamfuse::stream;
+
+namespace {
+
+// Records what `program` does (from fresh inputs made outside the recording) and returns the
+// relative form of those ops, then runs them.
+std::vector<st::OpDesc> relative_form(const std::function<void()>& program) {
+  sf::synchronize();
+  const sf::Config saved = sf::config();
+  sf::Config big = saved;
+  big.queue_bound = 1 << 20;  // nothing runs before we look
+  sf::set_config(big);
+  st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
+  program();
+  std::vector<st::OpDesc> ops;
+  const st::OperationQueue& q = s->queue_for_testing();
+  for (std::size_t i = 0; i < q.size(); ++i) ops.push_back(q.relative(i));
+  sf::synchronize();
+  sf::set_config(saved);
+  return ops;
+}
+
+// A GELU-like program over x of shape [batch, 64], scaled by `c`.
+std::function<void()> program(std::int64_t batch, float c, sf::DType dtype = sf::kF32) {
+  return [=] {
+    sf::Tensor x = sf::ones({batch, 64}, dtype);
+    sf::Tensor b = sf::ones({64}, dtype);
+    sf::Tensor y = (x * c + b) * sf::erf(x / 1.41f);
+    sf::Tensor z = sf::sum(y, 1);
+  };
+}
+
+TEST(RelativeFormTest, SizesAndScalarsDropOut) {
+  const auto a = relative_form(program(32, 0.5f));
+  const auto b = relative_form(program(7, 3.0f));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(st::hash_op(a[i]), st::hash_op(b[i])) << st::to_string(a[i]);
+}
+
+TEST(RelativeFormTest, IdsAndSizesAreDenseAndSizeOneIsPinned) {
+  const auto ops = relative_form([] {
+    sf::Tensor x = sf::ones({5, 1, 9});
+    sf::Tensor y = sf::ones({9});
+    sf::Tensor z = x * y;
+  });
+  // full, full, mul, then drops of x, y, z.
+  ASSERT_GE(ops.size(), 3u);
+  EXPECT_EQ(ops[0].outputs[0].id, 0u);
+  EXPECT_EQ(ops[0].outputs[0].shape, (sf::Shape{1, 0, 2})) << "5 -> 1, 1 -> 0, 9 -> 2";
+  EXPECT_EQ(ops[1].outputs[0].shape, (sf::Shape{2}));
+  EXPECT_EQ(ops[2].inputs[0].id, 0u);
+  EXPECT_EQ(ops[2].inputs[1].id, 1u);
+  EXPECT_EQ(ops[2].outputs[0].id, 2u);
+  EXPECT_EQ(ops[2].outputs[0].shape, (sf::Shape{1, 0, 2}));
+  // Scalars are positional placeholders, numbered across the segment.
+  EXPECT_EQ(ops[0].scalars[0].bits(), 0);
+  EXPECT_EQ(ops[1].scalars[0].bits(), 1);
+}
+
+TEST(RelativeFormTest, StructureDtypeBroadcastAndLifetimesShowThrough) {
+  const auto base = relative_form(program(32, 0.5f));
+  EXPECT_NE(base, relative_form(program(32, 0.5f, sf::kF16))) << "dtype";
+  EXPECT_NE(base, relative_form(program(1, 0.5f))) << "a size-1 batch broadcasts differently";
+  EXPECT_NE(base, relative_form(program(64, 0.5f))) << "batch equal to the feature size";
+  EXPECT_NE(base, relative_form([] {
+              sf::Tensor x = sf::ones({32, 64});
+              sf::Tensor b = sf::ones({64});
+              sf::Tensor y = (x * 0.5f - b) * sf::erf(x / 1.41f);  // - instead of +
+              sf::Tensor z = sf::sum(y, 1);
+            }))
+      << "structure";
+  // Lifetimes: the same ops, but x's last use moves it (ReadWrite) instead of reading it.
+  const auto kept = relative_form([] {
+    sf::Tensor x = sf::ones({8});
+    sf::Tensor y = x * 2.0f;
+    sf::Tensor z = x + 1.0f;
+  });
+  const auto moved = relative_form([] {
+    sf::Tensor x = sf::ones({8});
+    sf::Tensor y = x * 2.0f;
+    sf::Tensor z = std::move(x) + 1.0f;
+  });
+  EXPECT_NE(kept, moved);
+  bool found_rw = false;
+  for (const st::OpDesc& op : moved)
+    for (const st::TensorDesc& in : op.inputs)
+      found_rw |= op.kind == st::OpKind::kAdd && in.status == st::TensorStatus::kReadWrite;
+  EXPECT_TRUE(found_rw);
+}
+
+TEST(RelativeFormTest, DropsRecordDestroyedHandles) {
+  const auto ops = relative_form([] {
+    sf::Tensor x = sf::ones({4});
+    { sf::Tensor y = x + 1.0f; }  // y dies here
+    sf::Tensor z = x * 3.0f;
+  });
+  ASSERT_GE(ops.size(), 4u);
+  EXPECT_EQ(ops[2].kind, st::OpKind::kDrop);
+  EXPECT_EQ(ops[2].inputs[0].id, 1u) << "y, the second tensor of the segment";
+  EXPECT_EQ(ops[3].kind, st::OpKind::kMul);
+}
+
+}  // namespace
