@@ -83,7 +83,8 @@ StorageRef CachingAllocator::allocate(std::size_t bytes) {
   ++stats_.allocations;
   ++stats_.live_buffers;
   stats_.bytes_in_use += static_cast<std::int64_t>(bytes);
-  if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  if (stats_.bytes_in_use > stats_.peak_bytes_in_use)
+    stats_.peak_bytes_in_use = stats_.bytes_in_use;
   return StorageRef(b);
 }
 

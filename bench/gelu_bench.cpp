@@ -3,8 +3,8 @@
 // Bytes processed = input read + output written. Peak memory is reported as a counter.
 #include <benchmark/benchmark.h>
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "bench/gelu_hand_loop.h"
 #include "bench/gelu_variants.h"
@@ -35,7 +35,10 @@ void BM_Gelu(benchmark::State& state) {
   c.fusion = state.range(1) != 0;
   sf::set_config(c);
   const sf::Tensor& x = input();
-  { sf::Tensor warm = sf::bench::gelu(x, variant); sf::synchronize(); }
+  {
+    sf::Tensor warm = sf::bench::gelu(x, variant);
+    sf::synchronize();
+  }
   sf::synchronize();
   sf::reset_peak_memory_stats();
   const std::int64_t base = sf::memory_stats().bytes_in_use;
@@ -46,9 +49,11 @@ void BM_Gelu(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kBytes));
   const double io = 2.0 * kNumel * sizeof(float);
-  state.counters["peak_over_io"] = (static_cast<double>(sf::memory_stats().peak_bytes_in_use - base) +
-                                    kNumel * sizeof(float)) / io;
-  state.SetLabel(std::string(sf::bench::variant_name(variant)) + (c.fusion ? "/fused" : "/unfused"));
+  state.counters["peak_over_io"] =
+      (static_cast<double>(sf::memory_stats().peak_bytes_in_use - base) + kNumel * sizeof(float)) /
+      io;
+  state.SetLabel(std::string(sf::bench::variant_name(variant)) +
+                 (c.fusion ? "/fused" : "/unfused"));
 }
 
 // oneDNN's own GELU (erf form), one primitive over the flat tensor.
@@ -60,7 +65,9 @@ void BM_OneDnnGeluErf(benchmark::State& state) {
   std::vector<float> x = input().to_vector<float>(), y(x.size());
   memory src(md, eng, x.data()), dst(md, eng, y.data());
   const eltwise_forward::primitive_desc pd(
-      eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_gelu_erf, md, 0.f, 0.f), eng);
+      eltwise_forward::desc(prop_kind::forward_inference, algorithm::eltwise_gelu_erf, md, 0.f,
+                            0.f),
+      eng);
   eltwise_forward gelu(pd);
   for (auto _ : state) {
     gelu.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});

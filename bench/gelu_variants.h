@@ -11,9 +11,12 @@ enum class GeluVariant { kReference, kWithReferenceErf, kWithCustomErf };
 
 inline const char* variant_name(GeluVariant v) {
   switch (v) {
-    case GeluVariant::kReference: return "Reference";
-    case GeluVariant::kWithReferenceErf: return "WithReferenceErf";
-    case GeluVariant::kWithCustomErf: return "WithCustomErf";
+    case GeluVariant::kReference:
+      return "Reference";
+    case GeluVariant::kWithReferenceErf:
+      return "WithReferenceErf";
+    case GeluVariant::kWithCustomErf:
+      return "WithCustomErf";
   }
   return "?";
 }
@@ -26,13 +29,18 @@ inline Tensor erf_positive(const Tensor& x) {
   Tensor tmp = (((t * a5 + a4) * t + a3) * t + a2) * t + a1;
   return 1.0f - tmp * t * exp(-x * x);
 }
-inline Tensor erf_custom(const Tensor& x) { return where(x > 0.0f, erf_positive(x), -erf_positive(-x)); }
+inline Tensor erf_custom(const Tensor& x) {
+  return where(x > 0.0f, erf_positive(x), -erf_positive(-x));
+}
 
 inline Tensor gelu(const Tensor& x, GeluVariant v) {
   switch (v) {
-    case GeluVariant::kReference: return nn::gelu(x);
-    case GeluVariant::kWithReferenceErf: return x * (erf(x / std::sqrt(2.0f)) + 1.0f) / 2.0f;
-    case GeluVariant::kWithCustomErf: return x * (erf_custom(x / std::sqrt(2.0f)) + 1.0f) / 2.0f;
+    case GeluVariant::kReference:
+      return nn::gelu(x);
+    case GeluVariant::kWithReferenceErf:
+      return x * (erf(x / std::sqrt(2.0f)) + 1.0f) / 2.0f;
+    case GeluVariant::kWithCustomErf:
+      return x * (erf_custom(x / std::sqrt(2.0f)) + 1.0f) / 2.0f;
   }
   return {};
 }

@@ -23,9 +23,9 @@ void BM_OpOverhead(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * steps * 2);
   // Seconds per op, shown with an SI prefix (e.g. 450n = 450 ns).
-  state.counters["time_per_op"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * steps * 2),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["time_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * steps * 2),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.SetLabel(c.fusion ? "fusion on" : "fusion off");
 }
 

@@ -21,7 +21,7 @@ sf::Tensor gelu_custom(const sf::Tensor& x) {
 }
 int main() {
   sf::manual_seed(7);
-  sf::Tensor x = sf::randn({32, 512, 2048});          // f32 on the CPU by default
+  sf::Tensor x = sf::randn({32, 512, 2048});  // f32 on the CPU by default
   sf::Tensor err = sf::max(sf::abs(sf::nn::gelu(x) - gelu_custom(x)));
   std::cout << "max |gelu - gelu_custom| = " << err.item<float>() << "\n";
   std::cout << sf::matmul(sf::ones({2, 3}), sf::ones({3, 4})) << "\n";

@@ -50,15 +50,21 @@ Config Config::from_env() {
   Config c;
   if (const char* v = env("STREAMFUSE_FUSION")) {
     const std::string s(v);
-    if (s == "0" || s == "off" || s == "false") c.fusion = false;
-    else if (s == "1" || s == "on" || s == "true") c.fusion = true;
-    else bad_value("STREAMFUSE_FUSION", s, "0 or 1");
+    if (s == "0" || s == "off" || s == "false")
+      c.fusion = false;
+    else if (s == "1" || s == "on" || s == "true")
+      c.fusion = true;
+    else
+      bad_value("STREAMFUSE_FUSION", s, "0 or 1");
   }
   if (const char* v = env("STREAMFUSE_JIT")) {
     const std::string s(v);
-    if (s == "compile") c.jit = JitMode::kCompile;
-    else if (s == "interpret") c.jit = JitMode::kInterpret;
-    else bad_value("STREAMFUSE_JIT", s, "compile or interpret");
+    if (s == "compile")
+      c.jit = JitMode::kCompile;
+    else if (s == "interpret")
+      c.jit = JitMode::kInterpret;
+    else
+      bad_value("STREAMFUSE_JIT", s, "compile or interpret");
   }
   if (const char* v = env("STREAMFUSE_QUEUE_BOUND")) {
     c.queue_bound = parse_size("STREAMFUSE_QUEUE_BOUND", v, "a number of ops, at least 1");
@@ -72,7 +78,8 @@ Config Config::from_env() {
   if (const char* v = env("STREAMFUSE_ALLOCATOR_CACHE_MB"))
     c.allocator_cache_bytes = parse_size("STREAMFUSE_ALLOCATOR_CACHE_MB", v, "a size in MiB") << 20;
   if (const char* v = env("STREAMFUSE_NUM_THREADS"))
-    c.num_threads = static_cast<int>(parse_size("STREAMFUSE_NUM_THREADS", v, "a thread count (0: all cores)"));
+    c.num_threads =
+        static_cast<int>(parse_size("STREAMFUSE_NUM_THREADS", v, "a thread count (0: all cores)"));
   return c;
 }
 

@@ -27,8 +27,10 @@ void execute_op(const OpDesc& op, HandleContainer& handles, backends::Backend& b
     }
   }  // inputs released before outputs are published
   for (std::size_t i = 0; i < op.outputs.size(); ++i) {
-    if (failure) handles.mark_failed(op.outputs[i].id, failure);
-    else handles.insert(op.outputs[i].id, std::move(outputs[i]));
+    if (failure)
+      handles.mark_failed(op.outputs[i].id, failure);
+    else
+      handles.insert(op.outputs[i].id, std::move(outputs[i]));
   }
   if (log_enabled(LogChannel::kStream)) log_line(LogChannel::kStream, "ran " + to_string(op));
 }

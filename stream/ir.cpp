@@ -56,7 +56,8 @@ std::uint64_t hash_op(const OpDesc& op) {
   for (const Scalar& s : op.scalars)
     h = mix(mix(h, static_cast<std::uint64_t>(s.kind())), static_cast<std::uint64_t>(s.bits()));
   const OpAttrs& a = op.attrs;
-  h = mix(h, static_cast<std::uint64_t>(a.dtype) | (static_cast<std::uint64_t>(a.scalar_side) << 8) |
+  h = mix(h, static_cast<std::uint64_t>(a.dtype) |
+                 (static_cast<std::uint64_t>(a.scalar_side) << 8) |
                  (static_cast<std::uint64_t>(static_cast<std::uint8_t>(a.axis)) << 16) |
                  (static_cast<std::uint64_t>(a.keepdim) << 24));
   std::uint64_t perm = 0;
@@ -66,9 +67,12 @@ std::uint64_t hash_op(const OpDesc& op) {
 
 std::string_view status_name(TensorStatus s) {
   switch (s) {
-    case TensorStatus::kNotInit: return "new";
-    case TensorStatus::kReadOnly: return "ro";
-    case TensorStatus::kReadWrite: return "rw";
+    case TensorStatus::kNotInit:
+      return "new";
+    case TensorStatus::kReadOnly:
+      return "ro";
+    case TensorStatus::kReadWrite:
+      return "rw";
   }
   return "?";
 }
@@ -91,8 +95,10 @@ std::string to_string(const OpDesc& op) {
   }
   for (const Scalar& s : op.scalars) {
     os << sep;
-    if (s.kind() == Scalar::Kind::kFloat) os << s.to_double();
-    else os << s.to_int();
+    if (s.kind() == Scalar::Kind::kFloat)
+      os << s.to_double();
+    else
+      os << s.to_int();
     sep = ", ";
   }
   os << ')';

@@ -23,7 +23,7 @@ class OperationQueue {
   void clear();
 
  private:
-  std::vector<OpDesc> global_;    // [0, size_) live; the rest kept for their storage
+  std::vector<OpDesc> global_;  // [0, size_) live; the rest kept for their storage
   std::vector<OpDesc> relative_;
   std::size_t size_ = 0;
   RelativeConverter converter_;

@@ -14,7 +14,9 @@ void RelativeConverter::convert_desc(const TensorDesc& global, TensorDesc& relat
   for (int d = 0; d < global.shape.rank(); ++d) {
     const std::int64_t size = global.shape[d];
     relative.shape[d] =
-        size == 1 ? 0 : sizes_.try_emplace(size, static_cast<std::int64_t>(sizes_.size()) + 1).first->second;
+        size == 1
+            ? 0
+            : sizes_.try_emplace(size, static_cast<std::int64_t>(sizes_.size()) + 1).first->second;
   }
   relative.dtype = global.dtype;
   relative.status = global.status;

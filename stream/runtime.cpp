@@ -39,7 +39,8 @@ struct ThreadStreams {
       try {
         streams[i]->drain();
       } catch (const std::exception& e) {
-        warn_once("thread-exit-drain", std::string("draining a stream at thread exit failed: ") + e.what());
+        warn_once("thread-exit-drain",
+                  std::string("draining a stream at thread exit failed: ") + e.what());
       }
       owners[i]->retire(streams[i]);
     }

@@ -34,7 +34,8 @@ std::vector<TensorNode*> Stream::run_queue_locked() {
   const std::size_t n = queue_.size();
   if (log_enabled(LogChannel::kStream) && n)
     log_line(LogChannel::kStream, "running " + std::to_string(n) + " queued ops");
-  for (std::size_t i = 0; i < n; ++i) execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
+  for (std::size_t i = 0; i < n; ++i)
+    execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
   queue_.clear();
   executed_.store(recorded_.load(std::memory_order_relaxed), std::memory_order_release);
   std::vector<TensorNode*> released;

@@ -52,8 +52,8 @@ void record_drop(TensorNode* n) {
 
 }  // namespace
 
-TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through,
-                     TensorId id, const Shape& shape, DType dtype) {
+TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, TensorId id,
+                     const Shape& shape, DType dtype) {
   TensorNode* n;
   if (!t_pool_gone && !t_pool.free.empty()) {
     n = t_pool.free.back();

@@ -32,8 +32,8 @@ struct TensorNode {
 
 // A node with one reference. Nodes are recycled through a per-thread pool: steady-state ops
 // allocate none.
-TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through,
-                     TensorId id, const Shape& shape, DType dtype);
+TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, TensorId id,
+                     const Shape& shape, DType dtype);
 inline void retain(TensorNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
 // Drops one reference; the last one records a Drop (unless consumed) and frees the node.
 void release(TensorNode* n) noexcept;

@@ -22,18 +22,23 @@ using enum ::streamfuse::DType;
 // `x` rounded to the nearest value of `dtype` (integers truncate, saturating; bool is != 0).
 inline double round_to(double x, DType dtype) {
   switch (dtype) {
-    case kF32: return static_cast<float>(x);
-    case kF16: return static_cast<float>(Half(static_cast<float>(x)));
-    case kBF16: return static_cast<float>(BFloat16(static_cast<float>(x)));
+    case kF32:
+      return static_cast<float>(x);
+    case kF16:
+      return static_cast<float>(Half(static_cast<float>(x)));
+    case kBF16:
+      return static_cast<float>(BFloat16(static_cast<float>(x)));
     case kI32:
       if (std::isnan(x)) return 0;
-      return static_cast<double>(static_cast<std::int32_t>(std::fmax(-2147483648.0, std::fmin(2147483647.0, std::trunc(x)))));
+      return static_cast<double>(static_cast<std::int32_t>(
+          std::fmax(-2147483648.0, std::fmin(2147483647.0, std::trunc(x)))));
     case kI64:
       if (std::isnan(x)) return 0;
       if (x >= 9223372036854775807.0) return 9223372036854775807.0;
       if (x <= -9223372036854775808.0) return -9223372036854775808.0;
       return static_cast<double>(static_cast<std::int64_t>(x));
-    case kBool: return x != 0 ? 1 : 0;
+    case kBool:
+      return x != 0 ? 1 : 0;
   }
   return x;
 }
@@ -50,7 +55,8 @@ inline double ulp_of(double x, DType dtype) {
 // |got - want| in ulps of `dtype`; 0 when both are the same infinity or both NaN; infinite
 // when only one is NaN or infinite.
 inline double ulp_error(double got, double want, DType dtype) {
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want) ? 0 : INFINITY;
+  if (std::isnan(got) || std::isnan(want))
+    return std::isnan(got) && std::isnan(want) ? 0 : INFINITY;
   if (std::isinf(got) || std::isinf(want)) return got == want ? 0 : INFINITY;
   return std::fabs(got - want) / ulp_of(want, dtype);
 }
@@ -95,12 +101,24 @@ inline Tensor tensor_of(const std::vector<double>& values, Shape shape, DType dt
 inline std::vector<double> values_of(const Tensor& t) {
   std::vector<double> out;
   switch (t.dtype()) {
-    case kF32: for (float x : t.to_vector<float>()) out.push_back(x); break;
-    case kF16: for (Half x : t.to_vector<Half>()) out.push_back(static_cast<float>(x)); break;
-    case kBF16: for (BFloat16 x : t.to_vector<BFloat16>()) out.push_back(static_cast<float>(x)); break;
-    case kI32: for (std::int32_t x : t.to_vector<std::int32_t>()) out.push_back(x); break;
-    case kI64: for (std::int64_t x : t.to_vector<std::int64_t>()) out.push_back(static_cast<double>(x)); break;
-    case kBool: for (bool x : t.to_vector<bool>()) out.push_back(x); break;
+    case kF32:
+      for (float x : t.to_vector<float>()) out.push_back(x);
+      break;
+    case kF16:
+      for (Half x : t.to_vector<Half>()) out.push_back(static_cast<float>(x));
+      break;
+    case kBF16:
+      for (BFloat16 x : t.to_vector<BFloat16>()) out.push_back(static_cast<float>(x));
+      break;
+    case kI32:
+      for (std::int32_t x : t.to_vector<std::int32_t>()) out.push_back(x);
+      break;
+    case kI64:
+      for (std::int64_t x : t.to_vector<std::int64_t>()) out.push_back(static_cast<double>(x));
+      break;
+    case kBool:
+      for (bool x : t.to_vector<bool>()) out.push_back(x);
+      break;
   }
   return out;
 }

@@ -17,11 +17,13 @@ using stream::TensorDesc;
 namespace {
 
 char* element_ptr(const TensorHandle& h, DType dtype) {
-  return static_cast<char*>(h.storage.data()) + h.offset * static_cast<std::int64_t>(element_size(dtype));
+  return static_cast<char*>(h.storage.data()) +
+         h.offset * static_cast<std::int64_t>(element_size(dtype));
 }
 
 Operand operand_of(const TensorHandle& h, const TensorDesc& desc, const Shape& iterated) {
-  return {element_ptr(h, desc.dtype), desc.dtype, broadcast_strides(desc.shape, h.strides, iterated)};
+  return {element_ptr(h, desc.dtype), desc.dtype,
+          broadcast_strides(desc.shape, h.strides, iterated)};
 }
 
 // Writes `s` as the storage of compute type `c` into `buf` (8 bytes) and returns that dtype.
@@ -105,7 +107,8 @@ void CpuBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
   }
 }
 
-void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs,
+                                 TensorHandle& out) {
   const TensorDesc& od = op.outputs[0];
   ElementwiseArgs a;
   a.kind = op.kind;
@@ -115,11 +118,13 @@ void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> input
   alignas(8) unsigned char scalar[8];
   auto add_scalar = [&] {
     const DType d = store_scalar(op.scalars[0], compute_type_of(op.attrs.dtype), scalar);
-    a.inputs[static_cast<std::size_t>(a.num_inputs++)] = Operand{reinterpret_cast<char*>(scalar), d, {}};
+    a.inputs[static_cast<std::size_t>(a.num_inputs++)] =
+        Operand{reinterpret_cast<char*>(scalar), d, {}};
   };
   if (op.attrs.scalar_side == stream::ScalarSide::kLhs) add_scalar();
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    a.inputs[static_cast<std::size_t>(a.num_inputs++)] = operand_of(inputs[i], op.inputs[i], od.shape);
+    a.inputs[static_cast<std::size_t>(a.num_inputs++)] =
+        operand_of(inputs[i], op.inputs[i], od.shape);
   if (op.attrs.scalar_side == stream::ScalarSide::kRhs) add_scalar();
 
   // A last-use input of the output's dtype and shape, whose memory nothing else shares, becomes
@@ -205,7 +210,8 @@ void CpuBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs, 
         const TensorDesc& d = op.inputs[i];
         char* dst = element_ptr(out, od.dtype) +
                     along * out.strides[axis] * static_cast<std::int64_t>(element_size(od.dtype));
-        kernels_.copy({d.shape, Operand{element_ptr(inputs[i], d.dtype), d.dtype, inputs[i].strides},
+        kernels_.copy({d.shape,
+                       Operand{element_ptr(inputs[i], d.dtype), d.dtype, inputs[i].strides},
                        Operand{dst, od.dtype, out.strides}, threads()});
         along += d.shape[static_cast<int>(axis)];
       }
@@ -217,7 +223,8 @@ void CpuBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs, 
   }
 }
 
-TensorHandle CpuBackend::copy_contiguous(const TensorHandle& h, const Shape& shape, DType from, DType to) {
+TensorHandle CpuBackend::copy_contiguous(const TensorHandle& h, const Shape& shape, DType from,
+                                         DType to) {
   TensorHandle out = allocate(shape, to);
   kernels_.copy({shape, Operand{element_ptr(h, from), from, h.strides},
                  Operand{element_ptr(out, to), to, out.strides}, threads()});
@@ -227,14 +234,16 @@ TensorHandle CpuBackend::copy_contiguous(const TensorHandle& h, const Shape& sha
 TensorHandle CpuBackend::from_host(const void* host, DType dtype, const Shape& shape) {
   TensorHandle h = allocate(shape, dtype);
   if (shape.numel() > 0)
-    std::memcpy(h.storage.data(), host, static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+    std::memcpy(h.storage.data(), host,
+                static_cast<std::size_t>(shape.numel()) * element_size(dtype));
   return h;
 }
 
 void CpuBackend::to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) {
   if (shape.numel() == 0) return;
   if (is_contiguous(h, shape)) {
-    std::memcpy(host, element_ptr(h, dtype), static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+    std::memcpy(host, element_ptr(h, dtype),
+                static_cast<std::size_t>(shape.numel()) * element_size(dtype));
     return;
   }
   kernels_.copy({shape, Operand{element_ptr(h, dtype), dtype, h.strides},

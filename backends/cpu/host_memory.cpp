@@ -30,8 +30,10 @@ void* HostMemory::allocate(std::size_t bytes) {
 }
 
 void HostMemory::free(void* p, std::size_t bytes) noexcept {
-  if (bytes >= kMmapThreshold) munmap(p, bytes);
-  else std::free(p);
+  if (bytes >= kMmapThreshold)
+    munmap(p, bytes);
+  else
+    std::free(p);
 }
 
 }  // namespace streamfuse::backends::cpu

@@ -8,9 +8,15 @@
 namespace streamfuse::backends::cpu {
 
 #if defined(__x86_64__)
-namespace isa_v2 { const KernelTable& kernel_table(); }
-namespace isa_v3 { const KernelTable& kernel_table(); }
-namespace isa_v4 { const KernelTable& kernel_table(); }
+namespace isa_v2 {
+const KernelTable& kernel_table();
+}
+namespace isa_v3 {
+const KernelTable& kernel_table();
+}
+namespace isa_v4 {
+const KernelTable& kernel_table();
+}
 
 namespace {
 int best_level() {
@@ -32,12 +38,14 @@ const KernelTable& choose() {
     const std::string v(cap);
     const int asked = v == "v2" ? 2 : v == "v3" ? 3 : v == "v4" ? 4 : 0;
     if (asked == 0 || asked > level)
-      stream::warn_once("cpu-isa", "STREAMFUSE_CPU_ISA=" + v + " ignored: use v2, v3 or v4, up to "
-                                   "what this CPU supports (v" + std::to_string(level) + ")");
+      stream::warn_once("cpu-isa", "STREAMFUSE_CPU_ISA=" + v +
+                                       " ignored: use v2, v3 or v4, up to "
+                                       "what this CPU supports (v" +
+                                       std::to_string(level) + ")");
     else
       level = asked;
   }
-  const KernelTable& t = level == 4 ? isa_v4::kernel_table()
+  const KernelTable& t = level == 4   ? isa_v4::kernel_table()
                          : level == 3 ? isa_v3::kernel_table()
                                       : isa_v2::kernel_table();
   if (stream::log_enabled(stream::LogChannel::kStream))
@@ -51,7 +59,9 @@ const KernelTable& kernels() {
   return table;
 }
 #else
-namespace isa_generic { const KernelTable& kernel_table(); }
+namespace isa_generic {
+const KernelTable& kernel_table();
+}
 const KernelTable& kernels() { return isa_generic::kernel_table(); }
 #endif
 

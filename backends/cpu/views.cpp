@@ -15,8 +15,8 @@ std::optional<Strides> reshape_strides(const Shape& from, const Strides& strides
   for (int d = from.rank() - 1; d >= 0; --d) {
     tensor_numel *= from[d];
     const bool chunk_ends =
-        d == 0 || (from[d - 1] != 1 &&
-                   strides[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_base);
+        d == 0 ||
+        (from[d - 1] != 1 && strides[static_cast<std::size_t>(d - 1)] != tensor_numel * chunk_base);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || to[view_d] == 1)) {
       out[static_cast<std::size_t>(view_d)] = view_numel * chunk_base;

@@ -17,10 +17,16 @@ inline constexpr int kNumDTypes = 6;
 // Bytes per element.
 constexpr std::size_t element_size(DType d) {
   switch (d) {
-    case kF32: case kI32: return 4;
-    case kF16: case kBF16: return 2;
-    case kI64: return 8;
-    case kBool: return 1;
+    case kF32:
+    case kI32:
+      return 4;
+    case kF16:
+    case kBF16:
+      return 2;
+    case kI64:
+      return 8;
+    case kBool:
+      return 1;
   }
   return 0;
 }
@@ -65,13 +71,20 @@ struct BFloat16 {
 // The dtype that stores C++ type T (float, Half, BFloat16, int32_t, int64_t, bool).
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return kF32;
-  else if constexpr (std::is_same_v<T, Half>) return kF16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return kBF16;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return kI32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return kI64;
-  else if constexpr (std::is_same_v<T, bool>) return kBool;
-  else static_assert(sizeof(T) == 0, "streamfuse: no dtype stores this C++ type");
+  if constexpr (std::is_same_v<T, float>)
+    return kF32;
+  else if constexpr (std::is_same_v<T, Half>)
+    return kF16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return kBF16;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return kI32;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return kI64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return kBool;
+  else
+    static_assert(sizeof(T) == 0, "streamfuse: no dtype stores this C++ type");
 }
 
 // A number given where a tensor could be: `x * 2.0f`, `full(shape, 3)`. It keeps its category
@@ -84,8 +97,8 @@ class Scalar {
 
   Scalar() = default;
   template <class T>
-    requires std::is_arithmetic_v<T>
-  Scalar(T v) {  // NOLINT(google-explicit-constructor): scalars convert implicitly by design
+  requires std::is_arithmetic_v<T> Scalar(
+      T v) {  // NOLINT(google-explicit-constructor): scalars convert implicitly by design
     if constexpr (std::is_same_v<T, bool>) {
       kind_ = Kind::kBool;
       bits_ = v ? 1 : 0;

@@ -26,7 +26,9 @@ class Shape {
   std::int64_t numel() const;
   const std::int64_t* begin() const { return dims_.data(); }
   const std::int64_t* end() const { return dims_.data() + rank_; }
-  std::span<const std::int64_t> dims() const { return {dims_.data(), static_cast<std::size_t>(rank_)}; }
+  std::span<const std::int64_t> dims() const {
+    return {dims_.data(), static_cast<std::size_t>(rank_)};
+  }
 
   // Appends a dimension; throws ShapeError past kMaxRank.
   void push_back(std::int64_t d);
@@ -36,7 +38,8 @@ class Shape {
   friend bool operator==(const Shape& a, const Shape& b) {
     if (a.rank_ != b.rank_) return false;
     for (int i = 0; i < a.rank_; ++i)
-      if (a.dims_[static_cast<std::size_t>(i)] != b.dims_[static_cast<std::size_t>(i)]) return false;
+      if (a.dims_[static_cast<std::size_t>(i)] != b.dims_[static_cast<std::size_t>(i)])
+        return false;
     return true;
   }
 

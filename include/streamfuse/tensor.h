@@ -90,7 +90,8 @@ void synchronize(Device device = Device::cpu());
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  const std::size_t n = defined() ? static_cast<std::size_t>(numel()) : 0;  // read() names the error
+  const std::size_t n =
+      defined() ? static_cast<std::size_t>(numel()) : 0;  // read() names the error
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<unsigned char> bytes(n);
     read(kBool, bytes.data(), n, "to_vector<bool>");

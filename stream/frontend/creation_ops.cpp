@@ -45,10 +45,12 @@ Tensor random(OpKind kind, const Shape& shape, DType dtype, Device device, doubl
   const std::string name(stream::op_name(kind));
   if (!is_floating(dtype))
     throw DTypeError(name + ": random values need a float dtype (f32, f16, bf16), got " +
-                     std::string(dtype_name(dtype)) + "; convert the result if integers are wanted");
+                     std::string(dtype_name(dtype)) +
+                     "; convert the result if integers are wanted");
   check_new_shape(shape, dtype, name);
   const auto [seed, offset] = take_counters(shape.numel());
-  const Scalar scalars[] = {static_cast<std::int64_t>(seed), static_cast<std::int64_t>(offset), a, b};
+  const Scalar scalars[] = {static_cast<std::int64_t>(seed), static_cast<std::int64_t>(offset), a,
+                            b};
   return record(kind, {}, shape, dtype, device, {}, scalars);
 }
 

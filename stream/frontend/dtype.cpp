@@ -10,12 +10,18 @@ namespace streamfuse {
 
 std::string_view dtype_name(DType d) {
   switch (d) {
-    case kF32: return "f32";
-    case kF16: return "f16";
-    case kBF16: return "bf16";
-    case kI32: return "i32";
-    case kI64: return "i64";
-    case kBool: return "bool";
+    case kF32:
+      return "f32";
+    case kF16:
+      return "f16";
+    case kBF16:
+      return "bf16";
+    case kI32:
+      return "i32";
+    case kI64:
+      return "i64";
+    case kBool:
+      return "bool";
   }
   return "?";
 }
@@ -24,11 +30,17 @@ namespace {
 // Position in the promotion lattice; f16 and bf16 share a rank and meet at f32.
 int promotion_rank(DType d) {
   switch (d) {
-    case kBool: return 0;
-    case kI32: return 1;
-    case kI64: return 2;
-    case kF16: case kBF16: return 3;
-    case kF32: return 4;
+    case kBool:
+      return 0;
+    case kI32:
+      return 1;
+    case kI64:
+      return 2;
+    case kF16:
+    case kBF16:
+      return 3;
+    case kF32:
+      return 4;
   }
   return 0;
 }
@@ -61,9 +73,12 @@ std::int64_t Scalar::to_int() const {
 
 DType Scalar::default_dtype() const {
   switch (kind_) {
-    case Kind::kBool: return kBool;
-    case Kind::kInt: return kI64;
-    case Kind::kFloat: return kF32;
+    case Kind::kBool:
+      return kBool;
+    case Kind::kInt:
+      return kI64;
+    case Kind::kFloat:
+      return kF32;
   }
   return kF32;
 }

@@ -99,17 +99,33 @@ Tensor binary_scalar(OpKind kind, Tensor t, Scalar s, ScalarSide side) {
 }  // namespace
 
 Tensor operator+(Tensor a, Tensor b) { return binary(OpKind::kAdd, std::move(a), std::move(b)); }
-Tensor operator+(Tensor a, Scalar b) { return binary_scalar(OpKind::kAdd, std::move(a), b, ScalarSide::kRhs); }
-Tensor operator+(Scalar a, Tensor b) { return binary_scalar(OpKind::kAdd, std::move(b), a, ScalarSide::kLhs); }
+Tensor operator+(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kAdd, std::move(a), b, ScalarSide::kRhs);
+}
+Tensor operator+(Scalar a, Tensor b) {
+  return binary_scalar(OpKind::kAdd, std::move(b), a, ScalarSide::kLhs);
+}
 Tensor operator-(Tensor a, Tensor b) { return binary(OpKind::kSub, std::move(a), std::move(b)); }
-Tensor operator-(Tensor a, Scalar b) { return binary_scalar(OpKind::kSub, std::move(a), b, ScalarSide::kRhs); }
-Tensor operator-(Scalar a, Tensor b) { return binary_scalar(OpKind::kSub, std::move(b), a, ScalarSide::kLhs); }
+Tensor operator-(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kSub, std::move(a), b, ScalarSide::kRhs);
+}
+Tensor operator-(Scalar a, Tensor b) {
+  return binary_scalar(OpKind::kSub, std::move(b), a, ScalarSide::kLhs);
+}
 Tensor operator*(Tensor a, Tensor b) { return binary(OpKind::kMul, std::move(a), std::move(b)); }
-Tensor operator*(Tensor a, Scalar b) { return binary_scalar(OpKind::kMul, std::move(a), b, ScalarSide::kRhs); }
-Tensor operator*(Scalar a, Tensor b) { return binary_scalar(OpKind::kMul, std::move(b), a, ScalarSide::kLhs); }
+Tensor operator*(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kMul, std::move(a), b, ScalarSide::kRhs);
+}
+Tensor operator*(Scalar a, Tensor b) {
+  return binary_scalar(OpKind::kMul, std::move(b), a, ScalarSide::kLhs);
+}
 Tensor operator/(Tensor a, Tensor b) { return binary(OpKind::kDiv, std::move(a), std::move(b)); }
-Tensor operator/(Tensor a, Scalar b) { return binary_scalar(OpKind::kDiv, std::move(a), b, ScalarSide::kRhs); }
-Tensor operator/(Scalar a, Tensor b) { return binary_scalar(OpKind::kDiv, std::move(b), a, ScalarSide::kLhs); }
+Tensor operator/(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kDiv, std::move(a), b, ScalarSide::kRhs);
+}
+Tensor operator/(Scalar a, Tensor b) {
+  return binary_scalar(OpKind::kDiv, std::move(b), a, ScalarSide::kLhs);
+}
 Tensor operator-(Tensor a) { return unary(OpKind::kNeg, std::move(a)); }
 
 Tensor neg(Tensor x) { return unary(OpKind::kNeg, std::move(x)); }
@@ -126,33 +142,59 @@ Tensor erf(Tensor x) { return unary(OpKind::kErf, std::move(x)); }
 Tensor sigmoid(Tensor x) { return unary(OpKind::kSigmoid, std::move(x)); }
 Tensor relu(Tensor x) { return unary(OpKind::kRelu, std::move(x)); }
 
-Tensor pow(Tensor base, Tensor exponent) { return binary(OpKind::kPow, std::move(base), std::move(exponent)); }
-Tensor pow(Tensor base, Scalar exponent) { return binary_scalar(OpKind::kPow, std::move(base), exponent, ScalarSide::kRhs); }
-Tensor pow(Scalar base, Tensor exponent) { return binary_scalar(OpKind::kPow, std::move(exponent), base, ScalarSide::kLhs); }
+Tensor pow(Tensor base, Tensor exponent) {
+  return binary(OpKind::kPow, std::move(base), std::move(exponent));
+}
+Tensor pow(Tensor base, Scalar exponent) {
+  return binary_scalar(OpKind::kPow, std::move(base), exponent, ScalarSide::kRhs);
+}
+Tensor pow(Scalar base, Tensor exponent) {
+  return binary_scalar(OpKind::kPow, std::move(exponent), base, ScalarSide::kLhs);
+}
 Tensor maximum(Tensor a, Tensor b) { return binary(OpKind::kMaximum, std::move(a), std::move(b)); }
-Tensor maximum(Tensor a, Scalar b) { return binary_scalar(OpKind::kMaximum, std::move(a), b, ScalarSide::kRhs); }
+Tensor maximum(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kMaximum, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor minimum(Tensor a, Tensor b) { return binary(OpKind::kMinimum, std::move(a), std::move(b)); }
-Tensor minimum(Tensor a, Scalar b) { return binary_scalar(OpKind::kMinimum, std::move(a), b, ScalarSide::kRhs); }
+Tensor minimum(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kMinimum, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor clamp(Tensor x, Scalar lo, Scalar hi) { return minimum(maximum(std::move(x), lo), hi); }
 Tensor clamp(Tensor x, Tensor lo, Tensor hi) {
   return minimum(maximum(std::move(x), std::move(lo)), std::move(hi));
 }
 
 Tensor operator==(Tensor a, Tensor b) { return binary(OpKind::kEq, std::move(a), std::move(b)); }
-Tensor operator==(Tensor a, Scalar b) { return binary_scalar(OpKind::kEq, std::move(a), b, ScalarSide::kRhs); }
+Tensor operator==(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kEq, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor operator!=(Tensor a, Tensor b) { return binary(OpKind::kNe, std::move(a), std::move(b)); }
-Tensor operator!=(Tensor a, Scalar b) { return binary_scalar(OpKind::kNe, std::move(a), b, ScalarSide::kRhs); }
+Tensor operator!=(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kNe, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor operator<(Tensor a, Tensor b) { return binary(OpKind::kLt, std::move(a), std::move(b)); }
-Tensor operator<(Tensor a, Scalar b) { return binary_scalar(OpKind::kLt, std::move(a), b, ScalarSide::kRhs); }
+Tensor operator<(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kLt, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor operator<=(Tensor a, Tensor b) { return binary(OpKind::kLe, std::move(a), std::move(b)); }
-Tensor operator<=(Tensor a, Scalar b) { return binary_scalar(OpKind::kLe, std::move(a), b, ScalarSide::kRhs); }
+Tensor operator<=(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kLe, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor operator>(Tensor a, Tensor b) { return binary(OpKind::kGt, std::move(a), std::move(b)); }
-Tensor operator>(Tensor a, Scalar b) { return binary_scalar(OpKind::kGt, std::move(a), b, ScalarSide::kRhs); }
+Tensor operator>(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kGt, std::move(a), b, ScalarSide::kRhs);
+}
 Tensor operator>=(Tensor a, Tensor b) { return binary(OpKind::kGe, std::move(a), std::move(b)); }
-Tensor operator>=(Tensor a, Scalar b) { return binary_scalar(OpKind::kGe, std::move(a), b, ScalarSide::kRhs); }
+Tensor operator>=(Tensor a, Scalar b) {
+  return binary_scalar(OpKind::kGe, std::move(a), b, ScalarSide::kRhs);
+}
 
-Tensor logical_and(Tensor a, Tensor b) { return binary(OpKind::kLogicalAnd, std::move(a), std::move(b)); }
-Tensor logical_or(Tensor a, Tensor b) { return binary(OpKind::kLogicalOr, std::move(a), std::move(b)); }
+Tensor logical_and(Tensor a, Tensor b) {
+  return binary(OpKind::kLogicalAnd, std::move(a), std::move(b));
+}
+Tensor logical_or(Tensor a, Tensor b) {
+  return binary(OpKind::kLogicalOr, std::move(a), std::move(b));
+}
 Tensor logical_not(Tensor x) {
   const stream::TensorNode& n = node_of(x, "logical_not");
   OpAttrs attrs;

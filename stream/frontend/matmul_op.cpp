@@ -34,9 +34,8 @@ Tensor matmul(Tensor a, Tensor b) {
     const int ia = i - (batch - batch_a), ib = i - (batch - batch_b);
     const std::int64_t x = ia >= 0 ? sa[ia] : 1, y = ib >= 0 ? sb[ib] : 1;
     if (x != y && x != 1 && y != 1)
-      throw ShapeError("matmul: batch dimensions of " + describe_all(ops) +
-                       " do not broadcast (" + std::to_string(x) + " vs " + std::to_string(y) +
-                       ")");
+      throw ShapeError("matmul: batch dimensions of " + describe_all(ops) + " do not broadcast (" +
+                       std::to_string(x) + " vs " + std::to_string(y) + ")");
     out.push_back(x == 1 ? y : x);
   }
   if (sa.rank() >= 2) out.push_back(sa[sa.rank() - 2]);

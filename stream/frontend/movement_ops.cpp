@@ -133,8 +133,7 @@ Tensor slice(Tensor x, int axis, std::int64_t start, std::int64_t stop, std::int
                        std::to_string(size) + " to " + std::to_string(size));
     return v < 0 ? v + size : v;
   };
-  if (step <= 0)
-    throw ShapeError("slice: step must be positive, got " + std::to_string(step));
+  if (step <= 0) throw ShapeError("slice: step must be positive, got " + std::to_string(step));
   const std::int64_t b = bound(start, "start"), e = bound(stop, "stop");
   const std::int64_t count = e > b ? (e - b + step - 1) / step : 0;
   if (b == 0 && count == size && step == 1) return x;

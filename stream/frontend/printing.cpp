@@ -73,9 +73,15 @@ std::string format_float(double x, FloatStyle style) {
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
   char buf[48];
   switch (style) {
-    case FloatStyle::kIntegral: std::snprintf(buf, sizeof buf, "%.0f.", x); break;
-    case FloatStyle::kFixed: std::snprintf(buf, sizeof buf, "%.4f", x); break;
-    case FloatStyle::kScientific: std::snprintf(buf, sizeof buf, "%.4e", x); break;
+    case FloatStyle::kIntegral:
+      std::snprintf(buf, sizeof buf, "%.0f.", x);
+      break;
+    case FloatStyle::kFixed:
+      std::snprintf(buf, sizeof buf, "%.4f", x);
+      break;
+    case FloatStyle::kScientific:
+      std::snprintf(buf, sizeof buf, "%.4e", x);
+      break;
   }
   return buf;
 }
@@ -157,13 +163,18 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   const FloatStyle style = floating ? choose_style(v.real) : FloatStyle::kFixed;
   for (std::int64_t i : printer.printed_indices()) {
     const auto k = static_cast<std::size_t>(i);
-    if (floating) cells.push_back(format_float(v.real[k], style));
-    else if (t.dtype() == kBool) cells.push_back(v.ints[k] ? "true" : "false");
-    else cells.push_back(std::to_string(v.ints[k]));
+    if (floating)
+      cells.push_back(format_float(v.real[k], style));
+    else if (t.dtype() == kBool)
+      cells.push_back(v.ints[k] ? "true" : "false");
+    else
+      cells.push_back(std::to_string(v.ints[k]));
   }
   os << "tensor(";
-  if (t.numel() == 0) os << "[], shape=" << t.shape().to_string();
-  else printer.print(os, cells, 7);
+  if (t.numel() == 0)
+    os << "[], shape=" << t.shape().to_string();
+  else
+    printer.print(os, cells, 7);
   if (t.dtype() != kF32 && t.dtype() != kI64) os << ", dtype=" << dtype_name(t.dtype());
   if (!t.device().is_cpu()) os << ", device=" << t.device().to_string();
   return os << ')';

@@ -10,8 +10,9 @@ namespace streamfuse::stream::frontend {
 
 TensorNode& node_of(const Tensor& t, std::string_view op) {
   if (!t.defined())
-    throw Error(std::string(op) + ": an operand is an undefined Tensor (default-constructed or "
-                                  "moved from); assign it a value first");
+    throw Error(std::string(op) +
+                ": an operand is an undefined Tensor (default-constructed or "
+                "moved from); assign it a value first");
   return *t.node();
 }
 
@@ -33,9 +34,8 @@ Device common_device(std::span<const Tensor> operands, std::string_view op) {
   Device d = node_of(operands[0], op).device;
   for (const Tensor& t : operands.subspan(1)) {
     if (node_of(t, op).device != d)
-      throw DeviceError(std::string(op) + ": operands are on different devices (" +
-                        d.to_string() + " and " + t.node()->device.to_string() +
-                        "); move one with .to(device)");
+      throw DeviceError(std::string(op) + ": operands are on different devices (" + d.to_string() +
+                        " and " + t.node()->device.to_string() + "); move one with .to(device)");
   }
   return d;
 }
@@ -44,7 +44,8 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
               Device device, const OpAttrs& attrs, std::span<const Scalar> scalars) {
   DeviceRuntime& rt = DeviceRuntime::get(device);
   Stream* stream = rt.current_stream();
-  if (!stream) throw Error(std::string(op_name(kind)) + ": this thread is exiting; record ops before");
+  if (!stream)
+    throw Error(std::string(op_name(kind)) + ": this thread is exiting; record ops before");
   const std::uint64_t seq = stream->next_seq();
 
   OpDesc op;

@@ -18,10 +18,14 @@ namespace {
 
 DType reduced_dtype(OpKind kind, DType in) {
   switch (kind) {
-    case OpKind::kSum: return is_floating(in) ? in : kI64;
-    case OpKind::kMean: return is_floating(in) ? in : kF32;
-    case OpKind::kArgmax: return kI64;
-    default: return in;  // max, min
+    case OpKind::kSum:
+      return is_floating(in) ? in : kI64;
+    case OpKind::kMean:
+      return is_floating(in) ? in : kF32;
+    case OpKind::kArgmax:
+      return kI64;
+    default:
+      return in;  // max, min
   }
 }
 
@@ -40,8 +44,10 @@ Tensor reduce(OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
     attrs.axis = static_cast<std::int8_t>(a);
     reduced = n.shape[a];
     for (int i = 0; i < n.shape.rank(); ++i) {
-      if (i != a) out.push_back(n.shape[i]);
-      else if (keepdim) out.push_back(1);
+      if (i != a)
+        out.push_back(n.shape[i]);
+      else if (keepdim)
+        out.push_back(1);
     }
   }
   if (reduced == 0 && (kind == OpKind::kMax || kind == OpKind::kMin || kind == OpKind::kArgmax))
@@ -57,13 +63,21 @@ Tensor reduce(OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
 }  // namespace
 
 Tensor sum(Tensor x) { return reduce(OpKind::kSum, std::move(x), std::nullopt, false); }
-Tensor sum(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kSum, std::move(x), axis, keepdim); }
+Tensor sum(Tensor x, int axis, bool keepdim) {
+  return reduce(OpKind::kSum, std::move(x), axis, keepdim);
+}
 Tensor mean(Tensor x) { return reduce(OpKind::kMean, std::move(x), std::nullopt, false); }
-Tensor mean(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kMean, std::move(x), axis, keepdim); }
+Tensor mean(Tensor x, int axis, bool keepdim) {
+  return reduce(OpKind::kMean, std::move(x), axis, keepdim);
+}
 Tensor max(Tensor x) { return reduce(OpKind::kMax, std::move(x), std::nullopt, false); }
-Tensor max(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kMax, std::move(x), axis, keepdim); }
+Tensor max(Tensor x, int axis, bool keepdim) {
+  return reduce(OpKind::kMax, std::move(x), axis, keepdim);
+}
 Tensor min(Tensor x) { return reduce(OpKind::kMin, std::move(x), std::nullopt, false); }
-Tensor min(Tensor x, int axis, bool keepdim) { return reduce(OpKind::kMin, std::move(x), axis, keepdim); }
+Tensor min(Tensor x, int axis, bool keepdim) {
+  return reduce(OpKind::kMin, std::move(x), axis, keepdim);
+}
 Tensor argmax(Tensor x) { return reduce(OpKind::kArgmax, std::move(x), std::nullopt, false); }
 Tensor argmax(Tensor x, int axis, bool keepdim) {
   return reduce(OpKind::kArgmax, std::move(x), axis, keepdim);

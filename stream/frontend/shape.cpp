@@ -9,7 +9,8 @@
 namespace streamfuse {
 namespace {
 [[noreturn]] void throw_rank(std::size_t rank) {
-  throw ShapeError("Shape: " + std::to_string(rank) + " dimensions given; streamfuse tensors have at most " +
+  throw ShapeError("Shape: " + std::to_string(rank) +
+                   " dimensions given; streamfuse tensors have at most " +
                    std::to_string(kMaxRank) + " (reshape to fewer dimensions)");
 }
 }  // namespace

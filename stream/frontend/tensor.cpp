@@ -44,8 +44,9 @@ std::int64_t Tensor::size(int axis) const {
   const Shape& s = shape();
   const int a = axis < 0 ? axis + s.rank() : axis;
   if (a < 0 || a >= s.rank())
-    throw ShapeError("size: axis " + std::to_string(axis) + " is out of range for a tensor of shape " +
-                     s.to_string() + " (rank " + std::to_string(s.rank()) + ")");
+    throw ShapeError("size: axis " + std::to_string(axis) +
+                     " is out of range for a tensor of shape " + s.to_string() + " (rank " +
+                     std::to_string(s.rank()) + ")");
   return s[a];
 }
 
@@ -83,9 +84,10 @@ Tensor Tensor::contiguous() && { return streamfuse::contiguous(std::move(*this))
 void Tensor::read(DType as, void* dst, std::size_t n, const char* caller) const {
   const stream::TensorNode& node = node_of(*this, caller);
   if (node.dtype != as)
-    throw DTypeError(std::string(caller) + ": the tensor holds " + std::string(dtype_name(node.dtype)) +
-                     " elements (shape " + node.shape.to_string() + "), not " +
-                     std::string(dtype_name(as)) + "; read it as its own type or convert it with .to(" +
+    throw DTypeError(std::string(caller) + ": the tensor holds " +
+                     std::string(dtype_name(node.dtype)) + " elements (shape " +
+                     node.shape.to_string() + "), not " + std::string(dtype_name(as)) +
+                     "; read it as its own type or convert it with .to(" +
                      std::string(dtype_name(as)) + ") first");
   if (static_cast<std::int64_t>(n) != node.shape.numel())
     throw ShapeError(std::string(caller) + ": " + std::to_string(n) +

@@ -103,9 +103,7 @@ TEST(CachingAllocatorTest, RunningDryEmptiesTheCacheThenThrows) {
 TEST(CachingAllocatorTest, PeakTracksHighWaterMark) {
   CountingSource src;
   sfb::CachingAllocator alloc(src, 1 << 20);
-  {
-    sfb::StorageRef a = alloc.allocate(5000), b = alloc.allocate(3000);
-  }
+  { sfb::StorageRef a = alloc.allocate(5000), b = alloc.allocate(3000); }
   sfb::StorageRef c = alloc.allocate(100);
   EXPECT_EQ(alloc.stats().peak_bytes_in_use, 8000);
   alloc.reset_peak();

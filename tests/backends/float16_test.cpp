@@ -63,9 +63,11 @@ TEST(Float16Test, FloatToHalfRoundsToNearestEven) {
 TEST(Float16Test, BFloat16RoundsToNearestEvenAndKeepsNaN) {
   EXPECT_EQ(sfb::float_to_bf16_bits(1.0f), 0x3f80u);
   EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f808000u)), 0x3f80u) << "tie to even";
-  EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82u) << "tie to even (up)";
+  EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82u)
+      << "tie to even (up)";
   EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f808001u)), 0x3f81u);
-  EXPECT_TRUE(std::isnan(sfb::bf16_bits_to_float(sfb::float_to_bf16_bits(std::bit_cast<float>(0x7f800001u)))))
+  EXPECT_TRUE(std::isnan(
+      sfb::bf16_bits_to_float(sfb::float_to_bf16_bits(std::bit_cast<float>(0x7f800001u)))))
       << "a NaN with only low payload bits must not become infinity";
   EXPECT_EQ(sfb::float_to_bf16_bits(3.4e38f), 0x7f80u) << "overflow rounds to infinity";
   for (std::uint32_t b = 0; b < 65536; ++b) {

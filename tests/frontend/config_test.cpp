@@ -16,8 +16,10 @@ class EnvGuard {
     setenv(name, value, 1);
   }
   ~EnvGuard() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -27,8 +29,9 @@ class EnvGuard {
 };
 
 TEST(ConfigTest, EnvironmentOverridesDefaults) {
-  EnvGuard a("STREAMFUSE_FUSION", "0"), b("STREAMFUSE_JIT", "interpret"), c("STREAMFUSE_QUEUE_BOUND", "17"),
-      d("STREAMFUSE_LOG", "fusion,jit"), e("STREAMFUSE_ALLOCATOR_CACHE_MB", "64"), f("STREAMFUSE_NUM_THREADS", "1"),
+  EnvGuard a("STREAMFUSE_FUSION", "0"), b("STREAMFUSE_JIT", "interpret"),
+      c("STREAMFUSE_QUEUE_BOUND", "17"), d("STREAMFUSE_LOG", "fusion,jit"),
+      e("STREAMFUSE_ALLOCATOR_CACHE_MB", "64"), f("STREAMFUSE_NUM_THREADS", "1"),
       g("STREAMFUSE_CACHE_DIR", "/tmp/x");
   const sf::Config cfg = sf::Config::from_env();
   EXPECT_FALSE(cfg.fusion);
@@ -41,9 +44,12 @@ TEST(ConfigTest, EnvironmentOverridesDefaults) {
 }
 
 TEST(ConfigTest, BadValuesNameTheVariable) {
-  for (auto [name, value] : {std::pair{"STREAMFUSE_FUSION", "maybe"}, {"STREAMFUSE_JIT", "fast"},
-                             {"STREAMFUSE_QUEUE_BOUND", "0"}, {"STREAMFUSE_QUEUE_BOUND", "12x"},
-                             {"STREAMFUSE_LOG", "fusion,nonsense"}, {"STREAMFUSE_NUM_THREADS", "-1"}}) {
+  for (auto [name, value] : {std::pair{"STREAMFUSE_FUSION", "maybe"},
+                             {"STREAMFUSE_JIT", "fast"},
+                             {"STREAMFUSE_QUEUE_BOUND", "0"},
+                             {"STREAMFUSE_QUEUE_BOUND", "12x"},
+                             {"STREAMFUSE_LOG", "fusion,nonsense"},
+                             {"STREAMFUSE_NUM_THREADS", "-1"}}) {
     EnvGuard guard(name, value);
     try {
       sf::Config::from_env();

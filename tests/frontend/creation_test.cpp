@@ -16,8 +16,10 @@ TEST(CreationTest, FromVectorAndFromBlobCopy) {
   data[0] = 99;  // the tensor holds a copy
   EXPECT_EQ(t.to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(t.dtype(), sf::kI32);
-  EXPECT_EQ(sf::from_vector(std::vector<bool>{true, false}).to_vector<bool>(), (std::vector<bool>{true, false}));
-  EXPECT_EQ(sf::from_vector(std::vector<sf::Half>{sf::Half(1.5f)}).item<sf::Half>(), sf::Half(1.5f));
+  EXPECT_EQ(sf::from_vector(std::vector<bool>{true, false}).to_vector<bool>(),
+            (std::vector<bool>{true, false}));
+  EXPECT_EQ(sf::from_vector(std::vector<sf::Half>{sf::Half(1.5f)}).item<sf::Half>(),
+            sf::Half(1.5f));
   EXPECT_THROW(sf::from_vector(std::vector<float>{1, 2, 3}, {2, 2}), sf::ShapeError);
 }
 
@@ -25,7 +27,8 @@ TEST(CreationTest, FullZerosOnesWithDtypes) {
   EXPECT_EQ(sf::full({2}, 7).dtype(), sf::kI64);
   EXPECT_EQ(sf::full({2}, 7.5).dtype(), sf::kF32);
   EXPECT_EQ(sf::full({2}, true).dtype(), sf::kBool);
-  EXPECT_EQ(sf::full({2}, 7.9, sf::kI32).to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, 7}));
+  EXPECT_EQ(sf::full({2}, 7.9, sf::kI32).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{7, 7}));
   EXPECT_EQ(sf::full({2}, 3e9, sf::kI32).to_vector<std::int32_t>()[0], 2147483647) << "saturates";
   EXPECT_EQ(static_cast<float>(sf::full({1}, 0.1, sf::kBF16).item<sf::BFloat16>()),
             static_cast<float>(sf::BFloat16(0.1f)));
@@ -39,7 +42,8 @@ TEST(CreationTest, Arange) {
   EXPECT_EQ(sf::arange(5).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(sf::arange(1, 10, 3).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 4, 7}));
   EXPECT_EQ(sf::arange(5, 0, -2).to_vector<std::int64_t>(), (std::vector<std::int64_t>{5, 3, 1}));
-  EXPECT_EQ(sf::arange(0.0, 1.0, 0.25).to_vector<float>(), (std::vector<float>{0, 0.25, 0.5, 0.75}));
+  EXPECT_EQ(sf::arange(0.0, 1.0, 0.25).to_vector<float>(),
+            (std::vector<float>{0, 0.25, 0.5, 0.75}));
   EXPECT_EQ(sf::arange(3, sf::kF16).dtype(), sf::kF16);
   EXPECT_EQ(sf::arange(0, -3).numel(), 0);
   EXPECT_THROW(sf::arange(0, 5, 0), sf::Error);

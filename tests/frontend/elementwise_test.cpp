@@ -22,9 +22,9 @@ struct UnaryCase {
   const char* name;
   sf::Tensor (*op)(sf::Tensor);
   double (*ref)(double);
-  bool exact;      // correctly rounded (bitwise equal to the rounded double result)
-  bool integers;   // defined on integers with an integer result (else integers compute in f32)
-  double lo, hi;   // input range for the random part
+  bool exact;     // correctly rounded (bitwise equal to the rounded double result)
+  bool integers;  // defined on integers with an integer result (else integers compute in f32)
+  double lo, hi;  // input range for the random part
 };
 
 double ref_relu(double x) { return x <= 0 ? 0 : x; }
@@ -49,8 +49,8 @@ const UnaryCase kUnary[] = {
 };
 
 std::vector<double> special_values() {
-  return {0.0, -0.0, 1.0, -1.0, 0.5, 1e-40, -1e-40, 1e-30, 65504.0, 3.0e38, -3.0e38,
-          INFINITY, -INFINITY, NAN, 2.0, 10.0, -10.0, 88.7, -103.9};
+  return {0.0,     -0.0,     1.0,       -1.0, 0.5, 1e-40, -1e-40, 1e-30, 65504.0, 3.0e38,
+          -3.0e38, INFINITY, -INFINITY, NAN,  2.0, 10.0,  -10.0,  88.7,  -103.9};
 }
 
 void check_close(const std::vector<double>& got, const std::vector<double>& want, DType dtype,
@@ -81,7 +81,8 @@ TEST_P(UnaryTest, MatchesDoubleReferenceInEveryDtype) {
       want.push_back(round_to(c.ref(v), out));
     }
     const double tolerance = c.exact || !is_floating(out) ? 0 : out == kF32 ? kMathUlps : 1;
-    check_close(values_of(y), want, out, tolerance, std::string(c.name) + "/" + all_dtypes_name(dtype), in);
+    check_close(values_of(y), want, out, tolerance,
+                std::string(c.name) + "/" + all_dtypes_name(dtype), in);
   }
 }
 
@@ -129,29 +130,44 @@ std::int64_t umul(std::int64_t a, std::int64_t b) {
 }
 
 const BinaryCase kBinary[] = {
-    {"add", [](sf::Tensor a, sf::Tensor b) { return a + b; }, [](double a, double b) { return a + b; },
+    {"add", [](sf::Tensor a, sf::Tensor b) { return a + b; },
+     [](double a, double b) { return a + b; },
      [](std::int64_t a, std::int64_t b, int bits) {
-       return wrap(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)), bits);
-     }, true},
-    {"sub", [](sf::Tensor a, sf::Tensor b) { return a - b; }, [](double a, double b) { return a - b; },
+       return wrap(
+           static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)),
+           bits);
+     },
+     true},
+    {"sub", [](sf::Tensor a, sf::Tensor b) { return a - b; },
+     [](double a, double b) { return a - b; },
      [](std::int64_t a, std::int64_t b, int bits) {
-       return wrap(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)), bits);
-     }, true},
-    {"mul", [](sf::Tensor a, sf::Tensor b) { return a * b; }, [](double a, double b) { return a * b; },
+       return wrap(
+           static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)),
+           bits);
+     },
+     true},
+    {"mul", [](sf::Tensor a, sf::Tensor b) { return a * b; },
+     [](double a, double b) { return a * b; },
      [](std::int64_t a, std::int64_t b, int bits) { return wrap(umul(a, b), bits); }, true},
-    {"div", [](sf::Tensor a, sf::Tensor b) { return a / b; }, [](double a, double b) { return a / b; },
-     nullptr, true},
-    {"maximum", sf::maximum, [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); },
+    {"div", [](sf::Tensor a, sf::Tensor b) { return a / b; },
+     [](double a, double b) { return a / b; }, nullptr, true},
+    {"maximum", sf::maximum,
+     [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); },
      [](std::int64_t a, std::int64_t b, int) { return std::max(a, b); }, true},
-    {"minimum", sf::minimum, [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); },
+    {"minimum", sf::minimum,
+     [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); },
      [](std::int64_t a, std::int64_t b, int) { return std::min(a, b); }, true},
     {"pow", sf::pow, [](double a, double b) { return std::pow(a, b); },
      [](std::int64_t a, std::int64_t b, int bits) {
-       if (b < 0) return a == 1 ? std::int64_t{1} : a == -1 ? ((b & 1) ? std::int64_t{-1} : std::int64_t{1}) : std::int64_t{0};
+       if (b < 0)
+         return a == 1    ? std::int64_t{1}
+                : a == -1 ? ((b & 1) ? std::int64_t{-1} : std::int64_t{1})
+                          : std::int64_t{0};
        std::int64_t r = 1;
        for (std::int64_t i = 0; i < b; ++i) r = wrap(umul(r, a), bits);
        return r;
-     }, false},
+     },
+     false},
 };
 
 class BinaryTest : public ::testing::TestWithParam<BinaryCase> {};
@@ -171,7 +187,8 @@ TEST_P(BinaryTest, MatchesDoubleReferenceInEveryDtype) {
           b.push_back(round_to(t, dtype));
         }
     } else if (!is_pow) {  // wrap-around at the edges of the type
-      const double mx = dtype == kI32 ? 2147483647.0 : 9.2e18, mn = dtype == kI32 ? -2147483648.0 : -9.2e18;
+      const double mx = dtype == kI32 ? 2147483647.0 : 9.2e18,
+                   mn = dtype == kI32 ? -2147483648.0 : -9.2e18;
       for (double s : {mx, mn, -1.0, 3.0}) {
         a.push_back(round_to(s, dtype));
         b.push_back(round_to(mx, dtype));
@@ -184,8 +201,10 @@ TEST_P(BinaryTest, MatchesDoubleReferenceInEveryDtype) {
     if (!is_floating(out)) {
       const int bits = out == kI32 ? 32 : 64;
       std::vector<std::int64_t> got;
-      if (out == kI32) for (auto v : y.to_vector<std::int32_t>()) got.push_back(v);
-      else got = y.to_vector<std::int64_t>();
+      if (out == kI32)
+        for (auto v : y.to_vector<std::int32_t>()) got.push_back(v);
+      else
+        got = y.to_vector<std::int64_t>();
       for (std::size_t i = 0; i < a.size(); ++i) {
         const auto ai = static_cast<std::int64_t>(a[i]), bi = static_cast<std::int64_t>(b[i]);
         ASSERT_EQ(got[i], c.int_ref(ai, bi, bits)) << c.name << " " << ai << ", " << bi;
@@ -268,7 +287,8 @@ TEST(CompareTest, EveryComparisonInEveryDtypeIncludingNaN) {
       ASSERT_EQ(c.t.dtype(), kBool);
       const std::vector<bool> got = c.t.to_vector<bool>();
       for (std::size_t i = 0; i < ar.size(); ++i)
-        EXPECT_EQ(got[i], c.f(ar[i], br[i])) << dtype_name(dtype) << " " << ar[i] << " vs " << br[i];
+        EXPECT_EQ(got[i], c.f(ar[i], br[i]))
+            << dtype_name(dtype) << " " << ar[i] << " vs " << br[i];
     }
   }
 }
@@ -283,7 +303,8 @@ TEST(CompareTest, AgainstScalars) {
 TEST(LogicalTest, AnyDtypeReadsNonZeroAsTrue) {
   const sf::Tensor a = sf::from_vector(std::vector<float>{0, 2, NAN, -0.0f});
   const sf::Tensor b = sf::from_vector(std::vector<std::int64_t>{5, 0, 1, 1});
-  EXPECT_EQ(sf::logical_and(a, b).to_vector<bool>(), (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(sf::logical_and(a, b).to_vector<bool>(),
+            (std::vector<bool>{false, false, true, false}));
   EXPECT_EQ(sf::logical_or(a, b).to_vector<bool>(), (std::vector<bool>{true, true, true, true}));
   EXPECT_EQ(sf::logical_not(a).to_vector<bool>(), (std::vector<bool>{true, false, false, true}));
 }
@@ -296,12 +317,15 @@ TEST(WhereTest, BroadcastsAndPromotes) {
   EXPECT_EQ(w.dtype(), kF32);
   EXPECT_EQ(w.shape(), (sf::Shape{3, 2}));
   EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{1, 2, 0.5, 0.5, 1, 2}));
-  EXPECT_EQ(sf::where(cond, a, 7).to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 2, 7, 7, 1, 2}));
-  EXPECT_EQ(sf::where(cond, -1, a).to_vector<std::int32_t>(), (std::vector<std::int32_t>{-1, -1, 1, 2, -1, -1}));
+  EXPECT_EQ(sf::where(cond, a, 7).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{1, 2, 7, 7, 1, 2}));
+  EXPECT_EQ(sf::where(cond, -1, a).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{-1, -1, 1, 2, -1, -1}));
 }
 
 TEST(CastTest, EveryPairOfDtypes) {
-  const std::vector<double> values = {0, 1, -1, 2.5, -2.5, 100, 1e10, -1e10, 65504, 70000, 1e-8, NAN, INFINITY, -INFINITY};
+  const std::vector<double> values = {0,     1,     -1,    2.5,  -2.5, 100,      1e10,
+                                      -1e10, 65504, 70000, 1e-8, NAN,  INFINITY, -INFINITY};
   for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool}) {
     std::vector<double> in;
     for (double v : values) {
@@ -315,9 +339,13 @@ TEST(CastTest, EveryPairOfDtypes) {
       for (std::size_t i = 0; i < in.size(); ++i) {
         double want = round_to(in[i], to);
         if (from == kI64 && to == kI32)  // integers narrow by wrapping, as in C++ and PyTorch
-          want = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(in[i])));
-        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i]));
-        else EXPECT_EQ(got[i], want) << dtype_name(from) << " -> " << dtype_name(to) << " of " << in[i];
+          want = static_cast<std::int32_t>(
+              static_cast<std::uint32_t>(static_cast<std::int64_t>(in[i])));
+        if (std::isnan(want))
+          EXPECT_TRUE(std::isnan(got[i]));
+        else
+          EXPECT_EQ(got[i], want) << dtype_name(from) << " -> " << dtype_name(to) << " of "
+                                  << in[i];
       }
     }
   }
@@ -335,7 +363,7 @@ TEST(CastTest, FloatToIntegerSaturatesAndNaNIsZero) {
 TEST(LayoutTest, StridedBroadcastAndTransposedInputsEqualContiguousCopies) {
   std::mt19937_64 rng(3);
   const sf::Tensor base = tensor_of(random_values(6 * 8 * 10, kF32, -5, 5, rng), {6, 8, 10}, kF32);
-  const sf::Tensor t = base.transpose(0, 2);               // [10, 8, 6], strided
+  const sf::Tensor t = base.transpose(0, 2);                    // [10, 8, 6], strided
   const sf::Tensor s = base.slice(1, 1, 7, 2).transpose(0, 1);  // [3, 6, 10], gaps
   const sf::Tensor row = tensor_of(random_values(6, kF32, -5, 5, rng), {6}, kF32);
   const sf::Tensor tc = t.contiguous();
@@ -355,7 +383,8 @@ TEST(LayoutTest, LargeTensorsSplitAcrossThreadsGiveTheSameValues) {
   const sf::Tensor x = sf::arange(n).to(kF32) * 0.001f;
   const std::vector<float> y = sf::sin(x).to_vector<float>();
   const std::vector<float> xs = x.to_vector<float>();
-  const sf::Tensor one = sf::from_vector(std::vector<float>(xs.begin() + 777777, xs.begin() + 777778));
+  const sf::Tensor one =
+      sf::from_vector(std::vector<float>(xs.begin() + 777777, xs.begin() + 777778));
   EXPECT_EQ(y[777777], sf::sin(one).item<float>());
 }
 

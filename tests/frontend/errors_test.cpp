@@ -28,7 +28,8 @@ void expect_error(F&& f, std::initializer_list<const char*> fragments) {
 
 TEST(ErrorsTest, BroadcastMismatchNamesOpShapesAndDtypes) {
   const sf::Tensor a = sf::ones({2, 3}), b = sf::ones({4}, sf::kF16);
-  expect_error<sf::ShapeError>([&] { return a + b; }, {"add", "[2, 3] f32", "[4] f16", "broadcast"});
+  expect_error<sf::ShapeError>([&] { return a + b; },
+                               {"add", "[2, 3] f32", "[4] f16", "broadcast"});
   expect_error<sf::ShapeError>([&] { return sf::where(a > 0, a, b); }, {"where", "[4] f16"});
   expect_error<sf::ShapeError>([&] { return a < b; }, {"lt"});
 }
@@ -44,16 +45,21 @@ TEST(ErrorsTest, DtypeRules) {
 
 TEST(ErrorsTest, ReadingAsTheWrongTypeIsRefused) {
   const sf::Tensor b = sf::ones({2}, sf::kBool);
-  expect_error<sf::DTypeError>([&] { return b.to_vector<float>(); }, {"to_vector", "bool", "f32", ".to("});
-  expect_error<sf::DTypeError>([&] { return sf::ones({1}).item<std::int32_t>(); }, {"item", "f32", "i32"});
-  expect_error<sf::ShapeError>([&] { return sf::ones({3}).item<float>(); }, {"item", "[3]", "exactly one"});
+  expect_error<sf::DTypeError>([&] { return b.to_vector<float>(); },
+                               {"to_vector", "bool", "f32", ".to("});
+  expect_error<sf::DTypeError>([&] { return sf::ones({1}).item<std::int32_t>(); },
+                               {"item", "f32", "i32"});
+  expect_error<sf::ShapeError>([&] { return sf::ones({3}).item<float>(); },
+                               {"item", "[3]", "exactly one"});
   std::vector<float> dst(2);
-  expect_error<sf::ShapeError>([&] { sf::ones({3}).copy_to(dst.data(), dst.size()); }, {"copy_to", "[3]"});
+  expect_error<sf::ShapeError>([&] { sf::ones({3}).copy_to(dst.data(), dst.size()); },
+                               {"copy_to", "[3]"});
 }
 
 TEST(ErrorsTest, AxesOutOfRange) {
   const sf::Tensor x = sf::ones({2, 3});
-  expect_error<sf::ShapeError>([&] { return sf::sum(x, 2); }, {"sum", "axis 2", "[2, 3] f32", "-2 to 1"});
+  expect_error<sf::ShapeError>([&] { return sf::sum(x, 2); },
+                               {"sum", "axis 2", "[2, 3] f32", "-2 to 1"});
   expect_error<sf::ShapeError>([&] { return sf::argmax(x, -3); }, {"argmax", "axis -3"});
   expect_error<sf::ShapeError>([&] { return x.size(5); }, {"size", "axis 5"});
   expect_error<sf::ShapeError>([&] { return x.transpose(0, 2); }, {"transpose", "axis 2"});
@@ -64,39 +70,65 @@ TEST(ErrorsTest, AxesOutOfRange) {
 
 TEST(ErrorsTest, EmptyExtremaAreUndefined) {
   expect_error<sf::ShapeError>([] { return sf::max(sf::zeros({0})); }, {"max", "zero elements"});
-  expect_error<sf::ShapeError>([] { return sf::argmax(sf::zeros({2, 0}), 1); }, {"argmax", "axis 1"});
+  expect_error<sf::ShapeError>(
+      [] {
+        return sf::argmax(sf::zeros({2, 0}), 1);
+      },
+      {"argmax", "axis 1"});
 }
 
 TEST(ErrorsTest, MovementOps) {
   const sf::Tensor x = sf::ones({2, 3});
-  expect_error<sf::ShapeError>([&] { return x.reshape({4, 2}); }, {"reshape", "6 elements", "[4, 2]"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return x.reshape({4, 2});
+      },
+      {"reshape", "6 elements", "[4, 2]"});
   expect_error<sf::ShapeError>([&] { return x.reshape({-1, -1}); }, {"reshape", "one -1"});
   expect_error<sf::ShapeError>([&] { return x.reshape({-1, 4}); }, {"reshape", "infer"});
-  expect_error<sf::ShapeError>([&] { return x.permute({0, 0}); }, {"permute", "(0, 0)", "permutation"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return x.permute({0, 0});
+      },
+      {"permute", "(0, 0)", "permutation"});
   expect_error<sf::ShapeError>([&] { return x.permute({0}); }, {"permute"});
   expect_error<sf::ShapeError>([&] { return x.expand({2, 4}); }, {"expand", "only size-1"});
   expect_error<sf::ShapeError>([&] { return x.expand({3}); }, {"expand", "fewer dimensions"});
   expect_error<sf::ShapeError>([&] { return x.slice(1, 0, 4); }, {"slice", "stop 4", "size 3"});
   expect_error<sf::ShapeError>([&] { return x.slice(1, -4, 2); }, {"slice", "start -4"});
-  expect_error<sf::ShapeError>([&] { return x.slice(0, 0, 2, 0); }, {"slice", "step must be positive"});
-  expect_error<sf::ShapeError>([&] { return sf::cat({x, sf::ones({2, 2})}, 0); }, {"cat", "differ", "axis 0"});
-  expect_error<sf::ShapeError>([&] { return sf::cat(std::vector<sf::Tensor>{}); }, {"cat", "at least one"});
+  expect_error<sf::ShapeError>([&] { return x.slice(0, 0, 2, 0); },
+                               {"slice", "step must be positive"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::cat({x, sf::ones({2, 2})}, 0);
+      },
+      {"cat", "differ", "axis 0"});
+  expect_error<sf::ShapeError>([&] { return sf::cat(std::vector<sf::Tensor>{}); },
+                               {"cat", "at least one"});
 }
 
 TEST(ErrorsTest, MatmulShapes) {
-  expect_error<sf::ShapeError>([] { return sf::matmul(sf::ones({2, 3}), sf::ones({4, 2})); },
-                               {"matmul", "inner dimensions", "3 vs 4"});
-  expect_error<sf::ShapeError>([] { return sf::matmul(sf::ones({2, 2, 3}), sf::ones({3, 3, 1})); },
-                               {"matmul", "batch", "2 vs 3"});
+  expect_error<sf::ShapeError>(
+      [] {
+        return sf::matmul(sf::ones({2, 3}), sf::ones({4, 2}));
+      },
+      {"matmul", "inner dimensions", "3 vs 4"});
+  expect_error<sf::ShapeError>(
+      [] {
+        return sf::matmul(sf::ones({2, 2, 3}), sf::ones({3, 3, 1}));
+      },
+      {"matmul", "batch", "2 vs 3"});
   expect_error<sf::ShapeError>([] { return sf::matmul(sf::full({}, 1.0f), sf::ones({1})); },
                                {"matmul", "at least one dimension"});
 }
 
 TEST(ErrorsTest, NewShapes) {
   expect_error<sf::ShapeError>([] { return sf::zeros({2, -1}); }, {"full", "negative"});
-  expect_error<sf::ShapeError>([] { return sf::Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}; }, {"9 dimensions", "at most 8"});
+  expect_error<sf::ShapeError>([] { return sf::Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}; },
+                               {"9 dimensions", "at most 8"});
   expect_error<sf::ShapeError>([] { return sf::zeros({1LL << 40, 1LL << 40}); }, {"too large"});
-  expect_error<sf::Error>([] { return sf::from_blob(static_cast<const float*>(nullptr), {2}); }, {"null"});
+  expect_error<sf::Error>([] { return sf::from_blob(static_cast<const float*>(nullptr), {2}); },
+                          {"null"});
   expect_error<sf::Error>([] { return sf::arange(0, 1, 0); }, {"arange", "step"});
 }
 
@@ -111,7 +143,8 @@ TEST(ErrorsTest, CudaDevicesWithoutTheBackend) {
   expect_error<sf::DeviceError>([] { return sf::zeros({2}, sf::kF32, sf::Device::cuda(0)); },
                                 {"cuda:0", "CUDA"});
   expect_error<sf::DeviceError>([] { return sf::ones({2}).to(sf::Device::cuda(0)); }, {"cuda:0"});
-  expect_error<sf::DeviceError>([] { return sf::zeros({2}, sf::kF32, sf::Device::cuda(99)); }, {"no such device"});
+  expect_error<sf::DeviceError>([] { return sf::zeros({2}, sf::kF32, sf::Device::cuda(99)); },
+                                {"no such device"});
   EXPECT_EQ(sf::ones({2}).to(sf::Device::cpu()).device(), sf::Device::cpu());
 }
 

@@ -14,7 +14,8 @@ TEST(MatmulOpTest, ShapesFollowNumPy) {
   EXPECT_EQ(sf::matmul(sf::ones({3}), sf::ones({3})).shape(), (sf::Shape{}));
   EXPECT_EQ(sf::matmul(sf::ones({3}), sf::ones({3, 4})).shape(), (sf::Shape{4}));
   EXPECT_EQ(sf::matmul(sf::ones({2, 3}), sf::ones({3})).shape(), (sf::Shape{2}));
-  EXPECT_EQ(sf::matmul(sf::ones({5, 1, 2, 3}), sf::ones({4, 3, 6})).shape(), (sf::Shape{5, 4, 2, 6}));
+  EXPECT_EQ(sf::matmul(sf::ones({5, 1, 2, 3}), sf::ones({4, 3, 6})).shape(),
+            (sf::Shape{5, 4, 2, 6}));
   EXPECT_EQ(sf::matmul(sf::ones({3}), sf::ones({7, 3, 2})).shape(), (sf::Shape{7, 2}));
 }
 
@@ -34,9 +35,9 @@ TEST(MatmulOpTest, ValuesAgainstNaiveProduct) {
 }
 
 TEST(MatmulOpTest, TransposedOperandsAndPromotion) {
-  const sf::Tensor a = sf::arange(6).reshape({3, 2});          // i64
+  const sf::Tensor a = sf::arange(6).reshape({3, 2});  // i64
   const sf::Tensor b = sf::arange(6).to(sf::kF32).reshape({3, 2});
-  const sf::Tensor c = sf::matmul(a.transpose(0, 1), b);     // [2, 3] x [3, 2]
+  const sf::Tensor c = sf::matmul(a.transpose(0, 1), b);  // [2, 3] x [3, 2]
   EXPECT_EQ(c.dtype(), sf::kF32);
   EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{20, 26, 26, 35}));
   const sf::Tensor i = sf::matmul(a.transpose(0, 1), a);
@@ -48,11 +49,13 @@ TEST(MatmulOpTest, HalfPrecisionAccumulatesInFloat) {
   const sf::Tensor a = sf::full({1, 4096}, 1.0f, sf::kF16);
   const sf::Tensor b = sf::full({4096, 1}, 1.0f, sf::kF16);
   EXPECT_EQ(static_cast<float>(sf::matmul(a, b).item<sf::Half>()), 4096.0f);
-  EXPECT_EQ(static_cast<float>(sf::matmul(a.to(sf::kBF16), b.to(sf::kBF16)).item<sf::BFloat16>()), 4096.0f);
+  EXPECT_EQ(static_cast<float>(sf::matmul(a.to(sf::kBF16), b.to(sf::kBF16)).item<sf::BFloat16>()),
+            4096.0f);
 }
 
 TEST(MatmulOpTest, EmptyInnerDimensionGivesZeros) {
-  EXPECT_EQ(sf::matmul(sf::ones({2, 0}), sf::ones({0, 3})).to_vector<float>(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(sf::matmul(sf::ones({2, 0}), sf::ones({0, 3})).to_vector<float>(),
+            std::vector<float>(6, 0.0f));
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ TEST(MovementTest, SliceWithStepsAndNegativeBounds) {
   EXPECT_EQ(x.slice(0, 7, 2).numel(), 0) << "start after stop is empty, as in Python";
   const sf::Tensor m = sf::from_vector(iota(12), {3, 4});
   EXPECT_EQ(m.slice(1, 1, 3).to_vector<float>(), (std::vector<float>{1, 2, 5, 6, 9, 10}));
-  EXPECT_EQ(m.slice(0, 1, 3).slice(1, 0, 4, 2).to_vector<float>(), (std::vector<float>{4, 6, 8, 10}));
+  EXPECT_EQ(m.slice(0, 1, 3).slice(1, 0, 4, 2).to_vector<float>(),
+            (std::vector<float>{4, 6, 8, 10}));
 }
 
 TEST(MovementTest, CatAlongAnyAxisWithPromotion) {
@@ -86,7 +87,8 @@ TEST(MovementTest, CatAlongAnyAxisWithPromotion) {
 
 TEST(MovementTest, ContiguousSqueezeUnsqueeze) {
   const sf::Tensor x = sf::from_vector(iota(6), {2, 3});
-  EXPECT_EQ(x.transpose(0, 1).contiguous().to_vector<float>(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(x.transpose(0, 1).contiguous().to_vector<float>(),
+            (std::vector<float>{0, 3, 1, 4, 2, 5}));
   EXPECT_EQ(sf::unsqueeze(x, 1).shape(), (sf::Shape{2, 1, 3}));
   EXPECT_EQ(sf::unsqueeze(x, -1).shape(), (sf::Shape{2, 3, 1}));
   EXPECT_EQ(sf::squeeze(sf::unsqueeze(x, 0), 0).shape(), (sf::Shape{2, 3}));

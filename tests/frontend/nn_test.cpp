@@ -16,11 +16,13 @@ TEST(NnTest, GeluExactAndTanh) {
   const std::vector<double> v = random_values(4096, kF32, -8, 8, rng);
   const sf::Tensor x = tensor_of(v, {4096}, kF32);
   const std::vector<float> exact = sf::nn::gelu(x).to_vector<float>();
-  const std::vector<float> approx = sf::nn::gelu(x, sf::nn::GeluApproximation::kTanh).to_vector<float>();
+  const std::vector<float> approx =
+      sf::nn::gelu(x, sf::nn::GeluApproximation::kTanh).to_vector<float>();
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double want = 0.5 * v[i] * (1 + std::erf(v[i] / std::sqrt(2.0)));
     const double k = std::sqrt(2 / M_PI);
-    const double want_tanh = 0.5 * v[i] * (1 + std::tanh(k * (v[i] + 0.044715 * v[i] * v[i] * v[i])));
+    const double want_tanh =
+        0.5 * v[i] * (1 + std::tanh(k * (v[i] + 0.044715 * v[i] * v[i] * v[i])));
     EXPECT_NEAR(exact[i], want, 2e-6 * (1 + std::fabs(want))) << v[i];
     EXPECT_NEAR(approx[i], want_tanh, 2e-6 * (1 + std::fabs(want_tanh))) << v[i];
   }
@@ -38,7 +40,8 @@ TEST(NnTest, SoftmaxSumsToOneAndIsShiftInvariant) {
     const std::vector<float> base = s.to_vector<float>();
     for (std::size_t i = 0; i < base.size(); ++i) EXPECT_NEAR(shifted[i], base[i], 1e-6);
   }
-  const std::vector<float> p = sf::nn::softmax(sf::from_vector(std::vector<float>{0, std::log(3.0f)})).to_vector<float>();
+  const std::vector<float> p =
+      sf::nn::softmax(sf::from_vector(std::vector<float>{0, std::log(3.0f)})).to_vector<float>();
   EXPECT_NEAR(p[0], 0.25f, 1e-7);
   EXPECT_NEAR(p[1], 0.75f, 1e-7);
   EXPECT_EQ(sf::nn::softmax(x.to(kF16)).dtype(), kF16);

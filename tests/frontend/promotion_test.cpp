@@ -46,9 +46,15 @@ TEST(PromotionTest, ScalarsLiftOnlyLowerCategories) {
     sf::Scalar scalar;
     sf::DType want;
   } rows[] = {
-      {sf::kF16, 2.5, sf::kF16},    {sf::kBF16, 2, sf::kBF16},  {sf::kF32, true, sf::kF32},
-      {sf::kI32, 2.5, sf::kF32},    {sf::kI32, 2, sf::kI32},    {sf::kI64, 2.5f, sf::kF32},
-      {sf::kBool, 1, sf::kI64},     {sf::kBool, 1.5, sf::kF32}, {sf::kI32, std::int64_t{1} << 40, sf::kI32},
+      {sf::kF16, 2.5, sf::kF16},
+      {sf::kBF16, 2, sf::kBF16},
+      {sf::kF32, true, sf::kF32},
+      {sf::kI32, 2.5, sf::kF32},
+      {sf::kI32, 2, sf::kI32},
+      {sf::kI64, 2.5f, sf::kF32},
+      {sf::kBool, 1, sf::kI64},
+      {sf::kBool, 1.5, sf::kF32},
+      {sf::kI32, std::int64_t{1} << 40, sf::kI32},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(sf::promote_with_scalar(r.tensor, r.scalar), r.want);

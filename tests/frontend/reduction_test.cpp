@@ -61,8 +61,10 @@ void expect_values(const sf::Tensor& t, const std::vector<double>& want, DType d
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double w = round_to(want[i], dtype);
-    if (is_floating(dtype)) ASSERT_LE(ulp_error(got[i], w, dtype), ulps) << what << " #" << i;
-    else ASSERT_EQ(got[i], w) << what << " #" << i;
+    if (is_floating(dtype))
+      ASSERT_LE(ulp_error(got[i], w, dtype), ulps) << what << " #" << i;
+    else
+      ASSERT_EQ(got[i], w) << what << " #" << i;
   }
 }
 
@@ -70,8 +72,9 @@ TEST(ReductionTest, EveryReductionOverEveryAxisAndDtype) {
   std::mt19937_64 rng(11);
   const sf::Shape shape{5, 7, 33};
   for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool}) {
-    const std::vector<double> v = random_values(static_cast<std::size_t>(shape.numel()), dtype,
-                                                dtype == kBool ? 0 : -50, dtype == kBool ? 2 : 50, rng);
+    const std::vector<double> v =
+        random_values(static_cast<std::size_t>(shape.numel()), dtype, dtype == kBool ? 0 : -50,
+                      dtype == kBool ? 2 : 50, rng);
     const sf::Tensor x = tensor_of(v, shape, dtype);
     const DType sum_dtype = is_floating(dtype) ? dtype : kI64;
     const DType mean_dtype = is_floating(dtype) ? dtype : kF32;
@@ -107,12 +110,14 @@ TEST(ReductionTest, StridedAndBroadcastInputs) {
   const sf::Tensor x = tensor_of(v, {6, 40}, kF32);
   const sf::Tensor t = x.transpose(0, 1);  // [40, 6], column-major
   for (int axis = 0; axis < 2; ++axis) {
-    EXPECT_EQ(sf::sum(t, axis).to_vector<float>(), sf::sum(t.contiguous(), axis).to_vector<float>());
+    EXPECT_EQ(sf::sum(t, axis).to_vector<float>(),
+              sf::sum(t.contiguous(), axis).to_vector<float>());
     EXPECT_EQ(sf::argmax(t, axis).to_vector<std::int64_t>(),
               sf::argmax(t.contiguous(), axis).to_vector<std::int64_t>());
   }
   EXPECT_EQ(sf::max(t).item<float>(), sf::max(x).item<float>());
-  const sf::Tensor e = sf::from_vector(std::vector<float>{1, 2, 3}).reshape({3, 1}).expand({3, 1000});
+  const sf::Tensor e =
+      sf::from_vector(std::vector<float>{1, 2, 3}).reshape({3, 1}).expand({3, 1000});
   EXPECT_EQ(sf::sum(e, 1).to_vector<float>(), (std::vector<float>{1000, 2000, 3000}));
   EXPECT_EQ(sf::sum(e).item<float>(), 6000.0f);
   const sf::Tensor s = x.slice(1, 1, 40, 3);
@@ -131,7 +136,8 @@ TEST(ReductionTest, LongReductionsDoNotDependOnThreadsOrBlocks) {
   c.num_threads = 1;
   sf::set_config(c);
   EXPECT_EQ(sf::sum(x).item<float>(), once) << "one thread gives the same bits";
-  EXPECT_EQ(sf::argmax(x).item<std::int64_t>(), sf::argmax(x.reshape({1, n}), 1).item<std::int64_t>());
+  EXPECT_EQ(sf::argmax(x).item<std::int64_t>(),
+            sf::argmax(x.reshape({1, n}), 1).item<std::int64_t>());
   c.num_threads = saved;
   sf::set_config(c);
 }
@@ -156,7 +162,8 @@ TEST(ReductionTest, EmptyReductions) {
   EXPECT_EQ(sf::sum(e, 0).shape(), (sf::Shape{0}));
   EXPECT_THROW(sf::max(e), sf::ShapeError);
   EXPECT_THROW(sf::argmax(e, 1), sf::ShapeError);
-  EXPECT_EQ(sf::max(e, 0).shape(), (sf::Shape{0})) << "reducing a non-empty axis of an empty tensor";
+  EXPECT_EQ(sf::max(e, 0).shape(), (sf::Shape{0}))
+      << "reducing a non-empty axis of an empty tensor";
 }
 
 TEST(ReductionTest, IntegerSumsWrapAndMeansAreFloat) {

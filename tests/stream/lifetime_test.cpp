@@ -37,7 +37,7 @@ TEST(LifetimeTest, StatisticsAddUp) {
   sf::synchronize();
   sf::empty_cache();
   const sf::MemoryStats s0 = sf::memory_stats();
-  sf::Tensor a = sf::zeros({1000});      // 4000 bytes
+  sf::Tensor a = sf::zeros({1000});          // 4000 bytes
   sf::Tensor b = sf::zeros({10}, sf::kI64);  // 80 bytes
   sf::synchronize();
   const sf::MemoryStats s1 = sf::memory_stats();
@@ -63,7 +63,7 @@ TEST(LifetimeTest, MovedTemporariesAreReusedInPlace) {
   sf::synchronize();
   const std::int64_t allocs = sf::memory_stats().allocations;
   sf::Tensor y = std::move(x) * 2.0f;  // x's last use: y takes its memory
-  y = std::move(y) + 1.0f;              // and again
+  y = std::move(y) + 1.0f;             // and again
   sf::synchronize();
   EXPECT_EQ(sf::memory_stats().allocations, allocs) << "no new buffer";
   EXPECT_EQ(y.to_vector<float>()[123], 3.0f);

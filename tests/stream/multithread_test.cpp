@@ -36,7 +36,7 @@ TEST_F(MultiThreadTest, ATensorMadeOnOneThreadIsReadOnAnother) {
   std::thread producer([&] { made = sf::arange(100).to(sf::kF32) * 2.0f; });  // queued only
   producer.join();
   EXPECT_EQ(made.to_vector<float>()[99], 198.0f);  // drained at thread exit or by this read
-  sf::Tensor queued = sf::ones({8}) * 3.0f;       // queued on this thread
+  sf::Tensor queued = sf::ones({8}) * 3.0f;        // queued on this thread
   float seen = 0;
   std::thread consumer([&] { seen = sf::sum(queued + 1.0f).item<float>(); });
   consumer.join();

@@ -14,32 +14,60 @@ namespace streamfuse::backends::cpu {
 // bool is stored as one byte holding 0 or 1; kernels handle it as uint8_t.
 using BoolStorage = std::uint8_t;
 
-template <DType D> struct StorageOf;
-template <> struct StorageOf<kF32> { using type = float; };
-template <> struct StorageOf<kF16> { using type = Half; };
-template <> struct StorageOf<kBF16> { using type = BFloat16; };
-template <> struct StorageOf<kI32> { using type = std::int32_t; };
-template <> struct StorageOf<kI64> { using type = std::int64_t; };
-template <> struct StorageOf<kBool> { using type = BoolStorage; };
-template <DType D> using storage_t = typename StorageOf<D>::type;
+template <DType D>
+struct StorageOf;
+template <>
+struct StorageOf<kF32> {
+  using type = float;
+};
+template <>
+struct StorageOf<kF16> {
+  using type = Half;
+};
+template <>
+struct StorageOf<kBF16> {
+  using type = BFloat16;
+};
+template <>
+struct StorageOf<kI32> {
+  using type = std::int32_t;
+};
+template <>
+struct StorageOf<kI64> {
+  using type = std::int64_t;
+};
+template <>
+struct StorageOf<kBool> {
+  using type = BoolStorage;
+};
+template <DType D>
+using storage_t = typename StorageOf<D>::type;
 
 // The dtype stored as T (the inverse of storage_t).
 template <class T>
 constexpr DType dtype_of_storage() {
-  if constexpr (std::is_same_v<T, BoolStorage>) return kBool;
-  else return dtype_of<T>();
+  if constexpr (std::is_same_v<T, BoolStorage>)
+    return kBool;
+  else
+    return dtype_of<T>();
 }
 
 // Calls f(T{}) with T the storage type of `d`.
 template <class F>
 decltype(auto) visit_dtype(DType d, F&& f) {
   switch (d) {
-    case kF32: return f(float{});
-    case kF16: return f(Half{});
-    case kBF16: return f(BFloat16{});
-    case kI32: return f(std::int32_t{});
-    case kI64: return f(std::int64_t{});
-    case kBool: return f(BoolStorage{});
+    case kF32:
+      return f(float{});
+    case kF16:
+      return f(Half{});
+    case kBF16:
+      return f(BFloat16{});
+    case kI32:
+      return f(std::int32_t{});
+    case kI64:
+      return f(std::int64_t{});
+    case kBool:
+      return f(BoolStorage{});
   }
   return f(float{});
 }
@@ -48,28 +76,40 @@ decltype(auto) visit_dtype(DType d, F&& f) {
 enum class ComputeType : std::uint8_t { kFloat, kI32, kI64, kBool };
 constexpr ComputeType compute_type_of(DType d) {
   switch (d) {
-    case kI32: return ComputeType::kI32;
-    case kI64: return ComputeType::kI64;
-    case kBool: return ComputeType::kBool;
-    default: return ComputeType::kFloat;
+    case kI32:
+      return ComputeType::kI32;
+    case kI64:
+      return ComputeType::kI64;
+    case kBool:
+      return ComputeType::kBool;
+    default:
+      return ComputeType::kFloat;
   }
 }
 // The dtype whose storage is the compute type itself (so such operands need no conversion).
 constexpr DType storage_dtype_of(ComputeType c) {
   switch (c) {
-    case ComputeType::kI32: return kI32;
-    case ComputeType::kI64: return kI64;
-    case ComputeType::kBool: return kBool;
-    default: return kF32;
+    case ComputeType::kI32:
+      return kI32;
+    case ComputeType::kI64:
+      return kI64;
+    case ComputeType::kBool:
+      return kBool;
+    default:
+      return kF32;
   }
 }
 template <class F>
 decltype(auto) visit_compute(ComputeType c, F&& f) {
   switch (c) {
-    case ComputeType::kFloat: return f(float{});
-    case ComputeType::kI32: return f(std::int32_t{});
-    case ComputeType::kI64: return f(std::int64_t{});
-    case ComputeType::kBool: return f(BoolStorage{});
+    case ComputeType::kFloat:
+      return f(float{});
+    case ComputeType::kI32:
+      return f(std::int32_t{});
+    case ComputeType::kI64:
+      return f(std::int64_t{});
+    case ComputeType::kBool:
+      return f(BoolStorage{});
   }
   return f(float{});
 }
@@ -79,7 +119,7 @@ decltype(auto) visit_compute(ComputeType c, F&& f) {
 template <class I>
 inline I saturate_cast(float v) {
   constexpr float lo = static_cast<float>(std::numeric_limits<I>::min());  // -2^31 or -2^63, exact
-  const float in_range = v >= lo && v < -lo ? v : 0.0f;  // NaN fails both tests
+  const float in_range = v >= lo && v < -lo ? v : 0.0f;                    // NaN fails both tests
   I r = static_cast<I>(in_range);
   r = v >= -lo ? std::numeric_limits<I>::max() : r;
   r = v < lo ? std::numeric_limits<I>::min() : r;

@@ -34,10 +34,14 @@ void copy_run(const S* src, std::int64_t ss, D* dst, std::int64_t ds, std::int64
 template <class F>
 void visit_bits(std::size_t width, F&& f) {
   switch (width) {
-    case 1: return f(std::uint8_t{});
-    case 2: return f(std::uint16_t{});
-    case 4: return f(std::uint32_t{});
-    default: return f(std::uint64_t{});
+    case 1:
+      return f(std::uint8_t{});
+    case 2:
+      return f(std::uint16_t{});
+    case 4:
+      return f(std::uint32_t{});
+    default:
+      return f(std::uint64_t{});
   }
 }
 
@@ -62,7 +66,8 @@ void copy(const CopyArgs& a) {
   if (a.src.dtype == a.dst.dtype) {
     visit_bits(element_size(a.src.dtype), [&](auto t) { run_typed(t, t); });
   } else {
-    visit_dtype(a.dst.dtype, [&](auto d) { visit_dtype(a.src.dtype, [&](auto s) { run_typed(d, s); }); });
+    visit_dtype(a.dst.dtype,
+                [&](auto d) { visit_dtype(a.src.dtype, [&](auto s) { run_typed(d, s); }); });
   }
 }
 

@@ -66,38 +66,63 @@ ChunkFn select_typed(OpKind kind) {
   constexpr bool kFloat = std::is_same_v<C, float>;
   constexpr bool kBool = std::is_same_v<C, BoolStorage>;
   switch (kind) {
-#define SF_FLOAT_UNARY(name) \
-  case OpKind::k##name:         \
-    if constexpr (kFloat) return unary_chunk<OpKind::k##name, C>; else break;
-    SF_FLOAT_UNARY(Exp) SF_FLOAT_UNARY(Log) SF_FLOAT_UNARY(Sqrt) SF_FLOAT_UNARY(Rsqrt)
-    SF_FLOAT_UNARY(Recip) SF_FLOAT_UNARY(Sin) SF_FLOAT_UNARY(Cos) SF_FLOAT_UNARY(Tanh)
-    SF_FLOAT_UNARY(Erf) SF_FLOAT_UNARY(Sigmoid)
+#define SF_FLOAT_UNARY(name)                  \
+  case OpKind::k##name:                       \
+    if constexpr (kFloat)                     \
+      return unary_chunk<OpKind::k##name, C>; \
+    else                                      \
+      break;
+    SF_FLOAT_UNARY(Exp)
+    SF_FLOAT_UNARY(Log) SF_FLOAT_UNARY(Sqrt) SF_FLOAT_UNARY(Rsqrt) SF_FLOAT_UNARY(Recip)
+        SF_FLOAT_UNARY(Sin) SF_FLOAT_UNARY(Cos) SF_FLOAT_UNARY(Tanh) SF_FLOAT_UNARY(Erf)
+            SF_FLOAT_UNARY(Sigmoid)
 #undef SF_FLOAT_UNARY
-#define SF_NUMERIC_UNARY(name) \
-  case OpKind::k##name:           \
-    if constexpr (!kBool) return unary_chunk<OpKind::k##name, C>; else break;
-    SF_NUMERIC_UNARY(Neg) SF_NUMERIC_UNARY(Abs) SF_NUMERIC_UNARY(Relu)
+#define SF_NUMERIC_UNARY(name)                \
+  case OpKind::k##name:                       \
+    if constexpr (!kBool)                     \
+      return unary_chunk<OpKind::k##name, C>; \
+    else                                      \
+      break;
+                SF_NUMERIC_UNARY(Neg) SF_NUMERIC_UNARY(Abs) SF_NUMERIC_UNARY(Relu)
 #undef SF_NUMERIC_UNARY
-#define SF_NUMERIC_BINARY(name) \
-  case OpKind::k##name:            \
-    if constexpr (!kBool) return binary_chunk<OpKind::k##name, C>; else break;
-    SF_NUMERIC_BINARY(Add) SF_NUMERIC_BINARY(Sub) SF_NUMERIC_BINARY(Mul) SF_NUMERIC_BINARY(Pow)
+#define SF_NUMERIC_BINARY(name)                \
+  case OpKind::k##name:                        \
+    if constexpr (!kBool)                      \
+      return binary_chunk<OpKind::k##name, C>; \
+    else                                       \
+      break;
+                    SF_NUMERIC_BINARY(Add) SF_NUMERIC_BINARY(Sub) SF_NUMERIC_BINARY(Mul)
+                        SF_NUMERIC_BINARY(Pow)
 #undef SF_NUMERIC_BINARY
-    case OpKind::kDiv:
-      if constexpr (kFloat) return binary_chunk<OpKind::kDiv, C>; else break;
-    case OpKind::kMaximum: return binary_chunk<OpKind::kMaximum, C>;
-    case OpKind::kMinimum: return binary_chunk<OpKind::kMinimum, C>;
-    case OpKind::kEq: return compare_chunk<OpKind::kEq, C>;
-    case OpKind::kNe: return compare_chunk<OpKind::kNe, C>;
-    case OpKind::kLt: return compare_chunk<OpKind::kLt, C>;
-    case OpKind::kLe: return compare_chunk<OpKind::kLe, C>;
-    case OpKind::kGt: return compare_chunk<OpKind::kGt, C>;
-    case OpKind::kGe: return compare_chunk<OpKind::kGe, C>;
-    case OpKind::kLogicalAnd: return logical_chunk<OpKind::kLogicalAnd>;
-    case OpKind::kLogicalOr: return logical_chunk<OpKind::kLogicalOr>;
-    case OpKind::kLogicalNot: return logical_chunk<OpKind::kLogicalNot>;
-    case OpKind::kWhere: return where_chunk<C>;
-    default: break;
+                            case OpKind::kDiv
+        : if constexpr (kFloat) return binary_chunk<OpKind::kDiv, C>;
+    else break;
+    case OpKind::kMaximum:
+      return binary_chunk<OpKind::kMaximum, C>;
+    case OpKind::kMinimum:
+      return binary_chunk<OpKind::kMinimum, C>;
+    case OpKind::kEq:
+      return compare_chunk<OpKind::kEq, C>;
+    case OpKind::kNe:
+      return compare_chunk<OpKind::kNe, C>;
+    case OpKind::kLt:
+      return compare_chunk<OpKind::kLt, C>;
+    case OpKind::kLe:
+      return compare_chunk<OpKind::kLe, C>;
+    case OpKind::kGt:
+      return compare_chunk<OpKind::kGt, C>;
+    case OpKind::kGe:
+      return compare_chunk<OpKind::kGe, C>;
+    case OpKind::kLogicalAnd:
+      return logical_chunk<OpKind::kLogicalAnd>;
+    case OpKind::kLogicalOr:
+      return logical_chunk<OpKind::kLogicalOr>;
+    case OpKind::kLogicalNot:
+      return logical_chunk<OpKind::kLogicalNot>;
+    case OpKind::kWhere:
+      return where_chunk<C>;
+    default:
+      break;
   }
   return nullptr;
 }
@@ -181,7 +206,8 @@ void elementwise(const ElementwiseArgs& a) {
   if (it.numel == 0) return;
 
   const ComputeType c = compute_type_of(a.compute);
-  const ChunkFn fn = visit_compute(c, [&](auto tag) { return select_typed<decltype(tag)>(a.kind); });
+  const ChunkFn fn =
+      visit_compute(c, [&](auto tag) { return select_typed<decltype(tag)>(a.kind); });
   if (!fn)
     throw Error("internal error: no CPU kernel for " + std::string(stream::op_name(a.kind)) +
                 " on " + std::string(dtype_name(a.compute)) + " operands; please report this");

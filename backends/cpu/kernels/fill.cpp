@@ -44,7 +44,8 @@ void fill(const FillArgs& a) {
         const auto start = static_cast<std::uint64_t>(a.value.to_int());
         const auto step = static_cast<std::uint64_t>(a.step.to_int());
         for (std::int64_t i = lo; i < hi; ++i) {
-          out[i] = convert<T>(static_cast<std::int64_t>(start + static_cast<std::uint64_t>(i) * step));
+          out[i] =
+              convert<T>(static_cast<std::int64_t>(start + static_cast<std::uint64_t>(i) * step));
         }
       } else {
         const double start = a.value.to_double(), step = a.step.to_double();

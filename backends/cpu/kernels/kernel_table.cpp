@@ -14,8 +14,8 @@ void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
 
 const KernelTable& kernel_table() {
-  static const KernelTable table{"x86-64-" SF_ISA_STRINGIFY(STREAMFUSE_ISA), elementwise, copy,
-                                 fill, random, reduce};
+  static const KernelTable table{
+      "x86-64-" SF_ISA_STRINGIFY(STREAMFUSE_ISA), elementwise, copy, fill, random, reduce};
   return table;
 }
 

@@ -40,7 +40,8 @@ inline Iteration make_iteration(const Shape& shape, const Strides* const* stride
     bool merge = it.rank > 0;
     for (int k = 0; merge && k < n; ++k) {
       const Strides& s = *strides[k];
-      merge = it.strides[static_cast<std::size_t>(k)][r - 1] == s[static_cast<std::size_t>(d)] * size;
+      merge =
+          it.strides[static_cast<std::size_t>(k)][r - 1] == s[static_cast<std::size_t>(d)] * size;
     }
     if (merge) {  // the new inner dimension absorbs the previous one
       it.sizes[r - 1] *= size;
@@ -96,7 +97,8 @@ void for_each_run(const Iteration& it, std::int64_t lo, std::int64_t hi, F&& f) 
     f(offsets, len);
     lo += len;
     idx[inner] += len;
-    for (int d = it.rank - 1; d > 0 && idx[static_cast<std::size_t>(d)] == it.sizes[static_cast<std::size_t>(d)]; --d) {
+    for (int d = it.rank - 1;
+         d > 0 && idx[static_cast<std::size_t>(d)] == it.sizes[static_cast<std::size_t>(d)]; --d) {
       idx[static_cast<std::size_t>(d)] = 0;
       ++idx[static_cast<std::size_t>(d - 1)];
     }

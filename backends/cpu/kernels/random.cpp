@@ -21,7 +21,8 @@ struct Words {
 
 // Philox4x32 with 10 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
 inline Words philox(std::uint64_t counter, std::uint64_t seed) {
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
+  std::uint32_t c0 = static_cast<std::uint32_t>(counter),
+                c1 = static_cast<std::uint32_t>(counter >> 32);
   std::uint32_t c2 = 0, c3 = 0;
   std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
@@ -77,7 +78,8 @@ void random(const RandomArgs& r) {
           T v = convert<T>(values[i - first]);
           if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
             // Rounding to 16 bits may reach the open upper bound of rand(): step back below it.
-            if (r.kind == stream::OpKind::kRandUniform && convert<float>(v) >= static_cast<float>(r.b))
+            if (r.kind == stream::OpKind::kRandUniform &&
+                convert<float>(v) >= static_cast<float>(r.b))
               v.bits = static_cast<std::uint16_t>(v.bits - 1);
           }
           out[i] = v;

@@ -27,8 +27,8 @@ constexpr std::int64_t kBlock = 65536;  // elements per partial result of a long
 constexpr std::int64_t kColumns = 256;  // output positions accumulated together (column case)
 
 template <class S>
-constexpr bool kFloatStorage = std::is_same_v<S, float> || std::is_same_v<S, Half> ||
-                               std::is_same_v<S, BFloat16>;
+constexpr bool kFloatStorage =
+    std::is_same_v<S, float> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
 // The type max/min/argmax compare in.
 template <class S>
 using value_t = std::conditional_t<kFloatStorage<S>, float, S>;
@@ -38,12 +38,16 @@ struct SumOp {
   using Acc = std::conditional_t<kFloatStorage<S>, double, std::int64_t>;
   static Acc identity() { return 0; }
   static Acc step(Acc acc, S x, std::int64_t) {
-    if constexpr (kFloatStorage<S>) return acc + static_cast<double>(convert<float>(x));
-    else return ops::wrap_add(acc, static_cast<std::int64_t>(x));
+    if constexpr (kFloatStorage<S>)
+      return acc + static_cast<double>(convert<float>(x));
+    else
+      return ops::wrap_add(acc, static_cast<std::int64_t>(x));
   }
   static Acc merge(Acc a, Acc b) {
-    if constexpr (kFloatStorage<S>) return a + b;
-    else return ops::wrap_add(a, b);
+    if constexpr (kFloatStorage<S>)
+      return a + b;
+    else
+      return ops::wrap_add(a, b);
   }
 };
 
@@ -52,13 +56,17 @@ struct ExtremeOp {
   using V = value_t<S>;
   using Acc = V;
   static Acc identity() {
-    if constexpr (kFloatStorage<S>) return kMax ? -std::numeric_limits<float>::infinity()
-                                                : std::numeric_limits<float>::infinity();
-    else return kMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
+    if constexpr (kFloatStorage<S>)
+      return kMax ? -std::numeric_limits<float>::infinity()
+                  : std::numeric_limits<float>::infinity();
+    else
+      return kMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
   }
   static Acc merge(Acc a, Acc b) {
-    if constexpr (kFloatStorage<S>) return kMax ? ops::fmax_nan(a, b) : ops::fmin_nan(a, b);
-    else return kMax ? std::max(a, b) : std::min(a, b);
+    if constexpr (kFloatStorage<S>)
+      return kMax ? ops::fmax_nan(a, b) : ops::fmin_nan(a, b);
+    else
+      return kMax ? std::max(a, b) : std::min(a, b);
   }
   static Acc step(Acc acc, S x, std::int64_t) { return merge(acc, convert<V>(x)); }
 };
@@ -72,14 +80,18 @@ struct ArgmaxOp {
     std::int64_t index;
   };
   static bool greater(V a, V b) {
-    if constexpr (kFloatStorage<S>) return (a != a && b == b) || a > b;
-    else return a > b;
+    if constexpr (kFloatStorage<S>)
+      return (a != a && b == b) || a > b;
+    else
+      return a > b;
   }
   // The smallest value (-inf for floats) at an index past every real one: any element ties or
   // beats it, and wins the tie by its smaller index.
   static Acc identity() {
-    if constexpr (kFloatStorage<S>) return {-std::numeric_limits<float>::infinity(), std::numeric_limits<std::int64_t>::max()};
-    else return {std::numeric_limits<V>::lowest(), std::numeric_limits<std::int64_t>::max()};
+    if constexpr (kFloatStorage<S>)
+      return {-std::numeric_limits<float>::infinity(), std::numeric_limits<std::int64_t>::max()};
+    else
+      return {std::numeric_limits<V>::lowest(), std::numeric_limits<std::int64_t>::max()};
   }
   // Through merge, so a value equal to the identity's (the lowest, or -inf) still wins its
   // index over the identity's placeholder.
@@ -127,15 +139,20 @@ typename Op::Acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, in
 // The value to store for an accumulator.
 template <OpKind K, class Op>
 auto finish(const typename Op::Acc& acc, std::int64_t count) {
-  if constexpr (K == OpKind::kArgmax) return acc.index;
-  else if constexpr (K == OpKind::kMean) return static_cast<double>(acc) / static_cast<double>(count);
-  else return acc;
+  if constexpr (K == OpKind::kArgmax)
+    return acc.index;
+  else if constexpr (K == OpKind::kMean)
+    return static_cast<double>(acc) / static_cast<double>(count);
+  else
+    return acc;
 }
 
 template <class Out, class V>
 Out to_output(V v) {
-  if constexpr (std::is_same_v<V, double>) return convert<Out>(static_cast<float>(v));
-  else return convert<Out>(v);
+  if constexpr (std::is_same_v<V, double>)
+    return convert<Out>(static_cast<float>(v));
+  else
+    return convert<Out>(v);
 }
 
 // The output storage type, as the frontend's result dtype: sum keeps float dtypes and sums
@@ -161,10 +178,11 @@ void reduce_all(const ReduceArgs& a) {
       for (std::int64_t b = lo; b < hi; ++b) {
         typename Op::Acc part = Op::identity();
         std::int64_t index = b * kBlock;
-        for_each_run(it, index, std::min(it.numel, index + kBlock), [&](const auto& off, std::int64_t len) {
-          part = reduce_run<Op>(base + off[0], len, it.inner_stride(0), index, part);
-          index += len;
-        });
+        for_each_run(it, index, std::min(it.numel, index + kBlock),
+                     [&](const auto& off, std::int64_t len) {
+                       part = reduce_run<Op>(base + off[0], len, it.inner_stride(0), index, part);
+                       index += len;
+                     });
         partial[static_cast<std::size_t>(b)] = part;
       }
     });
@@ -183,7 +201,8 @@ void reduce_axis(const ReduceArgs& a) {
   Strides kept_strides{};
   for (int d = 0; d < a.shape.rank(); ++d) {
     if (d == axis) continue;
-    kept_strides[static_cast<std::size_t>(kept.rank())] = a.input.strides[static_cast<std::size_t>(d)];
+    kept_strides[static_cast<std::size_t>(kept.rank())] =
+        a.input.strides[static_cast<std::size_t>(d)];
     kept.push_back(a.shape[d]);
   }
   const Strides* strides[1] = {&kept_strides};
@@ -194,11 +213,14 @@ void reduce_axis(const ReduceArgs& a) {
   const int threads = max_threads(a.num_threads);
 
   if (outputs < 2 * threads && len >= 2 * kBlock) {  // few long rows: split each row instead
-    for_each_run(it, 0, outputs, [&, pos = std::int64_t{0}](const auto& off, std::int64_t run) mutable {
-      for (std::int64_t j = 0; j < run; ++j, ++pos)
-        out[pos] = to_output<Out>(finish<K, Op>(
-            reduce_long<Op>(base + off[0] + j * it.inner_stride(0), len, rstride, a.num_threads), len));
-    });
+    for_each_run(
+        it, 0, outputs, [&, pos = std::int64_t{0}](const auto& off, std::int64_t run) mutable {
+          for (std::int64_t j = 0; j < run; ++j, ++pos)
+            out[pos] =
+                to_output<Out>(finish<K, Op>(reduce_long<Op>(base + off[0] + j * it.inner_stride(0),
+                                                             len, rstride, a.num_threads),
+                                             len));
+        });
     return;
   }
   // Reducing across rows of a row-major layout: accumulate neighbouring outputs together so the
@@ -236,8 +258,10 @@ void reduce_typed(const ReduceArgs& a) {
   if (a.out_dtype != dtype_of_storage<out_t<K, S>>())
     throw Error("internal error: " + std::string(stream::op_name(K)) + " would write " +
                 std::string(dtype_name(a.out_dtype)) + "; please report this");
-  if (a.axis == stream::kAllAxes) reduce_all<K, Op, S>(a);
-  else reduce_axis<K, Op, S>(a);
+  if (a.axis == stream::kAllAxes)
+    reduce_all<K, Op, S>(a);
+  else
+    reduce_axis<K, Op, S>(a);
 }
 
 }  // namespace
@@ -246,12 +270,18 @@ void reduce(const ReduceArgs& a) {
   visit_dtype(a.input.dtype, [&](auto tag) {
     using S = decltype(tag);
     switch (a.kind) {
-      case OpKind::kSum: return reduce_typed<OpKind::kSum, SumOp<S>, S>(a);
-      case OpKind::kMean: return reduce_typed<OpKind::kMean, SumOp<S>, S>(a);
-      case OpKind::kMax: return reduce_typed<OpKind::kMax, ExtremeOp<S, true>, S>(a);
-      case OpKind::kMin: return reduce_typed<OpKind::kMin, ExtremeOp<S, false>, S>(a);
-      case OpKind::kArgmax: return reduce_typed<OpKind::kArgmax, ArgmaxOp<S>, S>(a);
-      default: return;
+      case OpKind::kSum:
+        return reduce_typed<OpKind::kSum, SumOp<S>, S>(a);
+      case OpKind::kMean:
+        return reduce_typed<OpKind::kMean, SumOp<S>, S>(a);
+      case OpKind::kMax:
+        return reduce_typed<OpKind::kMax, ExtremeOp<S, true>, S>(a);
+      case OpKind::kMin:
+        return reduce_typed<OpKind::kMin, ExtremeOp<S, false>, S>(a);
+      case OpKind::kArgmax:
+        return reduce_typed<OpKind::kArgmax, ArgmaxOp<S>, S>(a);
+      default:
+        return;
     }
   });
 }

@@ -17,16 +17,23 @@ using streamfuse::Shape;
 using namespace streamfuse;  // dtypes (kF32, ...)
 
 namespace streamfuse::backends::cpu {
-namespace isa_v2 { const KernelTable& kernel_table(); }
-namespace isa_v3 { const KernelTable& kernel_table(); }
-namespace isa_v4 { const KernelTable& kernel_table(); }
+namespace isa_v2 {
+const KernelTable& kernel_table();
+}
+namespace isa_v3 {
+const KernelTable& kernel_table();
+}
+namespace isa_v4 {
+const KernelTable& kernel_table();
+}
 }  // namespace streamfuse::backends::cpu
 
 namespace {
 
 std::vector<const cpu::KernelTable*> supported_tables() {
   std::vector<const cpu::KernelTable*> t = {&cpu::isa_v2::kernel_table()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) t.push_back(&cpu::isa_v3::kernel_table());
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    t.push_back(&cpu::isa_v3::kernel_table());
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
     t.push_back(&cpu::isa_v4::kernel_table());
@@ -49,10 +56,10 @@ TEST(KernelsTest, IsaLevelsAgree) {
   for (auto& x : a) x = u(rng);
   for (auto& x : b) x = u(rng);
   const Shape shape{n};
-  for (st::OpKind kind : {st::OpKind::kExp, st::OpKind::kLog, st::OpKind::kSin, st::OpKind::kCos,
-                          st::OpKind::kTanh, st::OpKind::kErf, st::OpKind::kSigmoid, st::OpKind::kSqrt,
-                          st::OpKind::kRsqrt, st::OpKind::kAdd, st::OpKind::kDiv, st::OpKind::kPow,
-                          st::OpKind::kMaximum}) {
+  for (st::OpKind kind :
+       {st::OpKind::kExp, st::OpKind::kLog, st::OpKind::kSin, st::OpKind::kCos, st::OpKind::kTanh,
+        st::OpKind::kErf, st::OpKind::kSigmoid, st::OpKind::kSqrt, st::OpKind::kRsqrt,
+        st::OpKind::kAdd, st::OpKind::kDiv, st::OpKind::kPow, st::OpKind::kMaximum}) {
     std::vector<std::vector<float>> results;
     for (const cpu::KernelTable* t : tables) {
       std::vector<float> out(n);
@@ -73,11 +80,13 @@ TEST(KernelsTest, IsaLevelsAgree) {
       EXPECT_EQ(std::memcmp(results[1].data(), results[i].data(), sizeof(float) * n), 0)
           << st::op_name(kind) << ": " << tables[1]->isa << " vs " << tables[i]->isa;
     for (std::int64_t j = 0; j < n; ++j) {
-      const float x = results[0][static_cast<std::size_t>(j)], y = results[1][static_cast<std::size_t>(j)];
+      const float x = results[0][static_cast<std::size_t>(j)],
+                  y = results[1][static_cast<std::size_t>(j)];
       if (x == y || (x != x && y != y)) continue;
       const double ulp = std::ldexp(1.0, std::max(std::ilogb(y), -126) - 23);
       ASSERT_LE(std::fabs(static_cast<double>(x) - y) / ulp, 2.0)
-          << st::op_name(kind) << " at " << a[static_cast<std::size_t>(j)] << ": " << x << " vs " << y;
+          << st::op_name(kind) << " at " << a[static_cast<std::size_t>(j)] << ": " << x << " vs "
+          << y;
     }
   }
 }
@@ -87,7 +96,8 @@ TEST(KernelsTest, PhiloxMatchesTheRandom123KnownAnswers) {
   // values are the four output words' top 24 bits scaled by 2^-24.
   const std::uint32_t want[4] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
   float out[4];
-  cpu::kernels().random({st::OpKind::kRandUniform, kF32, out, 4, /*seed=*/0, /*offset=*/0, 0.0, 1.0, 1});
+  cpu::kernels().random(
+      {st::OpKind::kRandUniform, kF32, out, 4, /*seed=*/0, /*offset=*/0, 0.0, 1.0, 1});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], static_cast<float>(want[i] >> 8) * 0x1p-24f) << i;
 }
 
