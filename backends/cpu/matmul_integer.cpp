@@ -13,6 +13,7 @@
 #include <memory>
 #include <new>
 
+#include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul_layout.h"
 
@@ -110,20 +111,6 @@ template <class U>
   multiply_block(kc, mc, nc, ap, bp, c, ldc, accumulate);
 }
 
-int cpu_level() {
-  static const int level = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-      return 4;
-    // isa.cpp also asks for f16c, which Clang's builtin doesn't know; integer code never uses it.
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("bmi2"))
-      return 3;
-    return 2;
-  }();
-  return level;
-}
 #endif
 
 template <class U>
@@ -135,8 +122,8 @@ void multiply_block_baseline(std::int64_t kc, std::int64_t mc, std::int64_t nc, 
 template <class U>
 MultiplyBlock<U> multiply_block_for_cpu() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (cpu_level() == 4) return multiply_block_v4<U>;
-  if (cpu_level() == 3) return multiply_block_v3<U>;
+  if (isa_level() == 4) return multiply_block_v4<U>;
+  if (isa_level() == 3) return multiply_block_v3<U>;
 #endif
   return multiply_block_baseline<U>;
 }

@@ -16,27 +16,12 @@ namespace st = streamfuse::stream;
 using streamfuse::Shape;
 using namespace streamfuse;  // dtypes (kF32, ...)
 
-namespace streamfuse::backends::cpu {
-namespace isa_v2 {
-const KernelTable& kernel_table();
-}
-namespace isa_v3 {
-const KernelTable& kernel_table();
-}
-namespace isa_v4 {
-const KernelTable& kernel_table();
-}
-}  // namespace streamfuse::backends::cpu
-
 namespace {
 
 std::vector<const cpu::KernelTable*> supported_tables() {
-  std::vector<const cpu::KernelTable*> t = {&cpu::isa_v2::kernel_table()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    t.push_back(&cpu::isa_v3::kernel_table());
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    t.push_back(&cpu::isa_v4::kernel_table());
+  std::vector<const cpu::KernelTable*> t;
+  for (int level : {2, 3, 4})
+    if (const cpu::KernelTable* table = cpu::kernel_table_for(level)) t.push_back(table);
   return t;
 }
 
