@@ -165,8 +165,9 @@ Tensor permute(Tensor x, std::initializer_list<int> axes);
 Tensor transpose(Tensor x, int axis0, int axis1);
 // Broadcasts size-1 dimensions (and new leading ones) to `shape`; -1 keeps a dimension.
 Tensor expand(Tensor x, Shape shape);
-// Elements start, start+step, ... below stop along `axis` (step > 0). start and stop are clamped
-// to [0, size] after adding size to negatives, as in Python.
+// Elements start, start+step, ... below stop along `axis` (step > 0). Negative bounds count from
+// the end; a bound outside [-size, size] throws ShapeError rather than being clamped silently
+// (a likely bug); start >= stop gives an empty slice.
 Tensor slice(Tensor x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1);
 // Joins along `axis`; all other dimensions must match; dtypes promote.
 Tensor cat(std::span<const Tensor> tensors, int axis = 0);
