@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <type_traits>
 
 #include "backends/float16.h"
@@ -114,16 +113,13 @@ decltype(auto) visit_compute(ComputeType c, F&& f) {
   return f(float{});
 }
 
-// Float to integer: truncation toward zero, saturating at the type's range, NaN to 0. (C++
-// leaves out-of-range conversions undefined; this makes them deterministic everywhere.)
+// Float to integer: truncation toward zero, saturating, NaN to 0 (scalar_ops.h).
 template <class I>
 inline I saturate_cast(float v) {
-  constexpr float lo = static_cast<float>(std::numeric_limits<I>::min());  // -2^31 or -2^63, exact
-  const float in_range = v >= lo && v < -lo ? v : 0.0f;                    // NaN fails both tests
-  I r = static_cast<I>(in_range);
-  r = v >= -lo ? std::numeric_limits<I>::max() : r;
-  r = v < lo ? std::numeric_limits<I>::min() : r;
-  return r;
+  if constexpr (sizeof(I) == 4)
+    return sf_float_to_i32(v);
+  else
+    return sf_float_to_i64(v);
 }
 
 // Converts one element between storage types with streamfuse's semantics: floats round to

@@ -73,9 +73,9 @@ ChunkFn select_typed(OpKind kind) {
     else                                      \
       break;
     SF_FLOAT_UNARY(Exp)
-    SF_FLOAT_UNARY(Log) SF_FLOAT_UNARY(Sqrt) SF_FLOAT_UNARY(Rsqrt) SF_FLOAT_UNARY(Recip)
-        SF_FLOAT_UNARY(Sin) SF_FLOAT_UNARY(Cos) SF_FLOAT_UNARY(Tanh) SF_FLOAT_UNARY(Erf)
-            SF_FLOAT_UNARY(Sigmoid)
+    SF_FLOAT_UNARY(Log)
+    SF_FLOAT_UNARY(Sqrt) SF_FLOAT_UNARY(Rsqrt) SF_FLOAT_UNARY(Recip) SF_FLOAT_UNARY(Sin)
+        SF_FLOAT_UNARY(Cos) SF_FLOAT_UNARY(Tanh) SF_FLOAT_UNARY(Erf) SF_FLOAT_UNARY(Sigmoid)
 #undef SF_FLOAT_UNARY
 #define SF_NUMERIC_UNARY(name)                \
   case OpKind::k##name:                       \
@@ -83,7 +83,7 @@ ChunkFn select_typed(OpKind kind) {
       return unary_chunk<OpKind::k##name, C>; \
     else                                      \
       break;
-                SF_NUMERIC_UNARY(Neg) SF_NUMERIC_UNARY(Abs) SF_NUMERIC_UNARY(Relu)
+            SF_NUMERIC_UNARY(Neg) SF_NUMERIC_UNARY(Abs) SF_NUMERIC_UNARY(Relu)
 #undef SF_NUMERIC_UNARY
 #define SF_NUMERIC_BINARY(name)                \
   case OpKind::k##name:                        \
@@ -91,10 +91,10 @@ ChunkFn select_typed(OpKind kind) {
       return binary_chunk<OpKind::k##name, C>; \
     else                                       \
       break;
-                    SF_NUMERIC_BINARY(Add) SF_NUMERIC_BINARY(Sub) SF_NUMERIC_BINARY(Mul)
-                        SF_NUMERIC_BINARY(Pow)
+                SF_NUMERIC_BINARY(Add) SF_NUMERIC_BINARY(Sub) SF_NUMERIC_BINARY(Mul)
+                    SF_NUMERIC_BINARY(Pow)
 #undef SF_NUMERIC_BINARY
-                            case OpKind::kDiv
+                        case OpKind::kDiv
         : if constexpr (kFloat) return binary_chunk<OpKind::kDiv, C>;
     else break;
     case OpKind::kMaximum:

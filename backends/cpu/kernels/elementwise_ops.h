@@ -1,65 +1,27 @@
-// What each element-wise op computes, per compute type. The fused interpreter and the JIT's
-// generated code use these same definitions, so fused and unfused results agree bit for bit.
+// What each element-wise op computes, per compute type, for the eager kernels and the fused
+// interpreter. Everything beyond one IEEE operation is a function of scalar_ops.h or
+// vector_math.h, which the JIT's generated code calls by the same names (jit/cpp_codegen.cpp
+// holds the matching switch): fused and unfused results agree bit for bit.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/vector_math.h"
+#include "backends/scalar_ops.h"
 #include "stream/ir.h"
 
 namespace streamfuse::backends::cpu::ops {
 
 using stream::OpKind;
 
-// Integer arithmetic wraps (computed unsigned: signed overflow is undefined in C++).
-template <class I>
-inline I wrap_add(I a, I b) {
-  using U = std::make_unsigned_t<I>;
-  return static_cast<I>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <class I>
-inline I wrap_sub(I a, I b) {
-  using U = std::make_unsigned_t<I>;
-  return static_cast<I>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <class I>
-inline I wrap_mul(I a, I b) {
-  using U = std::make_unsigned_t<I>;
-  return static_cast<I>(static_cast<U>(a) * static_cast<U>(b));
-}
-
-// Integer power by squaring, wrapping. A negative exponent gives the truncated reciprocal:
-// 1 for base 1, +-1 for base -1, 0 otherwise (0 for base 0 too, rather than a division trap).
-template <class I>
-inline I int_pow(I base, I exp) {
-  if (exp < 0) return base == 1 ? I{1} : base == -1 ? ((exp & 1) ? I{-1} : I{1}) : I{0};
-  I result = 1;
-  while (exp) {
-    if (exp & 1) result = wrap_mul(result, base);
-    base = wrap_mul(base, base);
-    exp >>= 1;
-  }
-  return result;
-}
-
-// max/min with NaN winning; for equal values (+0 and -0) max prefers +0 and min -0, so the result
-// does not depend on operand order.
-inline float fmax_nan(float a, float b) {
-  const float m = a > b ? a : b;
-  const float eq =
-      std::bit_cast<float>(std::bit_cast<std::uint32_t>(a) & std::bit_cast<std::uint32_t>(b));
-  const float r = a == b ? eq : m;
-  return a != a ? a : (b != b ? b : r);
-}
-inline float fmin_nan(float a, float b) {
-  const float m = a < b ? a : b;
-  const float eq =
-      std::bit_cast<float>(std::bit_cast<std::uint32_t>(a) | std::bit_cast<std::uint32_t>(b));
-  const float r = a == b ? eq : m;
-  return a != a ? a : (b != b ? b : r);
+// scalar_ops.h overloads on int and long long; std::int64_t is long here, a third type.
+template <class C>
+using sf_t = std::conditional_t<std::is_same_v<C, std::int64_t>, long long, C>;
+template <class C>
+inline sf_t<C> sf(C x) {
+  return static_cast<sf_t<C>>(x);
 }
 
 template <OpKind K, class C>
@@ -68,17 +30,17 @@ inline C unary(C x) {
     if constexpr (K == OpKind::kNeg)
       return -x;
     else if constexpr (K == OpKind::kAbs)
-      return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) & 0x7fffffffu);
+      return sf_abs(x);
     else if constexpr (K == OpKind::kExp)
       return sf_exp(x);
     else if constexpr (K == OpKind::kLog)
       return sf_log(x);
     else if constexpr (K == OpKind::kSqrt)
-      return __builtin_sqrtf(x);
+      return sf_sqrt(x);
     else if constexpr (K == OpKind::kRsqrt)
-      return 1.0f / __builtin_sqrtf(x);
+      return sf_rsqrt(x);
     else if constexpr (K == OpKind::kRecip)
-      return 1.0f / x;
+      return sf_recip(x);
     else if constexpr (K == OpKind::kSin)
       return sf_sin(x);
     else if constexpr (K == OpKind::kCos)
@@ -90,16 +52,16 @@ inline C unary(C x) {
     else if constexpr (K == OpKind::kSigmoid)
       return sf_sigmoid(x);
     else if constexpr (K == OpKind::kRelu)
-      return x <= 0.0f ? 0.0f : x;  // NaN stays NaN
+      return sf_relu(x);
     else
       static_assert(K == OpKind::kNeg, "not a float unary op");
   } else {
     if constexpr (K == OpKind::kNeg)
-      return wrap_sub(C{0}, x);
+      return static_cast<C>(sf_neg(sf(x)));
     else if constexpr (K == OpKind::kAbs)
-      return x < 0 ? wrap_sub(C{0}, x) : x;
+      return static_cast<C>(sf_abs(sf(x)));
     else if constexpr (K == OpKind::kRelu)
-      return x < 0 ? C{0} : x;
+      return static_cast<C>(sf_relu(sf(x)));
     else
       static_assert(K == OpKind::kNeg, "not an integer unary op");
   }
@@ -119,31 +81,31 @@ inline C binary(C a, C b) {
     else if constexpr (K == OpKind::kPow)
       return sf_pow(a, b);
     else if constexpr (K == OpKind::kMaximum)
-      return fmax_nan(a, b);
+      return sf_max(a, b);
     else if constexpr (K == OpKind::kMinimum)
-      return fmin_nan(a, b);
+      return sf_min(a, b);
     else
       static_assert(K == OpKind::kAdd, "not a float binary op");
   } else if constexpr (std::is_same_v<C, BoolStorage>) {
     if constexpr (K == OpKind::kMaximum)
-      return a | b;
+      return sf_max(a, b);
     else if constexpr (K == OpKind::kMinimum)
-      return a & b;
+      return sf_min(a, b);
     else
       static_assert(K == OpKind::kMaximum, "not a bool binary op");
   } else {
     if constexpr (K == OpKind::kAdd)
-      return wrap_add(a, b);
+      return static_cast<C>(sf_add(sf(a), sf(b)));
     else if constexpr (K == OpKind::kSub)
-      return wrap_sub(a, b);
+      return static_cast<C>(sf_sub(sf(a), sf(b)));
     else if constexpr (K == OpKind::kMul)
-      return wrap_mul(a, b);
+      return static_cast<C>(sf_mul(sf(a), sf(b)));
     else if constexpr (K == OpKind::kPow)
-      return int_pow(a, b);
+      return static_cast<C>(sf_ipow(sf(a), sf(b)));
     else if constexpr (K == OpKind::kMaximum)
-      return a > b ? a : b;
+      return static_cast<C>(sf_max(sf(a), sf(b)));
     else if constexpr (K == OpKind::kMinimum)
-      return a < b ? a : b;
+      return static_cast<C>(sf_min(sf(a), sf(b)));
     else
       static_assert(K == OpKind::kAdd, "not an integer binary op");
   }

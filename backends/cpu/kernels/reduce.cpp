@@ -41,13 +41,13 @@ struct SumOp {
     if constexpr (kFloatStorage<S>)
       return acc + static_cast<double>(convert<float>(x));
     else
-      return ops::wrap_add(acc, static_cast<std::int64_t>(x));
+      return sf_add(static_cast<long long>(acc), static_cast<long long>(x));
   }
   static Acc merge(Acc a, Acc b) {
     if constexpr (kFloatStorage<S>)
       return a + b;
     else
-      return ops::wrap_add(a, b);
+      return sf_add(static_cast<long long>(a), static_cast<long long>(b));
   }
 };
 
@@ -64,7 +64,7 @@ struct ExtremeOp {
   }
   static Acc merge(Acc a, Acc b) {
     if constexpr (kFloatStorage<S>)
-      return kMax ? ops::fmax_nan(a, b) : ops::fmin_nan(a, b);
+      return kMax ? sf_max(a, b) : sf_min(a, b);  // float: NaN wins
     else
       return kMax ? std::max(a, b) : std::min(a, b);
   }

@@ -1,0 +1,174 @@
+// Element semantics shared by every kernel streamfuse runs: the eager CPU kernels, the fused
+// interpreter and the code the JIT generates for the CPU and CUDA all call these functions, so
+// fused and unfused results agree bit for bit.
+//
+// Like vector_math.h, the text is pasted verbatim into generated kernels: it includes nothing,
+// uses plain C types (float, int, long long, unsigned short for f16/bf16 bits, unsigned char for
+// bool), and reaches the platform only through the SF_MATH_* macros (a prelude may predefine
+// them; vector_math.h defines the same ones the same way).
+#ifndef STREAMFUSE_BACKENDS_SCALAR_OPS_H_
+#define STREAMFUSE_BACKENDS_SCALAR_OPS_H_
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#ifndef SF_MATH_FN
+#define SF_MATH_FN static __device__ __forceinline__
+#endif
+#ifndef SF_MATH_AS_UINT
+#define SF_MATH_AS_UINT(f) __float_as_uint(f)
+#endif
+#ifndef SF_MATH_AS_FLOAT
+#define SF_MATH_AS_FLOAT(u) __uint_as_float(u)
+#endif
+#ifndef SF_MATH_SQRT
+#define SF_MATH_SQRT(x) __fsqrt_rn(x)
+#endif
+#endif  // CUDA
+#ifndef SF_MATH_FN
+#define SF_MATH_FN static inline __attribute__((always_inline))
+#endif
+#ifndef SF_MATH_AS_UINT
+#define SF_MATH_AS_UINT(f) __builtin_bit_cast(unsigned int, (f))
+#endif
+#ifndef SF_MATH_AS_FLOAT
+#define SF_MATH_AS_FLOAT(u) __builtin_bit_cast(float, (u))
+#endif
+#ifndef SF_MATH_SQRT
+#define SF_MATH_SQRT(x) __builtin_sqrtf(x)
+#endif
+
+// ---- 16-bit floats (round to nearest even) ---------------------------------------------------
+
+// Normals move exponent and mantissa into a float's fields and rebias by 127 - 15; subnormals
+// are mantissa * 2^-24 computed from an integer, so no denormal float operand takes the slow
+// microcode path; inf and NaN keep their payload.
+SF_MATH_FN float sf_half_to_float(unsigned short h) {
+  const unsigned int sign = (unsigned int)(h & 0x8000u) << 16;
+  const unsigned int em = h & 0x7fffu;
+  const unsigned int normal = (em << 13) + 0x38000000u;
+  const unsigned int subnormal = SF_MATH_AS_UINT((float)em * 0x1p-24f);
+  const unsigned int special = 0x7f800000u | (em << 13);
+  const unsigned int bits = em >= 0x7c00u ? special : em >= 0x0400u ? normal : subnormal;
+  return SF_MATH_AS_FLOAT(bits | sign);
+}
+
+SF_MATH_FN unsigned short sf_float_to_half(float x) {
+  unsigned int f = SF_MATH_AS_UINT(x);
+  const unsigned int sign = f & 0x80000000u;
+  f ^= sign;
+  // Overflow (>= 2^16), inf and NaN: inf, or a quiet NaN.
+  const unsigned int huge = f > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  // Below 2^-14: adding 0.5 aligns the value to the subnormal grid (ulp 2^-24) and the FPU
+  // rounds to nearest even. The operand is clamped so the branch-free path never sees NaN.
+  const float small_in = SF_MATH_AS_FLOAT(f < 0x38800000u ? f : 0u);
+  const unsigned int small = SF_MATH_AS_UINT(small_in + 0.5f) - 0x3f000000u;
+  // Normal: rebias the exponent by (15 - 127) << 23 and round half to even on bit 13; a carry
+  // into exponent 31 gives inf, as it should.
+  const unsigned int normal = (f + 0xc8000fffu + ((f >> 13) & 1u)) >> 13;
+  const unsigned int out = f >= 0x47800000u ? huge : f < 0x38800000u ? small : normal;
+  return (unsigned short)(out | (sign >> 16));
+}
+
+SF_MATH_FN float sf_bf16_to_float(unsigned short b) {
+  return SF_MATH_AS_FLOAT((unsigned int)b << 16);
+}
+
+SF_MATH_FN unsigned short sf_float_to_bf16(float x) {
+  const unsigned int f = SF_MATH_AS_UINT(x);
+  const unsigned int rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+  const unsigned int quiet_nan = (f >> 16) | 0x40u;
+  return (unsigned short)((f & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
+// A float result of an op whose dtype is f16 / bf16: computed in float, rounded once.
+SF_MATH_FN float sf_round_f16(float x) { return sf_half_to_float(sf_float_to_half(x)); }
+SF_MATH_FN float sf_round_bf16(float x) { return sf_bf16_to_float(sf_float_to_bf16(x)); }
+
+// ---- conversions -----------------------------------------------------------------------------
+
+// Float to integer: truncation toward zero, saturating at the type's range, NaN to 0. (C and C++
+// leave out-of-range conversions undefined; this makes them deterministic everywhere.)
+SF_MATH_FN int sf_float_to_i32(float v) {
+  const float in_range = v >= -2147483648.0f && v < 2147483648.0f ? v : 0.0f;  // NaN fails both
+  int r = (int)in_range;
+  r = v >= 2147483648.0f ? 2147483647 : r;
+  r = v < -2147483648.0f ? (-2147483647 - 1) : r;
+  return r;
+}
+SF_MATH_FN long long sf_float_to_i64(float v) {
+  const float in_range = v >= -9223372036854775808.0f && v < 9223372036854775808.0f ? v : 0.0f;
+  long long r = (long long)in_range;
+  r = v >= 9223372036854775808.0f ? 9223372036854775807LL : r;
+  r = v < -9223372036854775808.0f ? (-9223372036854775807LL - 1) : r;
+  return r;
+}
+
+// ---- arithmetic ------------------------------------------------------------------------------
+
+// Integer arithmetic wraps: computed unsigned (signed overflow is undefined in C and C++).
+SF_MATH_FN int sf_add(int a, int b) { return (int)((unsigned int)a + (unsigned int)b); }
+SF_MATH_FN int sf_sub(int a, int b) { return (int)((unsigned int)a - (unsigned int)b); }
+SF_MATH_FN int sf_mul(int a, int b) { return (int)((unsigned int)a * (unsigned int)b); }
+SF_MATH_FN long long sf_add(long long a, long long b) {
+  return (long long)((unsigned long long)a + (unsigned long long)b);
+}
+SF_MATH_FN long long sf_sub(long long a, long long b) {
+  return (long long)((unsigned long long)a - (unsigned long long)b);
+}
+SF_MATH_FN long long sf_mul(long long a, long long b) {
+  return (long long)((unsigned long long)a * (unsigned long long)b);
+}
+SF_MATH_FN int sf_neg(int a) { return sf_sub(0, a); }
+SF_MATH_FN long long sf_neg(long long a) { return sf_sub(0LL, a); }
+SF_MATH_FN int sf_abs(int a) { return a < 0 ? sf_neg(a) : a; }
+SF_MATH_FN long long sf_abs(long long a) { return a < 0 ? sf_neg(a) : a; }
+SF_MATH_FN float sf_abs(float a) { return SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(a) & 0x7fffffffu); }
+SF_MATH_FN float sf_sqrt(float a) { return SF_MATH_SQRT(a); }  // correctly rounded
+SF_MATH_FN float sf_rsqrt(float a) { return 1.0f / SF_MATH_SQRT(a); }
+SF_MATH_FN float sf_recip(float a) { return 1.0f / a; }
+SF_MATH_FN float sf_relu(float a) { return a <= 0.0f ? 0.0f : a; }  // NaN stays NaN
+SF_MATH_FN int sf_relu(int a) { return a < 0 ? 0 : a; }
+SF_MATH_FN long long sf_relu(long long a) { return a < 0 ? 0LL : a; }
+
+// Integer power by squaring, wrapping. A negative exponent gives the truncated reciprocal: 1 for
+// base 1, +-1 for base -1, 0 otherwise (also for base 0, rather than a division trap).
+SF_MATH_FN int sf_ipow(int base, int e) {
+  const int negative = base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  int result = 1;
+  for (int k = e < 0 ? 0 : e; k; k >>= 1) {
+    if (k & 1) result = sf_mul(result, base);
+    base = sf_mul(base, base);
+  }
+  return e < 0 ? negative : result;
+}
+SF_MATH_FN long long sf_ipow(long long base, long long e) {
+  const long long negative = base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  long long result = 1;
+  for (long long k = e < 0 ? 0 : e; k; k >>= 1) {
+    if (k & 1) result = sf_mul(result, base);
+    base = sf_mul(base, base);
+  }
+  return e < 0 ? negative : result;
+}
+
+// max / min with NaN winning; equal values (+0 and -0) give +0 for max and -0 for min, so the
+// result does not depend on operand order.
+SF_MATH_FN float sf_max(float a, float b) {
+  const float m = a > b ? a : b;
+  const float eq = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(a) & SF_MATH_AS_UINT(b));
+  const float r = a == b ? eq : m;
+  return a != a ? a : (b != b ? b : r);
+}
+SF_MATH_FN float sf_min(float a, float b) {
+  const float m = a < b ? a : b;
+  const float eq = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(a) | SF_MATH_AS_UINT(b));
+  const float r = a == b ? eq : m;
+  return a != a ? a : (b != b ? b : r);
+}
+SF_MATH_FN int sf_max(int a, int b) { return a > b ? a : b; }
+SF_MATH_FN int sf_min(int a, int b) { return a < b ? a : b; }
+SF_MATH_FN long long sf_max(long long a, long long b) { return a > b ? a : b; }
+SF_MATH_FN long long sf_min(long long a, long long b) { return a < b ? a : b; }
+SF_MATH_FN unsigned char sf_max(unsigned char a, unsigned char b) { return a | b; }
+SF_MATH_FN unsigned char sf_min(unsigned char a, unsigned char b) { return a & b; }
+
+#endif  // STREAMFUSE_BACKENDS_SCALAR_OPS_H_
