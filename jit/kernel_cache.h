@@ -1,0 +1,151 @@
+// KernelCache: compiled CPU kernels by (program, specialization), compiled in the background.
+//
+// A lookup never waits for a compiler: a kernel not compiled yet is queued and the caller runs
+// the interpreter meanwhile. One background thread compiles everything requested since its last
+// compile in one translation unit (a compiler start costs ~50-100 ms, so per-kernel cost falls
+// with batch size), writes `<directory>/<key>.cpp` and `<key>.so` (temp file + rename), loads the
+// library and installs the kernels. Invariants:
+// - an entry is pending, ready or failed; a failed entry is never retried (until evicted), and
+//   each failure is warned about once, naming the source file;
+// - at most `max_kernels` entries; the least recently used is evicted first;
+// - a library stays loaded while an entry or a caller's ReadyKernel holds it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "jit/kernel_abi.h"
+#include "jit/program.h"
+#include "jit/specialization.h"
+#include "jit/system_compiler.h"
+#include "streamfuse/config.h"
+
+namespace streamfuse::jit {
+
+struct ReadyKernel {
+  CpuKernelFn fn = nullptr;
+  std::shared_ptr<void> library;  // keeps fn's code loaded while the caller holds it
+};
+
+struct KernelCacheOptions {
+  JitMode mode = JitMode::kCompile;  // kInterpret: never compile, every lookup misses
+  std::size_t max_kernels = 4096;    // entries kept; least recently used evicted
+  std::size_t max_batch = 512;       // kernels in one translation unit
+  // How long the compile thread gathers further requests after the first one of a batch
+  // (wait_idle() cuts it short).
+  std::chrono::milliseconds batch_window{5};
+  std::chrono::milliseconds compile_timeout = std::chrono::minutes(5);
+};
+
+struct KernelCacheStats {
+  std::uint64_t compiled = 0;  // kernels installed
+  std::uint64_t failed = 0;    // kernels marked failed
+  std::uint64_t batches = 0;   // translation units built (compiled, or found in the directory)
+  std::uint64_t reused = 0;    // batches whose library the directory already held
+  double compile_ms = 0;       // wall time of the batches
+  std::uint64_t hits = 0;      // lookups that returned a kernel
+  std::uint64_t misses = 0;    // lookups that did not
+  std::uint64_t evicted = 0;
+  std::size_t entries = 0;  // pending, ready and failed
+};
+
+class KernelCache {
+ public:
+  // Kernels go to `directory` (created; when it cannot be written, a private temporary
+  // directory is used instead, with a warning). In kCompile mode a background thread starts and
+  // probes for a compiler (SystemCompiler::probe); none found is warned about once.
+  explicit KernelCache(std::string directory, KernelCacheOptions options = {});
+  // Drops pending requests, waits for a compile in flight, joins the thread.
+  ~KernelCache();
+  KernelCache(const KernelCache&) = delete;
+  KernelCache& operator=(const KernelCache&) = delete;
+
+  // The kernel of `program` (whose hash is `program_hash`) under `key` when compiled; otherwise
+  // nullopt, after queueing it for compilation if it is new. Thread-safe; never blocks on a
+  // compile.
+  std::optional<ReadyKernel> find_or_request(std::uint64_t program_hash,
+                                             const FusedProgram& program,
+                                             const SpecializationKey& key);
+  // Returns when no request is queued or compiling (for tests and benchmarks).
+  void wait_idle();
+
+  KernelCacheStats stats() const;
+  // The directory kernels are written to (the fallback one when the given one is unusable).
+  const std::string& directory() const { return directory_; }
+
+ private:
+  struct Key {
+    std::uint64_t program_hash;
+    SpecializationKey spec;
+  };
+  struct KeyRef {
+    std::uint64_t program_hash;
+    const SpecializationKey* spec;
+  };
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(const Key& k) const { return hash(k.program_hash, k.spec); }
+    std::size_t operator()(const KeyRef& k) const { return hash(k.program_hash, *k.spec); }
+    static std::size_t hash(std::uint64_t program_hash, const SpecializationKey& spec);
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return a.program_hash == b.program_hash && spec_of(a) == spec_of(b);
+    }
+    static const SpecializationKey& spec_of(const Key& k) { return k.spec; }
+    static const SpecializationKey& spec_of(const KeyRef& k) { return *k.spec; }
+  };
+  enum class State : std::uint8_t { kPending, kReady, kFailed };
+  struct Entry {
+    State state = State::kPending;
+    CpuKernelFn fn = nullptr;
+    std::shared_ptr<void> library;
+    std::list<Key>::iterator lru;  // position in lru_, most recent first
+  };
+  struct Request {
+    Key key;
+    FusedProgram program;
+  };
+
+  void run();
+  void compile_batch(std::vector<Request>& batch);
+  // Builds (or finds in directory_) the library of `source`, setting `path` to its source file
+  // and `reused` when it was found. Throws CompileError.
+  std::shared_ptr<void> build_library(const std::string& source, std::string& path, bool& reused);
+  void finish(const std::vector<Request>& batch, const std::vector<CpuKernelFn>& fns,
+              const std::shared_ptr<void>& library);
+  void evict_one();
+
+  const KernelCacheOptions options_;
+  std::string directory_;
+  bool private_directory_ = false;
+  std::optional<SystemCompiler> compiler_;  // set by the thread before its first batch
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;  // requests queued, stop, or a flush wanted
+  std::condition_variable idle_cv_;  // nothing queued nor compiling
+  boost::unordered_flat_map<Key, Entry, KeyHash, KeyEq> entries_;
+  std::list<Key> lru_;
+  std::vector<Request> queue_;
+  bool compiling_ = false;
+  bool no_compiler_ = false;
+  bool stop_ = false;
+  int flush_waiters_ = 0;
+  KernelCacheStats stats_;
+  std::uint64_t files_written_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace streamfuse::jit

@@ -1,0 +1,60 @@
+// The system C++ compiler that turns generated kernel sources into shared objects, and the
+// loader for them. Kernels are compiled with the flags of the eager kernels' ISA level
+// (cmake/CpuIsa.cmake), so compiled and eager results agree bit for bit.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace streamfuse::jit {
+
+class SystemCompiler {
+ public:
+  // The first compiler that answers `--version`: $STREAMFUSE_CXX when set (and then only it),
+  // else c++, g++, clang++ from PATH; nullopt when none does. Kernels get the flags of x86-64
+  // level `isa_level` (backends/cpu/isa.h; 0 adds no ISA flags). Spawns one process per
+  // candidate, so callers probe once and keep the result.
+  static std::optional<SystemCompiler> probe(int isa_level);
+  // probe(backends::cpu::isa_level()).
+  static std::optional<SystemCompiler> probe();
+
+  // As given on PATH or in $STREAMFUSE_CXX.
+  const std::string& executable() const { return executable_; }
+  // The first line of `--version`.
+  const std::string& version() const { return version_; }
+  // Every argument before `-o <library> <source>`.
+  const std::vector<std::string>& flags() const { return flags_; }
+  // The executable and its flags as one line, for keys and logs.
+  std::string command_line() const;
+  // The name of the library built from `source`: a hash of the source, the full command and the
+  // compiler's version, as 16 hex digits.
+  std::string library_key(std::string_view source) const;
+
+  // Compiles the file `source_path` into the shared object `library_path`. Throws CompileError
+  // naming the source path with the compiler's first error lines, or the timeout it ran past.
+  void compile(const std::string& source_path, const std::string& library_path,
+               std::chrono::milliseconds timeout = std::chrono::minutes(5)) const;
+
+ private:
+  std::string executable_;
+  std::string version_;
+  std::vector<std::string> flags_;
+};
+
+// The flags kernels are compiled with at x86-64 level `isa_level` (2, 3, 4; 0 for none): the
+// project's kernel flags, -march=x86-64-v<level> (+ 512-bit vectors at v4), -mtune=native,
+// -fPIC -shared.
+std::vector<std::string> kernel_compile_flags(int isa_level);
+
+// Loads a shared object with dlopen(RTLD_NOW | RTLD_LOCAL); the last copy of the pointer
+// dlcloses it. Throws CompileError with the path and dlerror().
+std::shared_ptr<void> load_library(const std::string& path);
+// The address of `symbol` in `library`, or nullptr when it has none.
+void* find_symbol(const std::shared_ptr<void>& library, const char* symbol);
+
+}  // namespace streamfuse::jit

@@ -1,0 +1,153 @@
+// The system compiler: probing ($STREAMFUSE_CXX, PATH), flags per ISA level, library keys,
+// compiling and loading, and the errors of a source that does not compile, a compiler that
+// hangs, and a file that is no library.
+#include "jit/system_compiler.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+namespace {
+
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~EnvGuard() { old_ ? (void)setenv(name_, old_->c_str(), 1) : (void)unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    char dir[] = "/tmp/streamfuse-compiler-test-XXXXXX";
+    path_ = mkdtemp(dir);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& text,
+                    bool executable = false) const {
+    const std::string file = path_ + "/" + name;
+    std::ofstream(file) << text;
+    if (executable) chmod(file.c_str(), 0755);
+    return file;
+  }
+
+ private:
+  std::string path_;
+};
+
+bool has(const std::vector<std::string>& flags, const std::string& f) {
+  return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+
+TEST(SystemCompiler, FlagsFollowTheIsaLevel) {
+  const auto v3 = kernel_compile_flags(3);
+  for (const char* f : {"-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math",
+                        "-march=x86-64-v3", "-mtune=native", "-fPIC", "-shared"})
+    EXPECT_TRUE(has(v3, f)) << f;
+  EXPECT_FALSE(has(v3, "-mprefer-vector-width=512"));
+  const auto v4 = kernel_compile_flags(4);
+  EXPECT_TRUE(has(v4, "-march=x86-64-v4"));
+  EXPECT_TRUE(has(v4, "-mprefer-vector-width=512"));
+  const auto none = kernel_compile_flags(0);
+  EXPECT_TRUE(std::none_of(none.begin(), none.end(),
+                           [](const std::string& f) { return f.rfind("-march", 0) == 0; }));
+}
+
+TEST(SystemCompiler, NonexistentCompilerMeansNone) {
+  EnvGuard cxx("STREAMFUSE_CXX", "/nonexistent/c++");
+  EXPECT_FALSE(SystemCompiler::probe(3).has_value());
+}
+
+TEST(SystemCompiler, CompilesLoadsAndCalls) {
+  const auto compiler = SystemCompiler::probe();
+  if (!compiler) GTEST_SKIP() << "no C++ compiler found";
+  EXPECT_FALSE(compiler->version().empty());
+  EXPECT_NE(compiler->command_line().find(compiler->executable()), std::string::npos);
+  TempDir dir;
+  const std::string source = "extern \"C\" int answer(int x) { return x * 6; }\n";
+  const std::string path = dir.write("answer.cpp", source);
+  compiler->compile(path, dir.path() + "/answer.so");
+  const std::shared_ptr<void> lib = load_library(dir.path() + "/answer.so");
+  const auto fn = reinterpret_cast<int (*)(int)>(find_symbol(lib, "answer"));
+  ASSERT_NE(fn, nullptr);
+  EXPECT_EQ(fn(7), 42);
+  EXPECT_EQ(find_symbol(lib, "no_such_symbol"), nullptr);
+}
+
+TEST(SystemCompiler, LibraryKeyHashesSourceAndCommand) {
+  const auto compiler = SystemCompiler::probe(3);
+  if (!compiler) GTEST_SKIP() << "no C++ compiler found";
+  const std::string key = compiler->library_key("int x;");
+  EXPECT_EQ(key.size(), 16u);
+  EXPECT_EQ(key, compiler->library_key("int x;"));
+  EXPECT_NE(key, compiler->library_key("int y;"));
+  const auto other_level = SystemCompiler::probe(2);
+  ASSERT_TRUE(other_level.has_value());
+  EXPECT_NE(key, other_level->library_key("int x;"));
+}
+
+TEST(SystemCompiler, FailureNamesTheSourceAndTheFirstErrors) {
+  const auto compiler = SystemCompiler::probe();
+  if (!compiler) GTEST_SKIP() << "no C++ compiler found";
+  TempDir dir;
+  const std::string path = dir.write("broken.cpp", "int f() { return undeclared_name; }\n");
+  try {
+    compiler->compile(path, dir.path() + "/broken.so");
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("undeclared_name"), std::string::npos) << what;
+    EXPECT_NE(what.find("error"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/broken.so"));
+}
+
+TEST(SystemCompiler, HangingCompilerIsStoppedAtTheTimeout) {
+  TempDir dir;
+  const std::string fake = dir.write(
+      "slow-c++", "#!/bin/sh\n[ \"$1\" = --version ] && { echo slow 1.0; exit 0; }\nsleep 30\n",
+      true);
+  EnvGuard cxx("STREAMFUSE_CXX", fake);
+  const auto compiler = SystemCompiler::probe(3);
+  ASSERT_TRUE(compiler.has_value());
+  EXPECT_EQ(compiler->version(), "slow 1.0");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(compiler->compile(dir.write("k.cpp", ""), dir.path() + "/k.so",
+                                 std::chrono::milliseconds(300)),
+               CompileError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(SystemCompiler, LoadingANonLibraryThrows) {
+  TempDir dir;
+  const std::string path = dir.write("junk.so", "not an ELF file");
+  try {
+    load_library(path);
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace streamfuse::jit
