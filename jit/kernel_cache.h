@@ -144,7 +144,6 @@ class KernelCache {
   bool stop_ = false;
   int flush_waiters_ = 0;
   KernelCacheStats stats_;
-  std::uint64_t files_written_ = 0;
   std::thread thread_;
 };
 
