@@ -44,6 +44,8 @@ class Backend {
   virtual void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
                        std::span<TensorHandle> outputs) = 0;
 
+  // A new contiguous, uninitialized tensor. Throws Error when out of memory.
+  virtual TensorHandle allocate(const Shape& shape, DType dtype) = 0;
   // A new contiguous tensor holding a copy of `shape.numel()` elements at `host`.
   virtual TensorHandle from_host(const void* host, DType dtype, const Shape& shape) = 0;
   // Copies the elements of `h` to `host` in row-major order.

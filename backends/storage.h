@@ -52,7 +52,11 @@ class StorageRef {
   void* data() const { return block_->data; }
   std::size_t bytes() const { return block_->bytes; }
   // True when no other tensor or view shares the block, so it may be overwritten in place.
-  bool unique() const { return block_ && block_->refs.load(std::memory_order_acquire) == 1; }
+  bool unique() const { return use_count() == 1; }
+  // References to the block (tensors, views, and copies held while an op runs).
+  std::int32_t use_count() const {
+    return block_ ? block_->refs.load(std::memory_order_acquire) : 0;
+  }
   const StorageBlock* block() const { return block_; }
 
  private:

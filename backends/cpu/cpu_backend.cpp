@@ -5,6 +5,7 @@
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/views.h"
+#include "backends/scalar_values.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
@@ -24,33 +25,6 @@ char* element_ptr(const TensorHandle& h, DType dtype) {
 Operand operand_of(const TensorHandle& h, const TensorDesc& desc, const Shape& iterated) {
   return {element_ptr(h, desc.dtype), desc.dtype,
           broadcast_strides(desc.shape, h.strides, iterated)};
-}
-
-// Writes `s` as the storage of compute type `c` into `buf` (8 bytes) and returns that dtype.
-DType store_scalar(const Scalar& s, ComputeType c, void* buf) {
-  switch (c) {
-    case ComputeType::kFloat: {
-      const float v = static_cast<float>(s.to_double());
-      std::memcpy(buf, &v, sizeof v);
-      break;
-    }
-    case ComputeType::kI32: {
-      const auto v = static_cast<std::int32_t>(s.to_int());
-      std::memcpy(buf, &v, sizeof v);
-      break;
-    }
-    case ComputeType::kI64: {
-      const std::int64_t v = s.to_int();
-      std::memcpy(buf, &v, sizeof v);
-      break;
-    }
-    case ComputeType::kBool: {
-      const BoolStorage v = s.is_floating() ? s.to_double() != 0.0 : s.to_int() != 0;
-      std::memcpy(buf, &v, sizeof v);
-      break;
-    }
-  }
-  return storage_dtype_of(c);
 }
 
 }  // namespace
@@ -115,11 +89,14 @@ void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> input
   a.compute = op.attrs.dtype;
   a.shape = od.shape;
   a.num_threads = threads();
-  alignas(8) unsigned char scalar[8];
+  // The scalar operand as a broadcast one-element operand of the compute type (little-endian:
+  // the value sits in the low bytes of its 64 bits).
+  std::int64_t scalar = 0;
   auto add_scalar = [&] {
-    const DType d = store_scalar(op.scalars[0], compute_type_of(op.attrs.dtype), scalar);
+    const DType d = storage_dtype_of(compute_type_of(op.attrs.dtype));
+    scalar = operand_scalar_bits(op.scalars[0], d);
     a.inputs[static_cast<std::size_t>(a.num_inputs++)] =
-        Operand{reinterpret_cast<char*>(scalar), d, {}};
+        Operand{reinterpret_cast<char*>(&scalar), d, {}};
   };
   if (op.attrs.scalar_side == stream::ScalarSide::kLhs) add_scalar();
   for (std::size_t i = 0; i < inputs.size(); ++i)

@@ -26,8 +26,7 @@ class CpuBackend final : public Backend {
   void reset_peak_memory_stats() override { allocator_.reset_peak(); }
   void empty_cache() override { allocator_.empty_cache(); }
 
-  // A new contiguous tensor of `shape` and `dtype` (uninitialized).
-  TensorHandle allocate(const Shape& shape, DType dtype);
+  TensorHandle allocate(const Shape& shape, DType dtype) override;
   // The kernels this CPU runs (for tests and logs).
   const KernelTable& kernels() const { return kernels_; }
 

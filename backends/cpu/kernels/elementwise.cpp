@@ -23,8 +23,6 @@ using stream::OpKind;
 constexpr std::int64_t kChunk = 1024;   // elements: 4 buffers of 8-byte values fill 32 KiB
 constexpr std::int64_t kGrain = 32768;  // elements a thread must have before another starts
 
-using ChunkFn = void (*)(const void* const* in, void* out, std::int64_t n);
-
 template <OpKind K, class C>
 void unary_chunk(const void* const* in, void* out, std::int64_t n) {
   const C* a = static_cast<const C*>(in[0]);
@@ -74,8 +72,9 @@ ChunkFn select_typed(OpKind kind) {
       break;
     SF_FLOAT_UNARY(Exp)
     SF_FLOAT_UNARY(Log)
-    SF_FLOAT_UNARY(Sqrt) SF_FLOAT_UNARY(Rsqrt) SF_FLOAT_UNARY(Recip) SF_FLOAT_UNARY(Sin)
-        SF_FLOAT_UNARY(Cos) SF_FLOAT_UNARY(Tanh) SF_FLOAT_UNARY(Erf) SF_FLOAT_UNARY(Sigmoid)
+    SF_FLOAT_UNARY(Sqrt)
+    SF_FLOAT_UNARY(Rsqrt) SF_FLOAT_UNARY(Recip) SF_FLOAT_UNARY(Sin) SF_FLOAT_UNARY(Cos)
+        SF_FLOAT_UNARY(Tanh) SF_FLOAT_UNARY(Erf) SF_FLOAT_UNARY(Sigmoid)
 #undef SF_FLOAT_UNARY
 #define SF_NUMERIC_UNARY(name)                \
   case OpKind::k##name:                       \
@@ -259,6 +258,41 @@ void elementwise(const ElementwiseArgs& a) {
       if (!direct_out) scatter(it, a.output, n_in, out_c, start, n, buffers[3]);
     }
   });
+}
+
+ChunkFn chunk_op(OpKind kind, DType compute) {
+  return visit_compute(compute_type_of(compute),
+                       [&](auto tag) { return select_typed<decltype(tag)>(kind); });
+}
+
+void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
+                  std::int64_t n, void* buf) {
+  gather(it, operand, k, compute_type_of(as), lo, n, buf);
+}
+
+void chunk_scatter(const Iteration& it, const Operand& operand, int k, DType from, std::int64_t lo,
+                   std::int64_t n, const void* buf) {
+  scatter(it, operand, k, compute_type_of(from), lo, n, buf);
+}
+
+void chunk_convert(DType from, DType to, const void* in, void* out, std::int64_t n) {
+  visit_compute(compute_type_of(from), [&](auto ftag) {
+    using F = decltype(ftag);
+    visit_compute(compute_type_of(to), [&](auto ttag) {
+      using T = decltype(ttag);
+      const F* src = static_cast<const F*>(in);
+      T* dst = static_cast<T*>(out);
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = convert<T>(src[i]);
+    });
+  });
+}
+
+void chunk_round(DType to, float* values, std::int64_t n) {
+  if (to == kF16) {
+    for (std::int64_t i = 0; i < n; ++i) values[i] = sf_round_f16(values[i]);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) values[i] = sf_round_bf16(values[i]);
+  }
 }
 
 }  // namespace streamfuse::backends::cpu::SF_ISA_NS

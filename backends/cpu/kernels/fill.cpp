@@ -1,27 +1,30 @@
 // full() and arange() into contiguous outputs.
 #include <algorithm>
+#include <cstring>
 
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/kernels/isa_namespace.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "backends/scalar_values.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
 
 constexpr std::int64_t kGrain = 65536;
 
-// A scalar as the value `T` stores: floats through float (so f16 rounds once from the nearest
-// float, as a cast would), integers wrapping, bool as != 0.
+// The value full() stores in T: backends/scalar_values.h decides (widened to T's compute type),
+// converted to storage exactly.
 template <class T>
 T scalar_as(const Scalar& s) {
-  if constexpr (std::is_same_v<T, BoolStorage>) {
-    return s.is_floating() ? s.to_double() != 0.0 : s.to_int() != 0;
-  } else if constexpr (std::is_integral_v<T>) {
-    return s.is_floating() ? convert<T>(static_cast<float>(s.to_double()))
-                           : static_cast<T>(s.to_int());
+  const std::int64_t bits = fill_scalar_bits(s, dtype_of_storage<T>());
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(bits);
   } else {
-    return convert<T>(static_cast<float>(s.to_double()));
+    float f;
+    const auto low = static_cast<std::uint32_t>(bits);
+    std::memcpy(&f, &low, sizeof f);
+    return convert<T>(f);
   }
 }
 

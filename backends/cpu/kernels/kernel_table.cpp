@@ -12,10 +12,23 @@ void copy(const CopyArgs& a);
 void fill(const FillArgs& a);
 void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
+ChunkFn chunk_op(stream::OpKind kind, DType compute);
+void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
+                  std::int64_t n, void* buf);
+void chunk_scatter(const Iteration& it, const Operand& operand, int k, DType from, std::int64_t lo,
+                   std::int64_t n, const void* buf);
+void chunk_convert(DType from, DType to, const void* in, void* out, std::int64_t n);
+void chunk_round(DType to, float* values, std::int64_t n);
 
 const KernelTable& kernel_table() {
   static const KernelTable table{
-      "x86-64-" SF_ISA_STRINGIFY(STREAMFUSE_ISA), elementwise, copy, fill, random, reduce};
+      "x86-64-" SF_ISA_STRINGIFY(STREAMFUSE_ISA),
+      elementwise,
+      copy,
+      fill,
+      random,
+      reduce,
+      {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round}};
   return table;
 }
 

@@ -77,6 +77,30 @@ struct ReduceArgs {
   int num_threads = 1;
 };
 
+struct Iteration;  // layout.h
+
+// One op over n contiguous values of its compute type (stream::OpKind semantics, as the eager
+// kernel computes it): in[j] points at operand j's n values, out at n results.
+using ChunkFn = void (*)(const void* const* in, void* out, std::int64_t n);
+
+// The pieces of the eager element-wise kernel, for the fused interpreter: the same loops, so
+// fused results equal unfused ones bit for bit. Compute types are named by the dtype whose
+// storage they are (f32, i32, i64, bool).
+struct ChunkOps {
+  // The loop of `kind` over operands read as `compute` (ElementwiseArgs::compute); null if none.
+  ChunkFn (*op)(stream::OpKind kind, DType compute);
+  // Operand k of `it`, flat elements [lo, lo + n), converted to `as`, into buf.
+  void (*gather)(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
+                 std::int64_t n, void* buf);
+  // The inverse: n values of `from` in buf, converted to the operand's dtype and stored.
+  void (*scatter)(const Iteration& it, const Operand& operand, int k, DType from, std::int64_t lo,
+                  std::int64_t n, const void* buf);
+  // n values converted between compute types (saturating, wrapping, != 0 as convert.h does).
+  void (*convert)(DType from, DType to, const void* in, void* out, std::int64_t n);
+  // n floats rounded in place to the f16 or bf16 grid.
+  void (*round)(DType to, float* values, std::int64_t n);
+};
+
 struct KernelTable {
   const char* isa;  // "x86-64-v4", ...
   void (*elementwise)(const ElementwiseArgs&);
@@ -84,6 +108,7 @@ struct KernelTable {
   void (*fill)(const FillArgs&);
   void (*random)(const RandomArgs&);
   void (*reduce)(const ReduceArgs&);
+  ChunkOps chunk;
 };
 
 }  // namespace streamfuse::backends::cpu

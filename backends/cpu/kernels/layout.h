@@ -10,14 +10,18 @@
 
 namespace streamfuse::backends::cpu {
 
-inline constexpr int kMaxOperands = 4;
+// Operands iterated together: an eager op has at most 4, a fused kernel up to this many (the
+// element-wise builder keeps its kernels within it).
+inline constexpr int kMaxOperands = 64;
 
 struct Iteration {
   int rank = 0;  // merged dimensions, outermost first; 0 when every dimension is 1
   int num_operands = 0;
   std::int64_t numel = 1;
   std::array<std::int64_t, kMaxRank> sizes{};
-  std::array<Strides, kMaxOperands> strides{};
+  // [0, num_operands) set by make_iteration; the rest left uninitialized (4 KiB: not worth
+  // clearing on every eager op).
+  std::array<Strides, kMaxOperands> strides;
 
   // Element stride of operand k along the innermost merged dimension (0 if rank is 0).
   std::int64_t inner_stride(int k) const {
@@ -72,7 +76,8 @@ inline bool is_splat(const Iteration& it, int k) {
 // offsets[k] is operand k's element offset at the run's start.
 template <class F>
 void for_each_run(const Iteration& it, std::int64_t lo, std::int64_t hi, F&& f) {
-  std::array<std::int64_t, kMaxOperands> offsets{};
+  std::array<std::int64_t, kMaxOperands> offsets;
+  for (int k = 0; k < it.num_operands; ++k) offsets[static_cast<std::size_t>(k)] = 0;
   if (it.rank == 0) {
     if (lo < hi) f(offsets, hi - lo);
     return;
