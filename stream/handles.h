@@ -15,9 +15,6 @@
 
 namespace streamfuse::stream {
 
-// Why a tensor has no value: the op that should have made it (or one before it) failed.
-using Failure = std::shared_ptr<const std::string>;
-
 class HandleContainer {
  public:
   void insert(TensorId id, backends::TensorHandle handle);

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,10 @@
 namespace streamfuse::stream {
 
 using TensorId = std::uint64_t;
+
+// Why a tensor has no value: the op that should have made it (or one before it) failed. Kept
+// with the tensor and raised when something reads it.
+using Failure = std::shared_ptr<const std::string>;
 
 // How an op uses a tensor. NotInit: the op creates it. ReadWrite: this is the last use of the
 // handle (a moved temporary), so the op may reuse its memory. ReadOnly: anything else.

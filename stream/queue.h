@@ -4,29 +4,39 @@
 #include <cstddef>
 #include <vector>
 
+#include "fusion/segment.h"
 #include "stream/ir.h"
 #include "stream/relative.h"
 
 namespace streamfuse::stream {
 
-// Holds each op twice: as given (global ids, real sizes, scalar values: what runs) and in
-// relative form (what plans match). Storage is reused: steady-state pushes allocate nothing.
-class OperationQueue {
+// Holds each op as given (global ids, real sizes, scalar values: what runs) and, for the segment
+// that starts at the head, in relative form (what plans match). Relative forms are made on
+// demand, in order, once per segment: when the head runs and a new segment starts, only the ops
+// the policy then looks at are renumbered, so the work stays proportional to the ops recorded.
+// Storage is reused: steady-state pushes allocate nothing.
+class OperationQueue final : public fusion::SegmentQueue {
  public:
-  // Appends `op` and its relative form.
+  // Appends `op`.
   void push(OpDesc&& op);
-  std::size_t size() const { return size_; }
+  std::size_t size() const override { return size_; }
   bool empty() const { return size_ == 0; }
-  const OpDesc& global(std::size_t i) const { return global_[i]; }
-  const OpDesc& relative(std::size_t i) const { return relative_[i]; }
-  // Forgets every op; the next op starts a new segment.
-  void clear();
+  // The i-th op from the head, as recorded.
+  const OpDesc& global(std::size_t i) const override { return global_[head_ + i]; }
+  // The i-th op from the head in the relative form of the segment starting at the head.
+  const OpDesc& relative(std::size_t i) const override;
+  // The first n ops ran: drops them; the next op starts a new segment.
+  void drain_front(std::size_t n) override;
+  // Drops every op.
+  void clear() { drain_front(size_); }
 
  private:
-  std::vector<OpDesc> global_;  // [0, size_) live; the rest kept for their storage
-  std::vector<OpDesc> relative_;
+  std::vector<OpDesc> global_;  // live in [head_, head_ + size_); the rest kept for storage
+  std::size_t head_ = 0;
   std::size_t size_ = 0;
-  RelativeConverter converter_;
+  mutable std::vector<OpDesc> relative_;  // [0, relative_count_) made for the current segment
+  mutable std::size_t relative_count_ = 0;
+  mutable RelativeConverter converter_;
 };
 
 }  // namespace streamfuse::stream

@@ -3,6 +3,8 @@
 #include <array>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/isa.h"
+#include "cache/cache_dir.h"
 #include "stream/log.h"
 #include "streamfuse/error.h"
 
@@ -70,7 +72,7 @@ DeviceRuntime& DeviceRuntime::get(Device device) {
   std::lock_guard lock(r.mutex);
   if (DeviceRuntime* rt = entry.load(std::memory_order_relaxed)) return *rt;
   const Config settings = config();  // may throw for a bad environment: nothing made yet
-  auto created = std::make_unique<DeviceRuntime>(device, make_backend(device));
+  auto created = std::make_unique<DeviceRuntime>(device, make_backend(device), settings);
   created->apply(settings);
   entry.store(created.get(), std::memory_order_release);
   return *created.release();
@@ -84,8 +86,22 @@ std::vector<DeviceRuntime*> DeviceRuntime::all() {
   return out;
 }
 
-DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend)
-    : device_(device), backend_(std::move(backend)) {}
+// Plans kept per device, and how many segments may be explored before streams stop exploring
+// (a program that never repeats would otherwise explore forever).
+constexpr std::size_t kMaxPlans = 4096;
+constexpr std::size_t kMaxExplorations = 1'000'000;
+
+DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend,
+                             const Config& config)
+    : device_(device), backend_(std::move(backend)), plan_store_(kMaxPlans, kMaxExplorations) {
+  jit::KernelCacheOptions options;
+  options.mode = JitMode::kCompile;  // the launcher decides per launch (config may change)
+  kernel_cache_ = std::make_unique<jit::KernelCache>(
+      (cache::cache_directory(config) / "kernels" / "cpu").string(), options);
+  launcher_ = std::make_unique<jit::CpuLauncher>(backends::cpu::kernels(), kernel_cache_.get());
+}
+
+DeviceRuntime::~DeviceRuntime() = default;
 
 Stream* DeviceRuntime::current_stream() {
   if (t_exited) return nullptr;
@@ -126,6 +142,9 @@ void DeviceRuntime::synchronize() {
 void DeviceRuntime::apply(const Config& config) {
   queue_bound_.store(config.queue_bound == 0 ? 1 : config.queue_bound, std::memory_order_relaxed);
   backend_->configure({config.num_threads, config.allocator_cache_bytes});
+  fusion_.store(config.fusion, std::memory_order_relaxed);
+  launcher_->set_num_threads(config.num_threads);
+  launcher_->set_compile(config.jit == JitMode::kCompile);
 }
 
 }  // namespace streamfuse::stream

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "fusion/plan_store.h"
+#include "jit/cpu_launcher.h"
+#include "jit/kernel_cache.h"
 #include "stream/handles.h"
 #include "stream/ir.h"
 #include "stream/stream.h"
@@ -26,7 +29,8 @@ class DeviceRuntime {
   // Every runtime created so far.
   static std::vector<DeviceRuntime*> all();
 
-  DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend);
+  DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend, const Config& config);
+  ~DeviceRuntime();
 
   Device device() const { return device_; }
   backends::Backend& backend() { return *backend_; }
@@ -39,6 +43,11 @@ class DeviceRuntime {
   // Drains every stream of the device.
   void synchronize();
 
+  fusion::PlanStore& plan_store() { return plan_store_; }
+  jit::KernelLauncher& launcher() { return *launcher_; }
+  // The kernel cache (null on devices without one).
+  jit::KernelCache* kernel_cache() { return kernel_cache_.get(); }
+  bool fusion_enabled() const { return fusion_.load(std::memory_order_relaxed); }
   std::size_t queue_bound() const { return queue_bound_.load(std::memory_order_relaxed); }
   // Takes up the settings that concern a running device.
   void apply(const Config& config);
@@ -54,6 +63,10 @@ class DeviceRuntime {
   HandleContainer handles_;
   std::atomic<TensorId> next_id_{1};
   std::atomic<std::size_t> queue_bound_{256};
+  std::atomic<bool> fusion_{true};
+  fusion::PlanStore plan_store_;
+  std::unique_ptr<jit::KernelCache> kernel_cache_;
+  std::unique_ptr<jit::CpuLauncher> launcher_;
   std::mutex streams_mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Stream*> free_streams_;

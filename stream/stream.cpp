@@ -1,11 +1,26 @@
 #include "stream/stream.h"
 
+#include "fusion/builders/elementwise_builder.h"
 #include "stream/execute_op.h"
 #include "stream/log.h"
 #include "stream/runtime.h"
 #include "stream/tensor_node.h"
 
 namespace streamfuse::stream {
+namespace {
+
+std::vector<std::unique_ptr<fusion::OptimizationBuilder>> make_builders() {
+  std::vector<std::unique_ptr<fusion::OptimizationBuilder>> builders;
+  builders.push_back(std::make_unique<fusion::ElementwiseBuilder>());
+  return builders;
+}
+
+}  // namespace
+
+Stream::Stream(DeviceRuntime& runtime)
+    : runtime_(runtime),
+      context_(queue_, runtime),
+      processor_(runtime.plan_store(), make_builders()) {}
 
 void Stream::record(OpDesc&& op, std::span<TensorNode* const> pins, bool may_run) {
   std::vector<TensorNode*> released;
@@ -15,7 +30,10 @@ void Stream::record(OpDesc&& op, std::span<TensorNode* const> pins, bool may_run
     for (TensorNode* n : pins) pins_.emplace_back(seq, n);
     queue_.push(std::move(op));
     recorded_.store(seq + 1, std::memory_order_release);
-    if (may_run && queue_.size() >= runtime_.queue_bound()) released = run_queue_locked();
+    if (may_run) {
+      const bool full = queue_.size() >= runtime_.queue_bound();
+      released = advance_locked(full ? fusion::ExecutionMode::kSync : fusion::ExecutionMode::kLazy);
+    }
   }
   for (TensorNode* n : released) release(n);  // may record Drops on this stream: unlocked
 }
@@ -25,23 +43,35 @@ void Stream::drain() {
   {
     std::lock_guard lock(mutex_);
     if (queue_.empty() && pins_.empty()) return;
-    released = run_queue_locked();
+    released = advance_locked(fusion::ExecutionMode::kSync);
   }
   for (TensorNode* n : released) release(n);
 }
 
-std::vector<TensorNode*> Stream::run_queue_locked() {
-  const std::size_t n = queue_.size();
-  if (log_enabled(LogChannel::kStream) && n)
-    log_line(LogChannel::kStream, "running " + std::to_string(n) + " queued ops");
-  for (std::size_t i = 0; i < n; ++i)
-    execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
-  queue_.clear();
-  executed_.store(recorded_.load(std::memory_order_relaxed), std::memory_order_release);
+std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
+  const bool fuse = runtime_.fusion_enabled();
+  if (fuse != fused_) {  // fusion switched on or off: the processor starts over
+    processor_.reset();
+    fused_ = fuse;
+  }
+  if (fuse) {
+    processor_.process(queue_, context_, mode);
+  } else if (mode == fusion::ExecutionMode::kSync) {
+    if (log_enabled(LogChannel::kStream) && !queue_.empty())
+      log_line(LogChannel::kStream, "running " + std::to_string(queue_.size()) + " queued ops");
+    for (std::size_t i = 0; i < queue_.size(); ++i)
+      execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
+    queue_.clear();
+  }
+  // Ops run in order from the head: everything recorded but still queued has not run.
+  const std::uint64_t executed = recorded_.load(std::memory_order_relaxed) - queue_.size();
+  executed_.store(executed, std::memory_order_release);
   std::vector<TensorNode*> released;
-  released.reserve(pins_.size());
-  for (auto& [seq, node] : pins_) released.push_back(node);
-  pins_.clear();
+  std::erase_if(pins_, [&](const std::pair<std::uint64_t, TensorNode*>& pin) {
+    if (pin.first >= executed) return false;
+    released.push_back(pin.second);
+    return true;
+  });
   return released;
 }
 

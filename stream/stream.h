@@ -8,8 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "fusion/processor.h"
 #include "stream/ir.h"
 #include "stream/queue.h"
+#include "stream/segment_context.h"
 
 namespace streamfuse::stream {
 
@@ -21,16 +23,17 @@ struct TensorNode;
 // of this stream used on another stream), so the queue is guarded by a mutex.
 class Stream {
  public:
-  explicit Stream(DeviceRuntime& runtime) : runtime_(runtime) {}
+  explicit Stream(DeviceRuntime& runtime);
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   // The number the next recorded op gets. Owner thread only.
   std::uint64_t next_seq() const { return recorded_.load(std::memory_order_relaxed); }
   // Appends `op`. `pins` are nodes of other streams this op reads (one reference each, adopted):
-  // they stay alive until the op has run, so no other stream drops them first. Runs queued ops
-  // when the queue reaches its bound, unless `may_run` is false (Drop ops, recorded from
-  // destructors, never run anything). Owner thread only.
+  // they stay alive until the op has run, so no other stream drops them first. Then, unless
+  // `may_run` is false (Drop ops, recorded from destructors, never run anything), runs what
+  // must run: with fusion, what the segment processor decides (everything once the queue
+  // reaches its bound); without, everything at the bound. Owner thread only.
   void record(OpDesc&& op, std::span<TensorNode* const> pins, bool may_run);
   // Runs every queued op (a sync). Any thread.
   void drain();
@@ -44,12 +47,15 @@ class Stream {
   const OperationQueue& queue_for_testing() const { return queue_; }
 
  private:
-  // Runs the whole queue; requires mutex_. Returns the pins that may now be released.
-  std::vector<TensorNode*> run_queue_locked();
+  // Runs queued ops (all of them in sync mode); requires mutex_. Returns the pins whose ops ran.
+  std::vector<TensorNode*> advance_locked(fusion::ExecutionMode mode);
 
   DeviceRuntime& runtime_;
   std::mutex mutex_;
   OperationQueue queue_;
+  SegmentContext context_;
+  fusion::Processor processor_;
+  bool fused_ = true;  // whether the processor has seen the queue (fusion was on last time)
   std::atomic<std::uint64_t> recorded_{0};  // written by the owner thread only
   std::atomic<std::uint64_t> executed_{0};
   std::vector<std::pair<std::uint64_t, TensorNode*>> pins_;  // (op number, node)

@@ -21,6 +21,7 @@ std::vector<st::OpDesc> relative_form(const std::function<void()>& program) {
   const sf::Config saved = sf::config();
   sf::Config big = saved;
   big.queue_bound = 1 << 20;  // nothing runs before we look
+  big.fusion = false;         // (the segment processor would run what it can)
   sf::set_config(big);
   st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
   program();

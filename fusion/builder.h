@@ -1,0 +1,34 @@
+// OptimizationBuilder: takes a segment's ops one at a time until it must close, then builds an
+// Optimization over the ops it accepted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "fusion/optimization.h"
+#include "stream/ir.h"
+
+namespace streamfuse::fusion {
+
+enum class BuilderStatus : std::uint8_t { kOpen, kClosed };
+
+class OptimizationBuilder {
+ public:
+  virtual ~OptimizationBuilder() = default;
+  // Offers the segment's next op (relative form, and the global form for sizes). The builder
+  // accepts it, or closes and ignores it and every later op.
+  virtual void register_op(const stream::OpDesc& relative, const stream::OpDesc& global) = 0;
+  virtual BuilderStatus status() const = 0;
+  // Ops accepted: the optimization covers the segment's first len() ops.
+  virtual std::size_t len() const = 0;
+  // Memory traffic saved, in bytes: read and written unfused minus read and written fused,
+  // at the sizes seen. Positive when building is worth it.
+  virtual std::int64_t score() const = 0;
+  // The optimization over the accepted ops; requires len() > 0.
+  virtual std::unique_ptr<Optimization> build() const = 0;
+  // Forgets everything: ready for a new segment.
+  virtual void reset() = 0;
+};
+
+}  // namespace streamfuse::fusion

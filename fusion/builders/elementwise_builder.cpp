@@ -1,0 +1,321 @@
+#include "fusion/builders/elementwise_builder.h"
+
+#include <algorithm>
+
+#include "jit/program_optimizer.h"
+
+namespace streamfuse::fusion {
+
+using jit::InstrKind;
+using jit::Instruction;
+using jit::ValueType;
+using stream::OpCategory;
+using stream::OpDesc;
+using stream::TensorId;
+
+namespace {
+
+std::int64_t bytes_of(const stream::TensorDesc& d) {
+  return d.shape.numel() * static_cast<std::int64_t>(element_size(d.dtype));
+}
+
+bool rounds(DType d) { return d == kF16 || d == kBF16; }
+
+}  // namespace
+
+void ElementwiseBuilder::reset() {
+  status_ = BuilderStatus::kOpen;
+  len_ = 0;
+  unfused_bytes_ = 0;
+  values_.clear();
+  order_.clear();
+  groups_.clear();
+}
+
+void ElementwiseBuilder::register_op(const OpDesc& relative, const OpDesc& global) {
+  if (status_ == BuilderStatus::kClosed) return;
+  if (!accept(relative, global)) {
+    status_ = BuilderStatus::kClosed;
+    return;
+  }
+  ++len_;
+}
+
+ElementwiseBuilder::Value& ElementwiseBuilder::value(TensorId id, const stream::TensorDesc& real,
+                                                     TensorSource source) {
+  auto [it, inserted] = values_.try_emplace(id);
+  if (inserted) {
+    it->second.dtype = real.dtype;
+    it->second.bytes = bytes_of(real);
+    it->second.source = source;
+    order_.push_back(id);
+  }
+  return it->second;
+}
+
+bool ElementwiseBuilder::accept(const OpDesc& rel, const OpDesc& real) {
+  const auto j = static_cast<std::uint32_t>(len_);
+  const OpCategory category = stream::op_category(rel.kind);
+  if (category == OpCategory::kLifetime) {
+    value(rel.inputs[0].id, real.inputs[0], {j, 0}).dies = true;
+    return true;
+  }
+  if (rel.kind == stream::OpKind::kFull) {
+    Value& v = value(rel.outputs[0].id, real.outputs[0], {j, -1});
+    v.origin = Origin::kConstant;
+    v.shape = rel.outputs[0].shape;
+    v.constant = {j, 0};
+    unfused_bytes_ += v.bytes;
+    return true;
+  }
+  if (!stream::is_elementwise(rel.kind)) return false;
+  const std::int32_t g = choose_group(rel);
+  if (g < 0) return false;
+  {  // every input may be a new load and the output a new store: stay within a kernel's operands
+    const Group& group = groups_[static_cast<std::size_t>(g)];
+    if (group.inputs.size() + group.produced.size() + rel.inputs.size() + 1 > kMaxKernelOperands)
+      return false;
+  }
+  value(rel.outputs[0].id, real.outputs[0], {j, -1});  // new: every op makes a new tensor
+  for (std::size_t k = 0; k < rel.inputs.size(); ++k) {
+    Value& v = value(rel.inputs[k].id, real.inputs[k], {j, static_cast<std::int32_t>(k)});
+    if (v.origin == Origin::kExternal) v.shape = rel.inputs[k].shape;
+    unfused_bytes_ += v.bytes;
+  }
+  emit_op(groups_[static_cast<std::size_t>(g)], g, rel, j);
+  for (const stream::TensorDesc& in : rel.inputs) {
+    Value& v = values_[in.id];
+    v.last_reader = std::max(v.last_reader, g);
+    if (in.status == stream::TensorStatus::kReadWrite) v.dies = true;
+  }
+  unfused_bytes_ += values_[rel.outputs[0].id].bytes;
+  return true;
+}
+
+std::int32_t ElementwiseBuilder::choose_group(const OpDesc& rel) {
+  std::size_t first = 0;
+  for (const stream::TensorDesc& in : rel.inputs) {
+    auto it = values_.find(in.id);
+    if (it != values_.end() && it->second.origin == Origin::kGroup)
+      first = std::max(first, static_cast<std::size_t>(it->second.group));
+  }
+  const Shape& shape = rel.outputs[0].shape;
+  for (std::size_t g = first; g < groups_.size(); ++g)
+    if (groups_[g].shape == shape) return static_cast<std::int32_t>(g);
+  if (groups_.size() >= kMaxGroups) return -1;
+  Group& group = groups_.emplace_back();
+  group.shape = shape;
+  group.shape_source = {static_cast<std::uint32_t>(len_), -1};
+  return static_cast<std::int32_t>(groups_.size() - 1);
+}
+
+std::int32_t ElementwiseBuilder::emit(Group& g, Instruction in, ValueType result) {
+  in.out = g.program.num_registers++;
+  g.types.push_back(result);
+  g.program.body.push_back(in);
+  return in.out;
+}
+
+std::int32_t ElementwiseBuilder::scalar(Group& g, ScalarSource src, jit::ScalarArg arg) {
+  const std::uint64_t key = (std::uint64_t{src.op} << 32) | (std::uint64_t{src.slot} << 8) |
+                            (static_cast<std::uint64_t>(arg.mode) << 4) |
+                            static_cast<std::uint64_t>(arg.type);
+  if (auto it = g.scalar_regs.find(key); it != g.scalar_regs.end()) return it->second;
+  Instruction in;
+  in.kind = InstrKind::kScalar;
+  in.type = arg.type;
+  in.index = static_cast<std::int32_t>(g.scalars.size());
+  g.scalars.push_back(src);
+  g.program.scalars.push_back(arg);
+  const std::int32_t r = emit(g, in, arg.type);
+  g.scalar_regs.emplace(key, r);
+  return r;
+}
+
+std::int32_t ElementwiseBuilder::operand(Group& g, std::int32_t gi, TensorId id, ValueType type) {
+  std::int32_t r;
+  if (auto it = g.regs.find(id); it != g.regs.end()) {
+    r = it->second;
+  } else {
+    const Value& v = values_[id];
+    if (v.origin == Origin::kConstant) {
+      r = scalar(g, v.constant,
+                 {jit::ScalarArg::Mode::kFill, jit::value_type_of(v.dtype), v.dtype});
+    } else {  // an existing tensor, or one an earlier group stores
+      Instruction load;
+      load.kind = InstrKind::kLoad;
+      load.type = jit::value_type_of(v.dtype);
+      load.index = static_cast<std::int32_t>(g.inputs.size());
+      g.inputs.push_back(id);
+      g.program.inputs.push_back(v.dtype);
+      r = emit(g, load, load.type);
+    }
+    g.regs.emplace(id, r);
+  }
+  (void)gi;
+  if (g.types[static_cast<std::size_t>(r)] == type) return r;
+  const std::uint64_t key = (static_cast<std::uint64_t>(r) << 8) | static_cast<std::uint64_t>(type);
+  if (auto it = g.converted.find(key); it != g.converted.end()) return it->second;
+  Instruction conv;
+  conv.kind = InstrKind::kConvert;
+  conv.type = type;
+  conv.args[0] = r;
+  const std::int32_t c = emit(g, conv, type);
+  g.converted.emplace(key, c);
+  return c;
+}
+
+void ElementwiseBuilder::emit_op(Group& g, std::int32_t gi, const OpDesc& rel, std::uint32_t j) {
+  const ValueType c = jit::value_type_of(rel.attrs.dtype);
+  const OpCategory category = stream::op_category(rel.kind);
+  const stream::TensorDesc& out = rel.outputs[0];
+  Instruction in;
+  in.kind = InstrKind::kOp;
+  in.op = rel.kind;
+  in.type = c;
+  ValueType result = c;
+  std::int32_t r = -1;
+  switch (category) {
+    case OpCategory::kUnary:
+      in.args[0] = operand(g, gi, rel.inputs[0].id, c);
+      break;
+    case OpCategory::kBinary:
+    case OpCategory::kCompare: {
+      if (rel.attrs.scalar_side == stream::ScalarSide::kNone) {
+        in.args[0] = operand(g, gi, rel.inputs[0].id, c);
+        in.args[1] = operand(g, gi, rel.inputs[1].id, c);
+      } else {
+        const std::int32_t t = operand(g, gi, rel.inputs[0].id, c);
+        const std::int32_t s = scalar(g, {j, 0}, {jit::ScalarArg::Mode::kOperand, c, kF32});
+        const bool lhs = rel.attrs.scalar_side == stream::ScalarSide::kLhs;
+        in.args[0] = lhs ? s : t;
+        in.args[1] = lhs ? t : s;
+      }
+      if (category == OpCategory::kCompare) result = ValueType::kBool;
+      break;
+    }
+    case OpCategory::kLogical:
+      in.type = result = ValueType::kBool;
+      for (std::size_t k = 0; k < rel.inputs.size(); ++k)
+        in.args[k] = operand(g, gi, rel.inputs[k].id, ValueType::kBool);
+      break;
+    case OpCategory::kSelect:
+      in.args[0] = operand(g, gi, rel.inputs[0].id, ValueType::kBool);
+      in.args[1] = operand(g, gi, rel.inputs[1].id, c);
+      in.args[2] = operand(g, gi, rel.inputs[2].id, c);
+      break;
+    case OpCategory::kCast:
+      r = operand(g, gi, rel.inputs[0].id, jit::value_type_of(out.dtype));
+      break;
+    default:
+      break;
+  }
+  if (r < 0) r = emit(g, in, result);
+  if (rounds(out.dtype)) {
+    Instruction round;
+    round.kind = InstrKind::kRound;
+    round.type = ValueType::kFloat;
+    round.round = out.dtype;
+    round.args[0] = r;
+    r = emit(g, round, ValueType::kFloat);
+  }
+  Value& v = values_[out.id];
+  v.origin = Origin::kGroup;
+  v.group = gi;
+  v.reg = r;
+  v.dtype = out.dtype;
+  v.shape = out.shape;
+  g.regs[out.id] = r;
+  g.produced.push_back(out.id);
+}
+
+bool ElementwiseBuilder::stored(const Value& v) const {
+  if (v.origin == Origin::kConstant) return !v.dies;
+  return v.origin == Origin::kGroup && (!v.dies || v.last_reader > v.group);
+}
+
+std::int64_t ElementwiseBuilder::score() const {
+  std::int64_t fused = 0;
+  for (const Group& g : groups_) {
+    for (TensorId id : g.inputs) fused += values_.at(id).bytes;
+    for (TensorId id : g.produced)
+      if (stored(values_.at(id))) fused += values_.at(id).bytes;
+  }
+  for (const auto& [id, v] : values_)
+    if (v.origin == Origin::kConstant && stored(v)) fused += v.bytes;
+  return unfused_bytes_ - fused;
+}
+
+std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
+  std::vector<ElementwiseOptimization::Tensor> tensors;
+  boost::unordered_flat_map<TensorId, std::uint32_t> index;
+  auto tensor_index = [&](TensorId id) {
+    auto [it, inserted] = index.try_emplace(id, static_cast<std::uint32_t>(tensors.size()));
+    if (inserted) {
+      const Value& v = values_.at(id);
+      tensors.push_back({v.source, v.origin != Origin::kExternal && !v.dies,
+                         v.origin == Origin::kExternal && v.dies});
+    }
+    return it->second;
+  };
+
+  std::vector<ElementwiseKernel> kernels;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    ElementwiseKernel k;
+    k.program = g.program;
+    k.shape_source = g.shape_source;
+    std::vector<bool> lent(g.inputs.size(), false);
+    for (TensorId id : g.produced) {
+      const Value& v = values_.at(id);
+      if (!stored(v) || v.group != static_cast<std::int32_t>(gi)) continue;
+      k.program.outputs.push_back({v.reg, v.dtype});
+      k.outputs.push_back(tensor_index(id));
+      std::int32_t lend = -1;
+      for (std::size_t in = 0; in < g.inputs.size() && lend < 0; ++in) {
+        const Value& src = values_.at(g.inputs[in]);
+        if (!lent[in] && src.origin == Origin::kExternal && src.dies &&
+            src.last_reader == static_cast<std::int32_t>(gi) && src.dtype == v.dtype &&
+            src.shape == v.shape) {
+          lent[in] = true;
+          lend = static_cast<std::int32_t>(in);
+        }
+      }
+      k.lend.push_back(lend);
+    }
+    if (k.outputs.empty()) continue;  // nothing of this group is needed
+    for (TensorId id : g.inputs) k.inputs.push_back(tensor_index(id));
+    k.scalars = g.scalars;
+    jit::simplify(k.program);
+    k.program_hash = k.program.hash();
+    kernels.push_back(std::move(k));
+  }
+  // A constant a handle still holds is written by a kernel of its own.
+  for (TensorId id : order_) {
+    const Value& v = values_.at(id);
+    if (v.origin != Origin::kConstant || !stored(v)) continue;
+    ElementwiseKernel k;
+    k.shape_source = v.source;
+    k.program.scalars.push_back(
+        {jit::ScalarArg::Mode::kFill, jit::value_type_of(v.dtype), v.dtype});
+    Instruction s;
+    s.kind = InstrKind::kScalar;
+    s.type = jit::value_type_of(v.dtype);
+    s.out = 0;
+    k.program.body.push_back(s);
+    k.program.num_registers = 1;
+    k.program.outputs.push_back({0, v.dtype});
+    k.scalars.push_back(v.constant);
+    k.outputs.push_back(tensor_index(id));
+    k.lend.push_back(-1);
+    k.program_hash = k.program.hash();
+    kernels.push_back(std::move(k));
+  }
+  for (TensorId id : order_) {  // drops of tensors nothing here read still erase them
+    const Value& v = values_.at(id);
+    if (v.origin == Origin::kExternal && v.dies) tensor_index(id);
+  }
+  return std::make_unique<ElementwiseOptimization>(len_, std::move(tensors), std::move(kernels));
+}
+
+}  // namespace streamfuse::fusion

@@ -1,0 +1,108 @@
+#include "fusion/builders/elementwise_optimization.h"
+
+#include <boost/container/small_vector.hpp>
+
+#include "backends/backend.h"
+
+namespace streamfuse::fusion {
+namespace {
+
+const stream::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
+  const stream::OpDesc& op = context.op(s.op);
+  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
+}
+
+// A tensor's value during one run: taken from the context, or made by a kernel of this run.
+struct Value {
+  const stream::TensorDesc* desc = nullptr;
+  backends::TensorHandle handle;
+  stream::Failure failure;
+  bool known = false;
+};
+
+}  // namespace
+
+ElementwiseOptimization::ElementwiseOptimization(std::size_t len, std::vector<Tensor> tensors,
+                                                 std::vector<ElementwiseKernel> kernels)
+    : len_(len), tensors_(std::move(tensors)), kernels_(std::move(kernels)) {}
+
+std::string ElementwiseOptimization::describe() const {
+  std::size_t instructions = 0;
+  for (const ElementwiseKernel& k : kernels_) instructions += k.program.body.size();
+  return "elementwise: " + std::to_string(kernels_.size()) + " kernel(s), " +
+         std::to_string(instructions) + " instructions";
+}
+
+// All or nothing: every allocation happens before the first kernel runs, and results are
+// published only at the end, so an exception leaves the context as it was (inputs lent to an
+// output are only written by kernels, which do not throw).
+void ElementwiseOptimization::execute(ExecutionContext& context) {
+  std::vector<Value> values(tensors_.size());
+  for (std::size_t t = 0; t < tensors_.size(); ++t)
+    values[t].desc = &desc_at(context, tensors_[t].source);
+  auto input = [&](std::uint32_t t) -> Value& {
+    Value& v = values[t];
+    if (!v.known) {
+      v.handle = context.handle(v.desc->id, &v.failure);
+      v.known = true;
+    }
+    return v;
+  };
+
+  // Plan every kernel's outputs: lent input buffers or new ones.
+  for (const ElementwiseKernel& k : kernels_) {
+    for (std::size_t o = 0; o < k.outputs.size(); ++o) {
+      Value& out = values[k.outputs[o]];
+      out.known = true;
+      if (k.lend[o] >= 0) {
+        Value& in = input(k.inputs[static_cast<std::size_t>(k.lend[o])]);
+        // Ours and the handle container's reference, nothing else: nobody can see the writes.
+        if (!in.failure && in.handle.storage.use_count() == 2 &&
+            backends::is_contiguous(in.handle, in.desc->shape)) {
+          out.handle = in.handle;
+          continue;
+        }
+      }
+      out.handle = context.backend().allocate(out.desc->shape, out.desc->dtype);
+    }
+  }
+
+  boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
+  boost::container::small_vector<std::int64_t, 8> scalars;
+  for (const ElementwiseKernel& k : kernels_) {
+    stream::Failure failed;
+    ins.clear();
+    for (std::uint32_t t : k.inputs) {
+      Value& v = input(t);
+      if (v.failure && !failed) failed = v.failure;
+      ins.push_back({&v.handle, v.desc->shape, v.desc->dtype});
+    }
+    if (failed) {  // a failed input fails every output of the kernel (and their readers)
+      for (std::uint32_t t : k.outputs) values[t].failure = failed;
+      continue;
+    }
+    outs.clear();
+    for (std::uint32_t t : k.outputs)
+      outs.push_back({&values[t].handle, values[t].desc->shape, values[t].desc->dtype});
+    scalars.clear();
+    for (std::size_t s = 0; s < k.scalars.size(); ++s) {
+      const Scalar& value = context.op(k.scalars[s].op).scalars[k.scalars[s].slot];
+      scalars.push_back(jit::scalar_bits(k.program.scalars[s], value));
+    }
+    context.launcher().launch(k.program, k.program_hash, desc_at(context, k.shape_source).shape,
+                              ins, outs, scalars);
+  }
+
+  for (std::size_t t = 0; t < tensors_.size(); ++t) {
+    Value& v = values[t];
+    if (tensors_[t].publish) {
+      if (v.failure)
+        context.set_failed(v.desc->id, v.failure);
+      else
+        context.set_handle(v.desc->id, std::move(v.handle));
+    }
+    if (tensors_[t].erase) context.erase(v.desc->id);
+  }
+}
+
+}  // namespace streamfuse::fusion

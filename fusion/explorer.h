@@ -1,0 +1,47 @@
+// Explorer: finds a plan for a segment no stored plan covers, by feeding its ops to every
+// OptimizationBuilder and keeping the best.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "fusion/builder.h"
+#include "fusion/plan.h"
+#include "fusion/policy.h"
+#include "fusion/segment.h"
+
+namespace streamfuse::fusion {
+
+// The most ops a plan covers: an endless element-wise loop becomes a repeating plan of bounded
+// size, not one ever-growing kernel.
+inline constexpr std::size_t kMaxSegmentOps = 64;
+
+class Explorer {
+ public:
+  explicit Explorer(std::vector<std::unique_ptr<OptimizationBuilder>> builders,
+                    std::size_t max_ops = kMaxSegmentOps);
+
+  // Feeds the ops of `queue` not fed yet. In lazy mode, while some builder is open and the
+  // segment is under the bound, returns nothing (exploration continues with later ops).
+  // Otherwise returns the plan for the segment's head:
+  // - the ready builder (len > 0, score > 0) with the best score, covering its len() ops, or
+  // - the Operations strategy for the first op;
+  // with a trigger saying when the plan may run again: the ops that followed it here
+  // (OnOperations), OnSync when a sync ended the segment there, Always when nothing could
+  // follow (every builder refused the first op, or the bound was reached).
+  std::optional<PlanDraft> explore(const SegmentQueue& queue, ExecutionMode mode);
+  // Starts over (a new segment).
+  void reset();
+  std::size_t explored() const { return explored_; }
+
+ private:
+  bool any_open() const;
+
+  std::vector<std::unique_ptr<OptimizationBuilder>> builders_;
+  std::size_t max_ops_;
+  std::size_t explored_ = 0;
+};
+
+}  // namespace streamfuse::fusion

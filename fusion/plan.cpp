@@ -1,0 +1,48 @@
+#include "fusion/plan.h"
+
+#include <algorithm>
+
+#include <boost/container/small_vector.hpp>
+
+namespace streamfuse::fusion {
+namespace {
+
+// Records size id -> real size; false on a contradiction.
+bool bind(boost::container::small_vector<std::int64_t, 32>& sizes, const stream::TensorDesc& rel,
+          const stream::TensorDesc& real) {
+  if (rel.shape.rank() != real.shape.rank()) return false;
+  for (int d = 0; d < rel.shape.rank(); ++d) {
+    const auto id = static_cast<std::size_t>(rel.shape[d]);
+    const std::int64_t size = real.shape[d];
+    if ((id == 0) != (size == 1)) return false;
+    if (id >= sizes.size()) sizes.resize(id + 1, -1);
+    if (sizes[id] >= 0 && sizes[id] != size) return false;
+    sizes[id] = size;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue) {
+  if (queue.size() < plan.len()) return false;
+  boost::container::small_vector<std::int64_t, 32> sizes;  // by size id
+  for (std::size_t i = 0; i < plan.len(); ++i) {
+    const stream::OpDesc& rel = plan.ops[i];
+    const stream::OpDesc& real = queue.global(i);
+    if (rel.inputs.size() != real.inputs.size() || rel.outputs.size() != real.outputs.size())
+      return false;
+    for (std::size_t k = 0; k < rel.inputs.size(); ++k)
+      if (!bind(sizes, rel.inputs[k], real.inputs[k])) return false;
+    for (std::size_t k = 0; k < rel.outputs.size(); ++k)
+      if (!bind(sizes, rel.outputs[k], real.outputs[k])) return false;
+  }
+  // Different ids must be different sizes.
+  boost::container::small_vector<std::int64_t, 32> seen;
+  for (std::size_t id = 1; id < sizes.size(); ++id)
+    if (sizes[id] >= 0) seen.push_back(sizes[id]);
+  std::sort(seen.begin(), seen.end());
+  return std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+}
+
+}  // namespace streamfuse::fusion

@@ -1,0 +1,55 @@
+// ExecutionPlan: what to do with a segment that starts with these ops. Stored in the device's
+// PlanStore and matched by the Policy against each stream's queue.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fusion/optimization.h"
+#include "fusion/segment.h"
+#include "stream/ir.h"
+
+namespace streamfuse::fusion {
+
+// When a plan whose ops all matched may run.
+struct Trigger {
+  enum class Kind : std::uint8_t {
+    kOnOperations,  // once the ops after the plan's are `ops` (the ops that closed exploration)
+    kOnSync,        // when the stream must run everything
+    kAlways,        // at once
+  };
+  Kind kind = Kind::kAlways;
+  std::vector<stream::OpDesc> ops;  // relative form, numbered on from the plan's ops
+
+  friend bool operator==(const Trigger&, const Trigger&) = default;
+};
+
+// A plan as exploration makes it, before the store shares it.
+struct PlanDraft {
+  std::vector<stream::OpDesc> ops;
+  std::shared_ptr<Optimization> optimization;
+  std::vector<Trigger> triggers;
+};
+
+struct ExecutionPlan {
+  std::vector<stream::OpDesc> ops;  // relative form of the segment's first ops
+  // Null: the Operations strategy (run the ops one by one). Else it covers all of `ops`.
+  std::shared_ptr<Optimization> optimization;
+  std::vector<Trigger> triggers;
+  // Use statistics for eviction (updated from any stream).
+  mutable std::atomic<std::uint64_t> uses{0};
+  mutable std::atomic<std::uint64_t> last_use{0};
+
+  std::size_t len() const { return ops.size(); }
+};
+
+// Checks a matched plan against the segment's real sizes: relative size ids that were one size
+// at exploration must be one size now, and different ids different sizes (id 0 is size 1).
+// Relative forms make this hold by construction; the check keeps a stale or foreign plan from
+// running on the wrong bindings.
+bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue);
+
+}  // namespace streamfuse::fusion

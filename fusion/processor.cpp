@@ -1,0 +1,95 @@
+#include "fusion/processor.h"
+
+#include <string>
+
+#include "stream/log.h"
+
+namespace streamfuse::fusion {
+namespace {
+
+using stream::LogChannel;
+
+void log(const std::string& line) {
+  if (stream::log_enabled(LogChannel::kFusion)) stream::log_line(LogChannel::kFusion, line);
+}
+
+std::string describe(const ExecutionPlan& plan) {
+  std::string s = std::to_string(plan.len()) + " ops, ";
+  s += plan.optimization ? plan.optimization->describe() : std::string("operations");
+  s += ", first " + stream::to_string(plan.ops.front());
+  return s;
+}
+
+}  // namespace
+
+Processor::Processor(PlanStore& store, std::vector<std::unique_ptr<OptimizationBuilder>> builders,
+                     std::size_t max_segment_ops)
+    : store_(store), explorer_(std::move(builders), max_segment_ops) {}
+
+void Processor::start_segment() {
+  policy_.reset();
+  explorer_.reset();
+  fed_ = 0;
+  exploring_ = false;
+}
+
+void Processor::process(SegmentQueue& queue, ExecutionContext& context, ExecutionMode mode) {
+  while (queue.size() > 0) {
+    if (!exploring_) {
+      Action action{Action::Kind::kDefer, nullptr};
+      while (fed_ < queue.size()) {
+        policy_.update(store_, queue.relative(fed_++));
+        action = policy_.action(ExecutionMode::kLazy);
+        if (action.kind != Action::Kind::kDefer) break;
+      }
+      if (action.kind == Action::Kind::kDefer && mode == ExecutionMode::kSync)
+        action = policy_.action(ExecutionMode::kSync);
+      if (action.kind == Action::Kind::kDefer) return;
+      if (action.kind == Action::Kind::kExecute) {
+        if (bindings_match(*action.plan, queue)) {
+          log("matched plan: " + describe(*action.plan));
+          execute(*action.plan, queue, context);
+          continue;
+        }
+        log("rejected plan, size bindings changed: " + describe(*action.plan));
+      }
+      if (!store_.try_explore()) {  // past the exploration cap: run the head op as it is
+        stream::warn_once("fusion-exploration-cap",
+                          "the plan store's exploration cap was reached; unknown segments now run "
+                          "op by op");
+        context.run_operation(0);
+        queue.drain_front(1);
+        start_segment();
+        continue;
+      }
+      exploring_ = true;
+    }
+    std::optional<PlanDraft> draft = explorer_.explore(queue, mode);
+    if (!draft) return;  // lazy: builders still open, wait for more ops
+    PlanRef plan = store_.add(std::move(*draft));
+    log("explored plan: " + describe(*plan));
+    execute(*plan, queue, context);
+  }
+}
+
+void Processor::execute(const ExecutionPlan& plan, SegmentQueue& queue, ExecutionContext& context) {
+  store_.touch(plan);
+  bool fell_back = false;
+  if (plan.optimization) {
+    try {
+      plan.optimization->execute(context);
+    } catch (const std::exception& e) {
+      // Nothing changed (optimizations are all or nothing): run the ops one by one instead.
+      stream::warn_once(std::string("fusion-fallback:") + e.what(),
+                        std::string("a fused segment failed and ran unfused instead: ") + e.what());
+      fell_back = true;
+    }
+  }
+  if (!plan.optimization || fell_back) {
+    for (std::size_t i = 0; i < plan.len(); ++i) context.run_operation(i);
+  }
+  queue.drain_front(plan.len());
+  start_segment();
+}
+
+}  // namespace streamfuse::fusion

@@ -1,0 +1,46 @@
+// Processor: the loop that turns a stream's queued ops into executions. After each recorded op
+// (lazy mode) or at a sync, it asks the Policy what to do with the segment at the head of the
+// queue, explores when nothing stored matches, runs the chosen plan on the head, drains the ops
+// it ran, and goes on with the rest.
+//
+// Invariants:
+// - ops run in recorded order, each exactly once;
+// - the policy (or the explorer) has seen exactly the queue's first fed_ ops;
+// - in sync mode the queue is empty on return.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "fusion/context.h"
+#include "fusion/explorer.h"
+#include "fusion/plan_store.h"
+#include "fusion/policy.h"
+#include "fusion/segment.h"
+
+namespace streamfuse::fusion {
+
+class Processor {
+ public:
+  Processor(PlanStore& store, std::vector<std::unique_ptr<OptimizationBuilder>> builders,
+            std::size_t max_segment_ops = kMaxSegmentOps);
+
+  // Runs what `mode` requires of `queue`'s ops; ops that ran are drained from it.
+  void process(SegmentQueue& queue, ExecutionContext& context, ExecutionMode mode);
+  // Forgets the ops seen so far (the queue changed behind the processor's back).
+  void reset() { start_segment(); }
+
+ private:
+  // Runs `plan` on the head of the queue and starts a new segment after it.
+  void execute(const ExecutionPlan& plan, SegmentQueue& queue, ExecutionContext& context);
+  void start_segment();
+
+  PlanStore& store_;
+  Policy policy_;
+  Explorer explorer_;
+  std::size_t fed_ = 0;
+  bool exploring_ = false;
+};
+
+}  // namespace streamfuse::fusion

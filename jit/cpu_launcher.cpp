@@ -1,0 +1,102 @@
+#include "jit/cpu_launcher.h"
+
+#include <algorithm>
+
+#include <boost/container/small_vector.hpp>
+
+#include "backends/cpu/kernels/layout.h"
+#include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/views.h"
+#include "jit/interpreter.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+
+using backends::cpu::Iteration;
+using backends::cpu::Operand;
+
+namespace {
+
+constexpr std::int64_t kGrain = 16384;  // elements a thread must have before another starts
+
+Operand operand_of(const LaunchOperand& o, const Shape& shape) {
+  const backends::TensorHandle& h = *o.handle;
+  char* data = static_cast<char*>(h.storage.data()) +
+               h.offset * static_cast<std::int64_t>(element_size(o.dtype));
+  return {data, o.dtype, backends::cpu::broadcast_strides(o.shape, h.strides, shape)};
+}
+
+OperandKey key_of(const Iteration& it, int k, DType dtype) {
+  OperandKey key;
+  key.dtype = dtype;
+  std::int64_t dense = 1;
+  for (int d = it.rank - 1; d >= 0; --d) {
+    const std::int64_t s = it.strides[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
+    key.strides[static_cast<std::size_t>(d)] = s == 0       ? StrideClass::kZero
+                                               : s == dense ? StrideClass::kContiguous
+                                                            : StrideClass::kArgument;
+    dense *= it.sizes[static_cast<std::size_t>(d)];
+  }
+  return key;
+}
+
+}  // namespace
+
+CpuLauncher::CpuLauncher(const backends::cpu::KernelTable& kernels, KernelCache* cache)
+    : kernels_(kernels), cache_(cache) {}
+
+void CpuLauncher::launch(const FusedProgram& program, std::uint64_t program_hash,
+                         const Shape& shape, std::span<const LaunchOperand> inputs,
+                         std::span<const LaunchOperand> outputs,
+                         std::span<const std::int64_t> scalars) {
+  const std::size_t n = inputs.size() + outputs.size();
+  if (n > static_cast<std::size_t>(backends::cpu::kMaxOperands))
+    throw Error("internal error: a fused kernel with " + std::to_string(n) + " operands");
+  boost::container::small_vector<Operand, 16> ops;
+  for (const LaunchOperand& o : inputs) ops.push_back(operand_of(o, shape));
+  for (const LaunchOperand& o : outputs) ops.push_back(operand_of(o, shape));
+  const backends::cpu::Strides* strides[backends::cpu::kMaxOperands];
+  for (std::size_t k = 0; k < n; ++k) strides[k] = &ops[k].strides;
+  const Iteration it = backends::cpu::make_iteration(shape, strides, static_cast<int>(n));
+  if (it.numel == 0) return;
+  const int threads = num_threads_.load(std::memory_order_relaxed);
+
+  if (cache_ && compile_.load(std::memory_order_relaxed)) {
+    SpecializationKey key;
+    key.rank = static_cast<std::int8_t>(it.rank);
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      key.inputs.push_back(key_of(it, static_cast<int>(k), inputs[k].dtype));
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      const int k = static_cast<int>(inputs.size() + o);
+      OperandKey out = key_of(it, k, outputs[o].dtype);
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (ops[i].data == ops[static_cast<std::size_t>(k)].data &&
+            std::equal(it.strides[i].begin(), it.strides[i].begin() + it.rank,
+                       it.strides[static_cast<std::size_t>(k)].begin()))
+          out.alias = static_cast<std::int8_t>(i);
+      key.outputs.push_back(out);
+    }
+    if (std::optional<ReadyKernel> kernel = cache_->find_or_request(program_hash, program, key)) {
+      boost::container::small_vector<char*, 16> data;
+      boost::container::small_vector<long long, 64> flat_strides;
+      for (std::size_t k = 0; k < n; ++k) {
+        data.push_back(ops[k].data);
+        for (int d = 0; d < it.rank; ++d)
+          flat_strides.push_back(it.strides[k][static_cast<std::size_t>(d)]);
+      }
+      long long sizes[kMaxRank];
+      for (int d = 0; d < it.rank; ++d) sizes[d] = it.sizes[static_cast<std::size_t>(d)];
+      boost::container::small_vector<long long, 8> scalar_args(scalars.begin(), scalars.end());
+      const CpuKernelFn fn = kernel->fn;
+      backends::cpu::parallel_for(it.numel, kGrain, threads, [&](std::int64_t lo, std::int64_t hi) {
+        fn(data.data(), sizes, flat_strides.data(), scalar_args.data(), lo, hi);
+      });
+      compiled_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  interpret(program, it, ops, scalars, kernels_, threads);
+  interpreted_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace streamfuse::jit

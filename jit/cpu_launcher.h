@@ -1,0 +1,39 @@
+// The CPU's KernelLauncher: takes the launch's specialization key, runs the compiled kernel from
+// the kernel cache over all cores when it is ready, and the interpreter otherwise.
+#pragma once
+
+#include <atomic>
+
+#include "backends/cpu/kernels/kernels.h"
+#include "jit/kernel_cache.h"
+#include "jit/launcher.h"
+
+namespace streamfuse::jit {
+
+class CpuLauncher final : public KernelLauncher {
+ public:
+  // `cache` may be null: everything is interpreted.
+  CpuLauncher(const backends::cpu::KernelTable& kernels, KernelCache* cache);
+
+  void launch(const FusedProgram& program, std::uint64_t program_hash, const Shape& shape,
+              std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
+              std::span<const std::int64_t> scalars) override;
+
+  void set_num_threads(int n) { num_threads_.store(n, std::memory_order_relaxed); }
+  // Off: interpret everything (STREAMFUSE_JIT=interpret), whatever the cache holds.
+  void set_compile(bool on) { compile_.store(on, std::memory_order_relaxed); }
+  // Launches that ran a compiled kernel / the interpreter (for tests and logs).
+  std::uint64_t compiled_launches() const { return compiled_.load(std::memory_order_relaxed); }
+  std::uint64_t interpreted_launches() const {
+    return interpreted_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  const backends::cpu::KernelTable& kernels_;
+  KernelCache* cache_;
+  std::atomic<int> num_threads_{0};
+  std::atomic<bool> compile_{true};
+  std::atomic<std::uint64_t> compiled_{0}, interpreted_{0};
+};
+
+}  // namespace streamfuse::jit

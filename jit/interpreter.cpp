@@ -1,0 +1,156 @@
+#include "jit/interpreter.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernels/parallel.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+
+using backends::cpu::ChunkFn;
+using backends::cpu::Iteration;
+using backends::cpu::Operand;
+
+namespace {
+
+constexpr std::int64_t kChunk = 1024;           // values per register slot
+constexpr std::size_t kSlotBytes = kChunk * 8;  // the widest value type
+constexpr std::int64_t kGrain = 8 * kChunk;     // elements before another thread helps
+
+// Each register lives in a slot of kChunk values; a slot is reused once the last reader of its
+// register has run (an op may write the slot it reads: element i is read before it is written).
+// Scalar registers and program outputs keep their slots to the end.
+struct Schedule {
+  std::vector<std::int32_t> slot;  // per register
+  std::vector<ValueType> types;    // per register
+  std::vector<ChunkFn> fns;        // per instruction (kOp only)
+  int num_slots = 0;
+};
+
+Schedule schedule(const FusedProgram& p, const backends::cpu::KernelTable& kernels) {
+  Schedule s;
+  const auto n = static_cast<std::size_t>(p.num_registers);
+  s.types = p.register_types();
+  std::vector<std::size_t> last_use(n, 0);
+  for (std::size_t i = 0; i < p.body.size(); ++i)
+    for (std::int32_t a : p.body[i].args)
+      if (a >= 0) last_use[static_cast<std::size_t>(a)] = i;
+  for (const ProgramOutput& o : p.outputs)
+    last_use[static_cast<std::size_t>(o.reg)] = p.body.size();
+  std::vector<char> scalar(n, 0);
+  for (const Instruction& in : p.body)
+    scalar[static_cast<std::size_t>(in.out)] = in.kind == InstrKind::kScalar;
+  s.slot.assign(n, -1);
+  s.fns.assign(p.body.size(), nullptr);
+  std::vector<std::int32_t> free_slots;
+  for (std::size_t i = 0; i < p.body.size(); ++i) {
+    const Instruction& in = p.body[i];
+    if (in.kind == InstrKind::kOp) {
+      s.fns[i] = kernels.chunk.op(in.op, storage_dtype_of(in.type));
+      if (!s.fns[i])
+        throw Error(std::string("internal error: no interpreter loop for ") +
+                    std::string(stream::op_name(in.op)) + " on " + value_type_name(in.type));
+    }
+    // Registers read here for the last time give their slots back. The output may take such a
+    // slot only if its values have the same width: a widening loop writing in place would
+    // overwrite inputs it has not read yet.
+    std::int32_t later[3];
+    int num_later = 0;
+    const std::size_t out_size =
+        element_size(storage_dtype_of(s.types[static_cast<std::size_t>(in.out)]));
+    for (int k = 0; k < 3; ++k) {
+      const std::int32_t a = in.args[k];
+      if (a < 0 || last_use[static_cast<std::size_t>(a)] != i ||
+          scalar[static_cast<std::size_t>(a)])
+        continue;
+      if ((k > 0 && in.args[0] == a) || (k > 1 && in.args[1] == a)) continue;  // x * x: once
+      const std::int32_t freed = s.slot[static_cast<std::size_t>(a)];
+      if (element_size(storage_dtype_of(s.types[static_cast<std::size_t>(a)])) == out_size)
+        free_slots.push_back(freed);
+      else
+        later[num_later++] = freed;
+    }
+    std::int32_t slot;
+    if (in.kind != InstrKind::kScalar && !free_slots.empty()) {
+      slot = free_slots.back();
+      free_slots.pop_back();
+    } else {
+      slot = s.num_slots++;
+    }
+    for (int k = 0; k < num_later; ++k) free_slots.push_back(later[k]);
+    s.slot[static_cast<std::size_t>(in.out)] = slot;
+  }
+  return s;
+}
+
+std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
+
+}  // namespace
+
+void interpret(const FusedProgram& p, const Iteration& it, std::span<const Operand> operands,
+               std::span<const std::int64_t> scalars, const backends::cpu::KernelTable& kernels,
+               int num_threads) {
+  if (it.numel == 0) return;
+  const Schedule s = schedule(p, kernels);
+  const auto& chunk = kernels.chunk;
+  const int num_inputs = static_cast<int>(p.inputs.size());
+
+  backends::cpu::parallel_for(it.numel, kGrain, num_threads, [&](std::int64_t lo, std::int64_t hi) {
+    std::vector<unsigned char> storage(static_cast<std::size_t>(s.num_slots) * kSlotBytes + 64);
+    unsigned char* base = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<std::uintptr_t>(storage.data()) + 63) & ~std::uintptr_t{63});
+    auto reg = [&](std::int32_t r) {
+      return base + static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)]) * kSlotBytes;
+    };
+    // Scalars: their slots are filled once.
+    for (const Instruction& in : p.body) {
+      if (in.kind != InstrKind::kScalar) continue;
+      const std::int64_t bits = scalars[static_cast<std::size_t>(in.index)];
+      unsigned char* dst = reg(in.out);
+      const std::size_t size = value_size(in.type);
+      for (std::int64_t i = 0; i < kChunk; ++i)
+        std::memcpy(dst + i * static_cast<std::int64_t>(size), &bits, size);
+    }
+    for (std::int64_t start = lo; start < hi; start += kChunk) {
+      const std::int64_t n = std::min(kChunk, hi - start);
+      for (std::size_t i = 0; i < p.body.size(); ++i) {
+        const Instruction& in = p.body[i];
+        switch (in.kind) {
+          case InstrKind::kLoad:
+            chunk.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,
+                         storage_dtype_of(in.type), start, n, reg(in.out));
+            break;
+          case InstrKind::kScalar:
+            break;
+          case InstrKind::kOp: {
+            const void* args[3] = {};
+            for (int a = 0; a < 3 && in.args[a] >= 0; ++a) args[a] = reg(in.args[a]);
+            s.fns[i](args, reg(in.out), n);
+            break;
+          }
+          case InstrKind::kConvert:
+            chunk.convert(storage_dtype_of(s.types[static_cast<std::size_t>(in.args[0])]),
+                          storage_dtype_of(in.type), reg(in.args[0]), reg(in.out), n);
+            break;
+          case InstrKind::kRound: {
+            float* out = reinterpret_cast<float*>(reg(in.out));
+            if (reg(in.args[0]) != reg(in.out))
+              std::memcpy(out, reg(in.args[0]), static_cast<std::size_t>(n) * sizeof(float));
+            chunk.round(in.round, out, n);
+            break;
+          }
+        }
+      }
+      for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const int k = num_inputs + static_cast<int>(o);
+        chunk.scatter(it, operands[static_cast<std::size_t>(k)], k,
+                      storage_dtype_of(s.types[static_cast<std::size_t>(p.outputs[o].reg)]), start,
+                      n, reg(p.outputs[o].reg));
+      }
+    }
+  });
+}
+
+}  // namespace streamfuse::jit

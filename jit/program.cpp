@@ -1,0 +1,129 @@
+#include "jit/program.h"
+
+#include <sstream>
+
+#include "backends/scalar_values.h"
+
+namespace streamfuse::jit {
+namespace {
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 31);
+}
+
+}  // namespace
+
+ValueType value_type_of(DType d) {
+  switch (d) {
+    case kI32:
+      return ValueType::kI32;
+    case kI64:
+      return ValueType::kI64;
+    case kBool:
+      return ValueType::kBool;
+    default:
+      return ValueType::kFloat;
+  }
+}
+
+DType storage_dtype_of(ValueType t) {
+  switch (t) {
+    case ValueType::kI32:
+      return kI32;
+    case ValueType::kI64:
+      return kI64;
+    case ValueType::kBool:
+      return kBool;
+    default:
+      return kF32;
+  }
+}
+
+const char* value_type_name(ValueType t) {
+  switch (t) {
+    case ValueType::kI32:
+      return "i32";
+    case ValueType::kI64:
+      return "i64";
+    case ValueType::kBool:
+      return "bool";
+    default:
+      return "float";
+  }
+}
+
+std::vector<ValueType> FusedProgram::register_types() const {
+  std::vector<ValueType> types(static_cast<std::size_t>(num_registers), ValueType::kFloat);
+  for (const Instruction& in : body) {
+    ValueType t = in.type;
+    if (in.kind == InstrKind::kOp) {
+      const stream::OpCategory c = stream::op_category(in.op);
+      if (c == stream::OpCategory::kCompare || c == stream::OpCategory::kLogical)
+        t = ValueType::kBool;
+    }
+    types[static_cast<std::size_t>(in.out)] = t;
+  }
+  return types;
+}
+
+std::uint64_t FusedProgram::hash() const {
+  std::uint64_t h = mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
+  for (DType d : inputs) h = mix(h, static_cast<std::uint64_t>(d));
+  for (const ScalarArg& s : scalars)
+    h = mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
+                   (static_cast<std::uint64_t>(s.dtype) << 16));
+  for (const Instruction& in : body) {
+    h = mix(h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
+                   (static_cast<std::uint64_t>(in.type) << 16) |
+                   (static_cast<std::uint64_t>(in.round) << 24) |
+                   (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
+    h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
+    for (std::int32_t a : in.args)
+      h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
+  }
+  for (const ProgramOutput& o : outputs)
+    h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
+                   (static_cast<std::uint64_t>(o.dtype) << 32));
+  return mix(h, static_cast<std::uint64_t>(num_registers));
+}
+
+std::string FusedProgram::to_string() const {
+  std::ostringstream os;
+  for (const Instruction& in : body) {
+    os << 'r' << in.out << " = ";
+    switch (in.kind) {
+      case InstrKind::kLoad:
+        os << "load in" << in.index << ':' << dtype_name(inputs[static_cast<std::size_t>(in.index)])
+           << " as " << value_type_name(in.type);
+        break;
+      case InstrKind::kScalar:
+        os << "scalar s" << in.index << ':' << value_type_name(in.type);
+        break;
+      case InstrKind::kOp:
+        os << stream::op_name(in.op) << '.' << value_type_name(in.type) << '(';
+        for (int a = 0; a < 3 && in.args[a] >= 0; ++a) os << (a ? ", r" : "r") << in.args[a];
+        os << ')';
+        break;
+      case InstrKind::kConvert:
+        os << "convert r" << in.args[0] << " to " << value_type_name(in.type);
+        break;
+      case InstrKind::kRound:
+        os << "round r" << in.args[0] << " to " << dtype_name(in.round);
+        break;
+    }
+    os << '\n';
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    os << "store out" << i << ':' << dtype_name(outputs[i].dtype) << " = r" << outputs[i].reg
+       << '\n';
+  return os.str();
+}
+
+std::int64_t scalar_bits(const ScalarArg& arg, const Scalar& s) {
+  if (arg.mode == ScalarArg::Mode::kFill) return backends::fill_scalar_bits(s, arg.dtype);
+  return backends::operand_scalar_bits(s, storage_dtype_of(arg.type));
+}
+
+}  // namespace streamfuse::jit

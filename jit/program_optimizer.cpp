@@ -1,0 +1,109 @@
+#include "jit/program_optimizer.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+namespace streamfuse::jit {
+namespace {
+
+using stream::OpKind;
+
+bool commutative(OpKind k) {
+  switch (k) {
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kMaximum:
+    case OpKind::kMinimum:
+    case OpKind::kEq:
+    case OpKind::kNe:
+    case OpKind::kLogicalAnd:
+    case OpKind::kLogicalOr:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct Key {
+  Instruction in;  // with out = 0
+  friend bool operator==(const Key&, const Key&) = default;
+};
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::size_t h = static_cast<std::size_t>(k.in.kind) * 131 + static_cast<std::size_t>(k.in.op);
+    h = h * 131 + static_cast<std::size_t>(k.in.type) * 7 + static_cast<std::size_t>(k.in.round);
+    h = h * 1000003 + static_cast<std::size_t>(k.in.index);
+    for (std::int32_t a : k.in.args) h = h * 1000003 + static_cast<std::size_t>(a + 1);
+    return h;
+  }
+};
+
+}  // namespace
+
+void simplify(FusedProgram& program) {
+  const auto n = static_cast<std::size_t>(program.num_registers);
+  std::vector<std::int32_t> replace(n);
+  for (std::size_t r = 0; r < n; ++r) replace[r] = static_cast<std::int32_t>(r);
+  std::vector<const Instruction*> def(n, nullptr);  // after rewriting
+  std::vector<Instruction> kept;
+  kept.reserve(program.body.size());
+  boost::unordered_flat_map<Key, std::int32_t, KeyHash> seen;
+
+  auto negated = [&](std::int32_t r) -> std::int32_t {  // a if r = neg(a), else -1
+    const Instruction* d = def[static_cast<std::size_t>(r)];
+    return d && d->kind == InstrKind::kOp && d->op == OpKind::kNeg ? d->args[0] : -1;
+  };
+
+  for (Instruction in : program.body) {
+    for (std::int32_t& a : in.args)
+      if (a >= 0) a = replace[static_cast<std::size_t>(a)];
+    if (in.kind == InstrKind::kOp) {
+      if (in.op == OpKind::kNeg && negated(in.args[0]) >= 0) {
+        replace[static_cast<std::size_t>(in.out)] = negated(in.args[0]);
+        continue;
+      }
+      if (in.op == OpKind::kAbs && negated(in.args[0]) >= 0) in.args[0] = negated(in.args[0]);
+      if (in.op == OpKind::kMul && negated(in.args[0]) >= 0 && negated(in.args[1]) >= 0) {
+        in.args[0] = negated(in.args[0]);
+        in.args[1] = negated(in.args[1]);
+      }
+      if (commutative(in.op) && in.args[0] > in.args[1]) std::swap(in.args[0], in.args[1]);
+    }
+    Key key{in};
+    key.in.out = 0;
+    auto [it, inserted] = seen.try_emplace(key, in.out);
+    if (!inserted) {
+      replace[static_cast<std::size_t>(in.out)] = it->second;
+      continue;
+    }
+    kept.push_back(in);
+    def[static_cast<std::size_t>(in.out)] = &kept.back();  // reserved: no reallocation
+  }
+  for (ProgramOutput& o : program.outputs) o.reg = replace[static_cast<std::size_t>(o.reg)];
+
+  // Keep what the outputs need, then number registers in order of definition.
+  std::vector<char> live(n, 0);
+  for (const ProgramOutput& o : program.outputs) live[static_cast<std::size_t>(o.reg)] = 1;
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+    if (!live[static_cast<std::size_t>(it->out)]) continue;
+    for (std::int32_t a : it->args)
+      if (a >= 0) live[static_cast<std::size_t>(a)] = 1;
+  }
+  std::vector<std::int32_t> renumber(n, -1);
+  program.body.clear();
+  std::int32_t next = 0;
+  for (Instruction in : kept) {
+    if (!live[static_cast<std::size_t>(in.out)]) continue;
+    for (std::int32_t& a : in.args)
+      if (a >= 0) a = renumber[static_cast<std::size_t>(a)];
+    renumber[static_cast<std::size_t>(in.out)] = next;
+    in.out = next++;
+    program.body.push_back(in);
+  }
+  for (ProgramOutput& o : program.outputs) o.reg = renumber[static_cast<std::size_t>(o.reg)];
+  program.num_registers = next;
+}
+
+}  // namespace streamfuse::jit

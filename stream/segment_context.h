@@ -1,0 +1,31 @@
+// The ExecutionContext fusion runs a stream's segments in: the stream's queue, the device's
+// handle container, backend and kernel launcher.
+#pragma once
+
+#include "fusion/context.h"
+#include "stream/queue.h"
+
+namespace streamfuse::stream {
+
+class DeviceRuntime;
+
+class SegmentContext final : public fusion::ExecutionContext {
+ public:
+  SegmentContext(const OperationQueue& queue, DeviceRuntime& runtime)
+      : queue_(queue), runtime_(runtime) {}
+
+  const OpDesc& op(std::size_t i) const override { return queue_.global(i); }
+  void run_operation(std::size_t i) override;
+  backends::TensorHandle handle(TensorId id, Failure* failure) override;
+  void set_handle(TensorId id, backends::TensorHandle h) override;
+  void set_failed(TensorId id, Failure why) override;
+  void erase(TensorId id) override;
+  backends::Backend& backend() override;
+  jit::KernelLauncher& launcher() override;
+
+ private:
+  const OperationQueue& queue_;
+  DeviceRuntime& runtime_;
+};
+
+}  // namespace streamfuse::stream

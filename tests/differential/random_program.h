@@ -1,0 +1,55 @@
+// Random tensor programs for the differential tests: element-wise ops of every kind over
+// broadcasting shapes and every dtype, with scalars, constants, casts, reductions and movement
+// ops in between, and handles dropped or moved. A program is generated once (on the fly, so
+// every step is valid) and can then be replayed under any configuration.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <streamfuse/streamfuse.h>
+
+namespace streamfuse::testing {
+
+struct Step {
+  enum class Kind : std::uint8_t {
+    kInput,    // from host data
+    kStrided,  // a transposed or sliced view of a fresh input
+    kUnary,
+    kBinary,
+    kScalarRhs,
+    kScalarLhs,
+    kWhere,
+    kCast,
+    kFull,
+    kReduce,
+    kDrop,
+  };
+  Kind kind = Kind::kInput;
+  int op = 0;                  // which unary/binary/reduction
+  int a = -1, b = -1, c = -1;  // operand values
+  bool move_a = false;         // pass `a` (for where: `b`) as a moved temporary (its last use)
+  Scalar scalar;
+  DType dtype = kF32;
+  Shape shape;
+  std::vector<double> data;  // kInput, kStrided
+};
+
+class RandomProgram {
+ public:
+  // Generates a program of up to `max_ops` steps from `seed`, running it once under the current
+  // configuration (which checks every step is valid).
+  RandomProgram(std::uint64_t seed, int max_ops);
+  // Replays it; returns the values still held at the end: each its value number, then its
+  // elements as bit patterns (NaN canonical).
+  std::vector<std::vector<std::uint64_t>> run() const;
+  const std::vector<Step>& steps() const { return steps_; }
+  std::string describe() const;
+
+ private:
+  std::vector<Step> steps_;
+};
+
+}  // namespace streamfuse::testing

@@ -1,0 +1,160 @@
+// The element-wise builder on segments recorded through the API: what it accepts, how it
+// groups ops into kernels, what it stores, and which buffers it reuses.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <streamfuse/streamfuse.h>
+
+#include "fusion/builders/elementwise_builder.h"
+#include "stream/runtime.h"
+
+namespace sf = streamfuse;
+namespace st = streamfuse::stream;
+namespace fu = streamfuse::fusion;
+
+namespace {
+
+// Records `program` without running it (fusion off, unbounded queue), feeds the recorded ops
+// to a fresh builder until it closes, and returns the builder. Inputs made before the program
+// are materialized first so only the program's ops are fed.
+struct Built {
+  std::unique_ptr<fu::ElementwiseOptimization> optimization;
+  std::size_t len = 0;
+  std::size_t recorded = 0;
+  std::int64_t score = 0;
+};
+
+Built build(const std::function<void()>& program) {
+  sf::synchronize();
+  const sf::Config saved = sf::config();
+  sf::Config c = saved;
+  c.fusion = false;
+  c.queue_bound = 1 << 20;
+  sf::set_config(c);
+  st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
+  program();
+  const st::OperationQueue& q = s->queue_for_testing();
+  fu::ElementwiseBuilder builder;
+  for (std::size_t i = 0; i < q.size() && builder.status() == fu::BuilderStatus::kOpen; ++i)
+    builder.register_op(q.relative(i), q.global(i));
+  Built b;
+  b.len = builder.len();
+  b.recorded = q.size();
+  b.score = builder.score();
+  if (b.len > 0) {
+    b.optimization.reset(static_cast<fu::ElementwiseOptimization*>(builder.build().release()));
+  }
+  sf::synchronize();
+  sf::set_config(saved);
+  return b;
+}
+
+std::size_t published(const fu::ElementwiseOptimization& o) {
+  std::size_t n = 0;
+  for (const auto& t : o.tensors()) n += t.publish;
+  return n;
+}
+
+TEST(ElementwiseBuilderTest, AChainBecomesOneKernelWritingOnlyTheResult) {
+  const sf::Tensor x = sf::randn({8, 32});
+  sf::Tensor y;
+  const Built b = build([&] {
+    sf::Tensor t = sf::recip(sf::abs(x) * 0.3f + 1.0f);
+    sf::Tensor e = 1.0f - t * t * sf::exp(-x * x);
+    y = sf::where(x > 0.0f, e, -e) * x;
+  });
+  ASSERT_TRUE(b.optimization);
+  EXPECT_EQ(b.len, b.recorded) << "every op, drops included, was taken";
+  ASSERT_EQ(b.optimization->kernels().size(), 1u);
+  const fu::ElementwiseKernel& k = b.optimization->kernels()[0];
+  EXPECT_EQ(k.inputs.size(), 1u) << "x is read once";
+  EXPECT_EQ(k.outputs.size(), 1u) << "intermediates whose handles died are not written";
+  EXPECT_EQ(published(*b.optimization), 1u);
+  // 14 ops reading and writing 1 KiB tensors (256 B for the bool mask) unfused; fused: 2 KiB.
+  EXPECT_GT(b.score, 20 * 1024);
+}
+
+TEST(ElementwiseBuilderTest, IntermediatesStillHeldAreWritten) {
+  const sf::Tensor x = sf::randn({16});
+  sf::Tensor kept, y;
+  const Built b = build([&] {
+    kept = sf::exp(x);
+    y = kept * 2.0f + 1.0f;
+  });
+  ASSERT_TRUE(b.optimization);
+  ASSERT_EQ(b.optimization->kernels().size(), 1u);
+  EXPECT_EQ(b.optimization->kernels()[0].outputs.size(), 2u);
+  EXPECT_EQ(published(*b.optimization), 2u);
+}
+
+TEST(ElementwiseBuilderTest, ShapesMakeSeparateKernelsInOneSegment) {
+  const sf::Tensor a = sf::randn({4, 8}), c = sf::randn({16});
+  sf::Tensor p, q;
+  const Built b = build([&] {
+    sf::Tensor a1 = a * 2.0f;
+    sf::Tensor c1 = c + 1.0f;  // another shape, independent
+    p = sf::exp(a1) - a1;
+    q = sf::exp(c1) * c1;
+  });
+  ASSERT_TRUE(b.optimization);
+  EXPECT_EQ(b.len, b.recorded);
+  EXPECT_EQ(b.optimization->kernels().size(), 2u);
+}
+
+TEST(ElementwiseBuilderTest, ALaterGroupReadsWhatAnEarlierOneStores) {
+  const sf::Tensor v = sf::randn({8}), m = sf::randn({4, 8});
+  sf::Tensor out;
+  const Built b = build([&] {
+    sf::Tensor v2 = v * v;  // group 0: [8]
+    out = m * v2 + 1.0f;    // group 1: [4, 8], broadcasts v2
+  });
+  ASSERT_TRUE(b.optimization);
+  ASSERT_EQ(b.optimization->kernels().size(), 2u);
+  EXPECT_EQ(b.optimization->kernels()[0].outputs.size(), 1u) << "v2 is stored for group 1";
+  EXPECT_EQ(published(*b.optimization), 1u) << "but its handle died: not published";
+}
+
+TEST(ElementwiseBuilderTest, ClosesOnOpsItCannotFuse) {
+  const sf::Tensor x = sf::randn({4, 8});
+  sf::Tensor s;
+  const Built b = build([&] {
+    sf::Tensor y = sf::exp(x) + 1.0f;
+    s = sf::sum(y, 1);
+  });
+  EXPECT_EQ(b.len, 2u) << "exp and add; the reduction closes the builder";
+  EXPECT_LT(b.len, b.recorded);
+}
+
+TEST(ElementwiseBuilderTest, MovedInputsLendTheirBuffer) {
+  sf::Tensor x = sf::randn({64});
+  sf::Tensor y;
+  const Built b = build([&] { y = sf::exp(std::move(x)) * 2.0f; });
+  ASSERT_TRUE(b.optimization);
+  const fu::ElementwiseKernel& k = b.optimization->kernels()[0];
+  ASSERT_EQ(k.lend.size(), 1u);
+  EXPECT_EQ(k.lend[0], 0) << "x dies here and has y's dtype and shape";
+  bool erased = false;
+  for (const auto& t : b.optimization->tensors()) erased |= t.erase;
+  EXPECT_TRUE(erased) << "x's handle goes after the run";
+}
+
+TEST(ElementwiseBuilderTest, ConstantsFromFullAreInlined) {
+  const sf::Tensor x = sf::randn({32});
+  sf::Tensor y;
+  const Built b = build([&] { y = sf::where(x > 0.0f, x, 0.5f); });  // 0.5 becomes full({})
+  ASSERT_TRUE(b.optimization);
+  ASSERT_EQ(b.optimization->kernels().size(), 1u);
+  const fu::ElementwiseKernel& k = b.optimization->kernels()[0];
+  EXPECT_EQ(k.inputs.size(), 1u) << "the constant is a scalar argument, not a tensor read";
+  EXPECT_EQ(k.scalars.size(), 2u) << "0.0 for the comparison and the fill value 0.5";
+}
+
+TEST(ElementwiseBuilderTest, ScoreIsNotPositiveForASingleOp) {
+  const sf::Tensor x = sf::randn({32});
+  sf::Tensor y;
+  const Built b = build([&] { y = sf::exp(x); });
+  EXPECT_LE(b.score, 0) << "one op reads and writes the same either way";
+}
+
+}  // namespace

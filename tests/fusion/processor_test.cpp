@@ -1,0 +1,386 @@
+// Scenario tests of the segment processor, policy, explorer and plan store with mock builders:
+// the decisions are easiest to see here, without kernels.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/processor.h"
+#include "stream/queue.h"
+#include "streamfuse/error.h"
+
+namespace st = streamfuse::stream;
+namespace fu = streamfuse::fusion;
+using streamfuse::Shape;
+
+namespace {
+
+// What ran, in order: "op:<kind>" for eager ops, "opt:<first kind>x<len>" for optimizations.
+using Log = std::vector<std::string>;
+
+class MockOptimization final : public fu::Optimization {
+ public:
+  MockOptimization(std::size_t len, Log& log, bool fail) : len_(len), log_(log), fail_(fail) {}
+  std::size_t len() const override { return len_; }
+  void execute(fu::ExecutionContext& context) override {
+    if (fail_) throw streamfuse::Error("mock kernel failed");
+    log_.push_back("opt:" + std::string(st::op_name(context.op(0).kind)) + "x" +
+                   std::to_string(len_));
+  }
+  std::string describe() const override { return "mock"; }
+
+ private:
+  std::size_t len_;
+  Log& log_;
+  bool fail_;
+};
+
+// Accepts add and mul (and drops), closes on anything else; each accepted op saves 10 bytes
+// beyond the first.
+class MockBuilder final : public fu::OptimizationBuilder {
+ public:
+  MockBuilder(Log& log, int& builds, bool fail = false) : log_(log), builds_(builds), fail_(fail) {}
+  void register_op(const st::OpDesc& rel, const st::OpDesc&) override {
+    if (closed_) return;
+    if (rel.kind == st::OpKind::kAdd || rel.kind == st::OpKind::kMul ||
+        rel.kind == st::OpKind::kDrop)
+      ++len_;
+    else
+      closed_ = true;
+  }
+  fu::BuilderStatus status() const override {
+    return closed_ ? fu::BuilderStatus::kClosed : fu::BuilderStatus::kOpen;
+  }
+  std::size_t len() const override { return len_; }
+  std::int64_t score() const override {
+    return len_ > 1 ? 10 * static_cast<std::int64_t>(len_ - 1) : 0;
+  }
+  std::unique_ptr<fu::Optimization> build() const override {
+    ++builds_;
+    return std::make_unique<MockOptimization>(len_, log_, fail_);
+  }
+  void reset() override {
+    closed_ = false;
+    len_ = 0;
+  }
+
+ private:
+  Log& log_;
+  int& builds_;
+  bool fail_;
+  bool closed_ = false;
+  std::size_t len_ = 0;
+};
+
+class MockContext final : public fu::ExecutionContext {
+ public:
+  MockContext(const st::OperationQueue& q, Log& log) : queue_(q), log_(log) {}
+  const st::OpDesc& op(std::size_t i) const override { return queue_.global(i); }
+  void run_operation(std::size_t i) override {
+    log_.push_back("op:" + std::string(st::op_name(queue_.global(i).kind)));
+  }
+  streamfuse::backends::TensorHandle handle(st::TensorId, st::Failure*) override { return {}; }
+  void set_handle(st::TensorId, streamfuse::backends::TensorHandle) override {}
+  void set_failed(st::TensorId, st::Failure) override {}
+  void erase(st::TensorId) override {}
+  streamfuse::backends::Backend& backend() override { std::abort(); }
+  streamfuse::jit::KernelLauncher& launcher() override { std::abort(); }
+
+ private:
+  const st::OperationQueue& queue_;
+  Log& log_;
+};
+
+// A little program builder: ops on [batch, 8] f32 tensors with fresh ids.
+class Program {
+ public:
+  explicit Program(std::int64_t batch, st::TensorId first_id = 100)
+      : batch_(batch), next_(first_id) {}
+  st::TensorId input() { return next_++; }
+  // out = kind(a, b) (b == 0: a scalar operand with value `scalar`).
+  st::TensorId binary(st::OpKind kind, st::TensorId a, st::TensorId b, float scalar = 1.0f) {
+    st::OpDesc op;
+    op.kind = kind;
+    op.inputs.push_back(desc(a, st::TensorStatus::kReadOnly));
+    if (b)
+      op.inputs.push_back(desc(b, st::TensorStatus::kReadOnly));
+    else {
+      op.scalars.push_back(scalar);
+      op.attrs.scalar_side = st::ScalarSide::kRhs;
+    }
+    const st::TensorId out = next_++;
+    op.outputs.push_back(desc(out, st::TensorStatus::kNotInit));
+    ops.push_back(op);
+    return out;
+  }
+  st::TensorId reduce(st::TensorId a) {
+    st::OpDesc op;
+    op.kind = st::OpKind::kSum;
+    op.attrs.axis = 1;
+    op.inputs.push_back(desc(a, st::TensorStatus::kReadOnly));
+    const st::TensorId out = next_++;
+    op.outputs.push_back({out, Shape{batch_}, streamfuse::kF32, st::TensorStatus::kNotInit});
+    ops.push_back(op);
+    return out;
+  }
+  void drop(st::TensorId a) {
+    st::OpDesc op;
+    op.kind = st::OpKind::kDrop;
+    op.inputs.push_back(desc(a, st::TensorStatus::kReadWrite));
+    ops.push_back(op);
+  }
+  std::vector<st::OpDesc> ops;
+
+ private:
+  st::TensorDesc desc(st::TensorId id, st::TensorStatus s) const {
+    return {id, Shape{batch_, 8}, streamfuse::kF32, s};
+  }
+  std::int64_t batch_;
+  st::TensorId next_;
+};
+
+// add, mul, add, then a reduction that closes the builder.
+Program chain_then_reduce(std::int64_t batch, float scalar = 2.0f) {
+  Program p(batch);
+  const st::TensorId x = p.input();
+  const st::TensorId a = p.binary(st::OpKind::kAdd, x, x);
+  const st::TensorId b = p.binary(st::OpKind::kMul, a, 0, scalar);
+  const st::TensorId c = p.binary(st::OpKind::kAdd, b, x);
+  p.reduce(c);
+  return p;
+}
+
+class ProcessorTest : public ::testing::Test {
+ protected:
+  ProcessorTest() : store_(64, 1000), context_(queue_, log_) {}
+
+  std::unique_ptr<fu::Processor> make(bool fail = false) {
+    std::vector<std::unique_ptr<fu::OptimizationBuilder>> b;
+    b.push_back(std::make_unique<MockBuilder>(log_, builds_, fail));
+    return std::make_unique<fu::Processor>(store_, std::move(b), 8);
+  }
+  // Pushes ops one at a time, processing lazily after each; then syncs when asked.
+  void run(fu::Processor& p, const std::vector<st::OpDesc>& ops, bool sync) {
+    for (st::OpDesc op : ops) {
+      queue_.push(std::move(op));
+      p.process(queue_, context_, fu::ExecutionMode::kLazy);
+    }
+    if (sync) p.process(queue_, context_, fu::ExecutionMode::kSync);
+  }
+
+  fu::PlanStore store_;
+  st::OperationQueue queue_;
+  Log log_;
+  int builds_ = 0;
+  MockContext context_;
+};
+
+TEST_F(ProcessorTest, DefersWhileExploringThenExecutesWhenTheBuilderCloses) {
+  auto p = make();
+  Program prog = chain_then_reduce(4);
+  // Three fusable ops: the builder is still open, nothing runs.
+  for (int i = 0; i < 3; ++i) {
+    queue_.push(st::OpDesc(prog.ops[static_cast<std::size_t>(i)]));
+    p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  }
+  EXPECT_TRUE(log_.empty());
+  EXPECT_EQ(queue_.size(), 3u);
+  // The reduction closes it: the optimization runs the three; no builder takes the reduction
+  // either, so it runs at once too (an Always plan).
+  queue_.push(st::OpDesc(prog.ops[3]));
+  p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
+  EXPECT_EQ(store_.size(), 2u);
+  EXPECT_EQ(queue_.size(), 0u);
+}
+
+TEST_F(ProcessorTest, AStoredPlanIsReusedAcrossBatchSizesAndScalarValues) {
+  auto p = make();
+  run(*p, chain_then_reduce(4, 2.0f).ops, true);
+  const std::size_t plans = store_.size();
+  const int builds = builds_;
+  const std::uint64_t explorations = store_.explorations();
+  log_.clear();
+  run(*p, chain_then_reduce(64, -7.5f).ops, true);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
+  EXPECT_EQ(store_.size(), plans) << "no new plan";
+  EXPECT_EQ(builds_, builds) << "no new optimization";
+  EXPECT_EQ(store_.explorations(), explorations) << "matched, not explored";
+}
+
+TEST_F(ProcessorTest, OnOperationsTriggerFiresOnTheOpThatClosedExploration) {
+  auto p = make();
+  run(*p, chain_then_reduce(4).ops, true);
+  log_.clear();
+  Program prog = chain_then_reduce(16);
+  // The three ops fully match the plan, which waits for its trigger (the reduction).
+  for (int i = 0; i < 3; ++i) {
+    queue_.push(st::OpDesc(prog.ops[static_cast<std::size_t>(i)]));
+    p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  }
+  EXPECT_TRUE(log_.empty()) << "deferred: the trigger has not fired";
+  queue_.push(st::OpDesc(prog.ops[3]));
+  p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
+}
+
+TEST_F(ProcessorTest, AnotherFollowingOpAddsATriggerToTheSamePlan) {
+  auto p = make();
+  run(*p, chain_then_reduce(4).ops, true);
+  const std::size_t plans = store_.size();
+  log_.clear();
+  // The same three ops followed by a different non-fusable op (a drop is fusable, so use a
+  // second reduction over a different input).
+  Program prog(4);
+  const st::TensorId x = prog.input();
+  const st::TensorId a = prog.binary(st::OpKind::kAdd, x, x);
+  const st::TensorId b = prog.binary(st::OpKind::kMul, a, 0, 3.0f);
+  prog.binary(st::OpKind::kAdd, b, x);
+  prog.reduce(x);  // differs from the stored trigger: reduces x, not the last add
+  run(*p, prog.ops, true);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
+  EXPECT_EQ(store_.size(), plans + 0) << "the plan got a second trigger, not a twin";
+  log_.clear();
+  run(*p, prog.ops, true);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
+}
+
+TEST_F(ProcessorTest, SyncRunsEverythingAndLeavesAnOnSyncPlan) {
+  auto p = make();
+  Program prog(4);
+  const st::TensorId x = prog.input();
+  prog.binary(st::OpKind::kMul, prog.binary(st::OpKind::kAdd, x, x), 0);
+  run(*p, prog.ops, true);
+  EXPECT_EQ(log_, (Log{"opt:addx2"}));
+  log_.clear();
+  // Again, lazily: fully matched, waiting for a sync (no op follows).
+  Program again(32);
+  const st::TensorId y = again.input();
+  again.binary(st::OpKind::kMul, again.binary(st::OpKind::kAdd, y, y), 0);
+  run(*p, again.ops, false);
+  EXPECT_TRUE(log_.empty());
+  p->process(queue_, context_, fu::ExecutionMode::kSync);
+  EXPECT_EQ(log_, (Log{"opt:addx2"}));
+  EXPECT_EQ(store_.size(), 1u);
+}
+
+TEST_F(ProcessorTest, AlwaysTriggerForOpsNoBuilderTakes) {
+  auto p = make();
+  Program prog(4);
+  prog.reduce(prog.input());
+  queue_.push(st::OpDesc(prog.ops[0]));
+  p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  EXPECT_EQ(log_, (Log{"op:sum"})) << "nothing could follow: runs at once, even lazily";
+  log_.clear();
+  queue_.push(st::OpDesc(prog.ops[0]));
+  p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  EXPECT_EQ(log_, (Log{"op:sum"}));
+  EXPECT_EQ(store_.size(), 1u);
+}
+
+TEST_F(ProcessorTest, CandidatesAreInvalidatedByTheFirstDifferingOp) {
+  auto p = make();
+  run(*p, chain_then_reduce(4).ops, true);
+  log_.clear();
+  // Same first two ops, then a different third: the candidate drops out, exploration starts.
+  Program prog(4);
+  const st::TensorId x = prog.input();
+  const st::TensorId a = prog.binary(st::OpKind::kAdd, x, x);
+  const st::TensorId b = prog.binary(st::OpKind::kMul, a, 0, 2.0f);
+  prog.binary(st::OpKind::kMul, b, b);  // mul instead of add
+  prog.reduce(b);
+  run(*p, prog.ops, true);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
+  EXPECT_EQ(store_.size(), 3u) << "a new plan for the new segment";
+}
+
+TEST_F(ProcessorTest, SegmentsAreBoundedSoEndlessLoopsRepeatAPlan) {
+  auto p = make();  // bound: 8 ops
+  Program prog(4);
+  st::TensorId a = prog.input();
+  const st::TensorId b = prog.input();
+  for (int i = 0; i < 200; ++i)
+    a = prog.binary(st::OpKind::kMul, prog.binary(st::OpKind::kAdd, a, b), 0, 0.5f);
+  run(*p, prog.ops, true);
+  EXPECT_EQ(log_.size(), 400u / 8);
+  for (const std::string& entry : log_) EXPECT_EQ(entry, "opt:addx8");
+  EXPECT_LE(store_.size(), 2u) << "one plan repeating (the ops are the same every 8)";
+  EXPECT_EQ(builds_, 1);
+}
+
+TEST_F(ProcessorTest, PlansAreRejectedWhenSizeBindingsChanged) {
+  auto p = make();
+  run(*p, chain_then_reduce(4).ops, true);
+  log_.clear();
+  // Forge a queue whose relative form matches the plan but whose real sizes break it: the
+  // relative converter is bypassed by editing the recorded global shapes after the fact is not
+  // possible, so check bindings_match directly on a hand-made queue.
+  const fu::PlanRefs plans = [&] {
+    fu::PlanRefs out;
+    st::OperationQueue q;
+    for (const st::OpDesc& op : chain_then_reduce(4).ops) q.push(st::OpDesc(op));
+    store_.starting_with(q.relative(0), out);
+    return out;
+  }();
+  ASSERT_EQ(plans.size(), 1u);
+  st::OperationQueue good, wrong;
+  for (const st::OpDesc& op : chain_then_reduce(9).ops) good.push(st::OpDesc(op));
+  EXPECT_TRUE(fu::bindings_match(*plans[0], good));
+  // Sizes that were different ids (batch and 8) are now equal.
+  for (const st::OpDesc& op : chain_then_reduce(8).ops) wrong.push(st::OpDesc(op));
+  EXPECT_FALSE(fu::bindings_match(*plans[0], wrong));
+  // A size-1 binding where the plan had a size.
+  st::OperationQueue one;
+  for (const st::OpDesc& op : chain_then_reduce(1).ops) one.push(st::OpDesc(op));
+  EXPECT_FALSE(fu::bindings_match(*plans[0], one));
+}
+
+TEST_F(ProcessorTest, AFailingOptimizationFallsBackToTheOps) {
+  auto p = make(/*fail=*/true);
+  run(*p, chain_then_reduce(4).ops, true);
+  EXPECT_EQ(log_, (Log{"op:add", "op:mul", "op:add", "op:sum"}));
+}
+
+TEST_F(ProcessorTest, TheStoreEvictsTheLeastUsedPlan) {
+  fu::PlanStore small(2, 1000);
+  auto plan = [](st::OpKind kind) {
+    fu::PlanDraft d;
+    Program p(4);
+    p.binary(kind, p.input(), 0);
+    st::OperationQueue q;
+    q.push(st::OpDesc(p.ops[0]));
+    d.ops.push_back(q.relative(0));
+    d.triggers.push_back({fu::Trigger::Kind::kAlways, {}});
+    return d;
+  };
+  fu::PlanRef add = small.add(plan(st::OpKind::kAdd));
+  fu::PlanRef mul = small.add(plan(st::OpKind::kMul));
+  small.touch(*add);
+  small.touch(*add);
+  small.touch(*mul);
+  small.add(plan(st::OpKind::kSub));  // full: the least used (mul) goes
+  EXPECT_EQ(small.size(), 2u);
+  fu::PlanRefs found;
+  small.starting_with(add->ops[0], found);
+  EXPECT_EQ(found.size(), 1u);
+  found.clear();
+  small.starting_with(mul->ops[0], found);
+  EXPECT_TRUE(found.empty());
+}
+
+TEST_F(ProcessorTest, PastTheExplorationCapOpsRunOneByOne) {
+  fu::PlanStore capped(64, 0);
+  std::vector<std::unique_ptr<fu::OptimizationBuilder>> b;
+  b.push_back(std::make_unique<MockBuilder>(log_, builds_));
+  fu::Processor p(capped, std::move(b), 8);
+  for (const st::OpDesc& op : chain_then_reduce(4).ops) {
+    queue_.push(st::OpDesc(op));
+    p.process(queue_, context_, fu::ExecutionMode::kLazy);
+  }
+  p.process(queue_, context_, fu::ExecutionMode::kSync);
+  EXPECT_EQ(log_, (Log{"op:add", "op:mul", "op:add", "op:sum"}));
+  EXPECT_EQ(capped.size(), 0u);
+}
+
+}  // namespace
