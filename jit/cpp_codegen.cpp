@@ -2,6 +2,8 @@
 // convert.h (conversions) one for one: change one, change the other.
 #include "jit/cpp_codegen.h"
 
+#include "jit/program_optimizer.h"
+
 #include <string>
 
 #include "streamfuse/error.h"
@@ -285,8 +287,10 @@ const std::string& cpu_kernel_prelude() {
   return text;
 }
 
-std::string cpu_kernel_source(const FusedProgram& p, const SpecializationKey& key,
-                              std::string_view name) {
+namespace {
+
+std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
+                        std::string_view name) {
   check_program(p, key, name);
   const int rank = key.rank;
   const std::vector<ValueType> types = p.register_types();
@@ -382,6 +386,23 @@ std::string cpu_kernel_source(const FusedProgram& p, const SpecializationKey& ke
   }
   entry += "  }\n}\n";
   return s + entry;
+}
+
+}  // namespace
+
+std::string cpu_kernel_source(const FusedProgram& program, const SpecializationKey& key,
+                              std::string_view name) {
+  if (key.scalar_classes.empty() && key.exact_reciprocals == 0)
+    return emit_kernel(program, key, name);
+  // Reciprocals first: their bits name the program's own argument indices.
+  FusedProgram specialized = program;
+  if (key.exact_reciprocals != 0) multiply_by_exact_reciprocals(specialized, key.exact_reciprocals);
+  if (!key.scalar_classes.empty()) {
+    if (key.scalar_classes.size() != program.scalars.size())
+      fail(name, "the key's scalar classes do not fit the program");
+    merge_equal_scalars(specialized, key.scalar_classes);
+  }
+  return emit_kernel(specialized, key, name);
 }
 
 }  // namespace streamfuse::jit

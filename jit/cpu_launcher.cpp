@@ -76,6 +76,8 @@ void CpuLauncher::launch(const FusedProgram& program, std::uint64_t program_hash
           out.alias = static_cast<std::int8_t>(i);
       key.outputs.push_back(out);
     }
+    key.scalar_classes = equal_scalar_classes(program.scalars, scalars);
+    key.exact_reciprocals = exact_reciprocal_divisors(program, scalars);
     if (std::optional<ReadyKernel> kernel = cache_->find_or_request(program_hash, program, key)) {
       boost::container::small_vector<char*, 16> data;
       boost::container::small_vector<long long, 64> flat_strides;

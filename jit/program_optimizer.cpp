@@ -106,4 +106,36 @@ void simplify(FusedProgram& program) {
   program.num_registers = next;
 }
 
+void merge_equal_scalars(FusedProgram& program, std::span<const std::uint8_t> classes) {
+  for (Instruction& in : program.body)
+    if (in.kind == InstrKind::kScalar && static_cast<std::size_t>(in.index) < classes.size())
+      in.index = classes[static_cast<std::size_t>(in.index)];
+  simplify(program);
+}
+
+void multiply_by_exact_reciprocals(FusedProgram& program, std::uint64_t exact_reciprocals) {
+  std::vector<std::int32_t> scalar_of(static_cast<std::size_t>(program.num_registers), -1);
+  std::vector<Instruction> body;
+  body.reserve(program.body.size() + 4);
+  for (Instruction in : program.body) {
+    if (in.kind == InstrKind::kScalar) scalar_of[static_cast<std::size_t>(in.out)] = in.index;
+    if (in.kind == InstrKind::kOp && in.op == OpKind::kDiv && in.type == ValueType::kFloat) {
+      const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
+      if (s >= 0 && s < 64 && (exact_reciprocals >> s & 1)) {
+        Instruction recip{.kind = InstrKind::kOp,
+                          .op = OpKind::kRecip,
+                          .type = ValueType::kFloat,
+                          .out = program.num_registers++,
+                          .args = {in.args[1], -1, -1}};
+        body.push_back(recip);
+        in.op = OpKind::kMul;
+        in.args[1] = recip.out;
+      }
+    }
+    body.push_back(in);
+  }
+  program.body = std::move(body);
+  simplify(program);
+}
+
 }  // namespace streamfuse::jit

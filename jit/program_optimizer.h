@@ -2,6 +2,9 @@
 // bits (NaN payloads aside), so fused results still equal unfused ones.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include "jit/program.h"
 
 namespace streamfuse::jit {
@@ -13,5 +16,14 @@ namespace streamfuse::jit {
 // - numbers registers densely in order of definition.
 // Inputs and scalar arguments keep their indices (the caller's operand lists stay valid).
 void simplify(FusedProgram& program);
+
+// Makes every use of scalar argument i read argument classes[i] (arguments known equal), then
+// simplifies, so what equal constants compute is computed once.
+void merge_equal_scalars(FusedProgram& program, std::span<const std::uint8_t> classes);
+
+// Turns every float division by a scalar argument whose bit is set in `exact_reciprocals` into a
+// multiplication by the argument's reciprocal (exact for those arguments, see
+// SpecializationKey::exact_reciprocals), then simplifies.
+void multiply_by_exact_reciprocals(FusedProgram& program, std::uint64_t exact_reciprocals);
 
 }  // namespace streamfuse::jit

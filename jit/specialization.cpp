@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "jit/program.h"
+
 namespace streamfuse::jit {
 namespace {
 
@@ -44,7 +46,9 @@ std::uint64_t SpecializationKey::hash() const {
   std::uint64_t h = mix(static_cast<std::uint64_t>(rank), inputs.size() | (outputs.size() << 16));
   for (const OperandKey& k : inputs) h = hash_operand(h, k, rank);
   for (const OperandKey& k : outputs) h = hash_operand(h, k, rank);
-  return h;
+  for (std::size_t i = 0; i < scalar_classes.size(); ++i)
+    if (scalar_classes[i] != i) h = mix(h, (i << 8) | scalar_classes[i]);
+  return mix(h, exact_reciprocals);
 }
 
 std::string SpecializationKey::to_string() const {
@@ -53,7 +57,62 @@ std::string SpecializationKey::to_string() const {
   for (const OperandKey& k : inputs) print_operand(os << ' ', k, rank);
   os << "; out";
   for (const OperandKey& k : outputs) print_operand(os << ' ', k, rank);
+  if (!scalar_classes.empty()) {
+    os << "; scalars";
+    for (std::uint8_t c : scalar_classes) os << ' ' << int{c};
+  }
+  if (exact_reciprocals != 0) {
+    os << "; exact 1/s:";
+    for (int i = 0; i < 64; ++i)
+      if (exact_reciprocals >> i & 1) os << ' ' << i;
+  }
   return os.str();
+}
+
+std::uint64_t exact_reciprocal_divisors(const FusedProgram& program,
+                                        std::span<const std::int64_t> bits) {
+  std::uint64_t mask = 0;
+  const std::vector<Instruction>& body = program.body;
+  for (const Instruction& in : body) {
+    if (in.kind != InstrKind::kOp || in.op != stream::OpKind::kDiv || in.type != ValueType::kFloat)
+      continue;
+    // Registers are numbered in order of definition; look the divisor's definition up there.
+    const auto r = static_cast<std::size_t>(in.args[1]);
+    const Instruction* def = r < body.size() && body[r].out == in.args[1] ? &body[r] : nullptr;
+    if (!def)
+      for (const Instruction& d : body)
+        if (d.out == in.args[1]) def = &d;
+    if (!def || def->kind != InstrKind::kScalar || def->type != ValueType::kFloat) continue;
+    const auto i = static_cast<std::size_t>(def->index);
+    if (i >= 64 || i >= bits.size() || i >= program.scalars.size() ||
+        program.scalars[i].type != ValueType::kFloat)
+      continue;
+    // ±2^e with e in [-126, 126]: zero mantissa, biased exponent in [1, 253].
+    const auto f = static_cast<std::uint32_t>(bits[i]);
+    const std::uint32_t exponent = f >> 23 & 0xff;
+    if ((f & 0x7fffff) == 0 && exponent >= 1 && exponent <= 253) mask |= std::uint64_t{1} << i;
+  }
+  return mask;
+}
+
+boost::container::small_vector<std::uint8_t, 16> equal_scalar_classes(
+    std::span<const ScalarArg> args, std::span<const std::int64_t> bits) {
+  boost::container::small_vector<std::uint8_t, 16> classes;
+  const std::size_t n = bits.size();
+  if (n < 2 || n > 256 || args.size() != n) return classes;
+  bool any = false;
+  classes.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    classes[i] = static_cast<std::uint8_t>(i);
+    for (std::size_t j = 0; j < i; ++j)
+      if (bits[j] == bits[i] && args[j].type == args[i].type) {
+        classes[i] = static_cast<std::uint8_t>(j);
+        any = true;
+        break;
+      }
+  }
+  if (!any) classes.clear();
+  return classes;
 }
 
 }  // namespace streamfuse::jit
