@@ -9,9 +9,9 @@ namespace {
 
 using stream::LogChannel;
 
-void log(const std::string& line) {
-  if (stream::log_enabled(LogChannel::kFusion)) stream::log_line(LogChannel::kFusion, line);
-}
+bool logging() { return stream::log_enabled(LogChannel::kFusion); }
+
+void log(const std::string& line) { stream::log_line(LogChannel::kFusion, line); }
 
 std::string describe(const ExecutionPlan& plan) {
   std::string s = std::to_string(plan.len()) + " ops, ";
@@ -47,17 +47,19 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
       if (action.kind == Action::Kind::kDefer) return;
       if (action.kind == Action::Kind::kExecute) {
         if (bindings_match(*action.plan, queue)) {
-          log("matched plan: " + describe(*action.plan));
+          if (logging()) log("matched plan: " + describe(*action.plan));
           execute(*action.plan, queue, context);
           continue;
         }
-        log("rejected plan, size bindings changed: " + describe(*action.plan));
+        if (logging()) log("rejected plan, size bindings changed: " + describe(*action.plan));
       }
       if (!store_.try_explore()) {  // past the exploration cap: run the head op as it is
         stream::warn_once("fusion-exploration-cap",
                           "the plan store's exploration cap was reached; unknown segments now run "
                           "op by op");
         context.run_operation(0);
+        if (logging())
+          log("executed past the exploration cap: " + stream::to_string(queue.global(0)));
         queue.drain_front(1);
         start_segment();
         continue;
@@ -67,7 +69,7 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
     std::optional<PlanDraft> draft = explorer_.explore(queue, mode);
     if (!draft) return;  // lazy: builders still open, wait for more ops
     PlanRef plan = store_.add(std::move(*draft));
-    log("explored plan: " + describe(*plan));
+    if (logging()) log("explored plan: " + describe(*plan));
     execute(*plan, queue, context);
   }
 }
@@ -83,11 +85,14 @@ void Processor::execute(const ExecutionPlan& plan, SegmentQueue& queue, Executio
       stream::warn_once(std::string("fusion-fallback:") + e.what(),
                         std::string("a fused segment failed and ran unfused instead: ") + e.what());
       fell_back = true;
+      if (logging()) log(std::string("fell back to the ops: ") + e.what() + "; " + describe(plan));
     }
   }
   if (!plan.optimization || fell_back) {
     for (std::size_t i = 0; i < plan.len(); ++i) context.run_operation(i);
   }
+  if (logging())
+    log(std::string(fell_back ? "executed op by op: " : "executed: ") + describe(plan));
   queue.drain_front(plan.len());
   start_segment();
 }

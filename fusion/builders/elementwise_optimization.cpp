@@ -1,5 +1,7 @@
 #include "fusion/builders/elementwise_optimization.h"
 
+#include <algorithm>
+
 #include <boost/container/small_vector.hpp>
 
 #include "backends/backend.h"
@@ -24,7 +26,13 @@ struct Value {
 
 ElementwiseOptimization::ElementwiseOptimization(std::size_t len, std::vector<Tensor> tensors,
                                                  std::vector<ElementwiseKernel> kernels)
-    : len_(len), tensors_(std::move(tensors)), kernels_(std::move(kernels)) {}
+    : len_(len), tensors_(std::move(tensors)), kernels_(std::move(kernels)) {
+  std::vector<bool> read(tensors_.size(), false);
+  for (const ElementwiseKernel& k : kernels_)
+    for (std::uint32_t t : k.inputs) read[t] = true;
+  for (std::uint32_t t = 0; t < tensors_.size(); ++t)
+    if (tensors_[t].erase && !read[t]) erase_first_.push_back(t);
+}
 
 std::string ElementwiseOptimization::describe() const {
   std::size_t instructions = 0;
@@ -36,10 +44,16 @@ std::string ElementwiseOptimization::describe() const {
 // All or nothing: every allocation happens before the first kernel runs, and results are
 // published only at the end, so an exception leaves the context as it was (inputs lent to an
 // output are only written by kernels, which do not throw).
+//
+// Tensors whose last use is their drop in this segment and that no kernel reads (typically the
+// previous iteration's result) are erased first, so their memory serves this run's outputs and
+// a loop holds one result at a time. That keeps all-or-nothing: no op of the segment reads them,
+// and running their drops again after a failure erases nothing.
 void ElementwiseOptimization::execute(ExecutionContext& context) {
   std::vector<Value> values(tensors_.size());
   for (std::size_t t = 0; t < tensors_.size(); ++t)
     values[t].desc = &desc_at(context, tensors_[t].source);
+  for (std::uint32_t t : erase_first_) context.erase(values[t].desc->id);
   auto input = [&](std::uint32_t t) -> Value& {
     Value& v = values[t];
     if (!v.known) {
@@ -101,7 +115,8 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       else
         context.set_handle(v.desc->id, std::move(v.handle));
     }
-    if (tensors_[t].erase) context.erase(v.desc->id);
+    if (tensors_[t].erase && !std::binary_search(erase_first_.begin(), erase_first_.end(), t))
+      context.erase(v.desc->id);
   }
 }
 

@@ -62,6 +62,7 @@ class ElementwiseOptimization final : public Optimization {
   std::size_t len_;
   std::vector<Tensor> tensors_;
   std::vector<ElementwiseKernel> kernels_;
+  std::vector<std::uint32_t> erase_first_;  // tensors to erase that no kernel reads
 };
 
 }  // namespace streamfuse::fusion

@@ -6,6 +6,7 @@
 
 #include <streamfuse/streamfuse.h>
 
+#include "bench/gelu_variants.h"
 #include "fusion/builders/elementwise_builder.h"
 #include "stream/runtime.h"
 
@@ -155,6 +156,44 @@ TEST(ElementwiseBuilderTest, ScoreIsNotPositiveForASingleOp) {
   sf::Tensor y;
   const Built b = build([&] { y = sf::exp(x); });
   EXPECT_LE(b.score, 0) << "one op reads and writes the same either way";
+}
+
+// The README's gelu_custom (about 20 ops, a sign-split A&S erf) is one kernel reading x once and
+// writing the result once.
+TEST(ElementwiseBuilderTest, TheReadmesGeluCustomIsOneKernel) {
+  const sf::Tensor x = sf::randn({4, 64});
+  sf::Tensor y;
+  const Built b = build([&] { y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf); });
+  ASSERT_TRUE(b.optimization);
+  EXPECT_EQ(b.len, b.recorded);
+  ASSERT_EQ(b.optimization->kernels().size(), 1u);
+  EXPECT_EQ(b.optimization->kernels()[0].inputs.size(), 1u);
+  EXPECT_EQ(b.optimization->kernels()[0].outputs.size(), 1u);
+}
+
+// In a loop, the previous iteration's result is dropped in the segment that makes the next one;
+// its memory is released before the new result is allocated, so the loop holds one at a time.
+TEST(ElementwiseBuilderTest, ALoopHoldsOneResultAtATime) {
+  const sf::Config saved = sf::config();
+  sf::Config c = saved;
+  c.fusion = true;
+  c.jit = sf::JitMode::kInterpret;
+  sf::set_config(c);
+  const sf::Tensor x = sf::randn({256, 1024});
+  const auto bytes = static_cast<std::int64_t>(x.numel() * sizeof(float));
+  for (int i = 0; i < 2; ++i) {  // explore and store the plans
+    sf::Tensor y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf);
+    sf::synchronize();
+  }
+  sf::synchronize();
+  sf::reset_peak_memory_stats();
+  const std::int64_t base = sf::memory_stats().bytes_in_use;
+  for (int i = 0; i < 4; ++i) {
+    sf::Tensor y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf);
+    sf::synchronize();
+  }
+  EXPECT_LE(sf::memory_stats().peak_bytes_in_use - base, bytes);
+  sf::set_config(saved);
 }
 
 }  // namespace
