@@ -53,6 +53,6 @@ void BM_RecordOnly(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_OpOverhead)->ArgsProduct({{10000}, {0}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpOverhead)->ArgsProduct({{10000}, {0, 1}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RecordOnly)->Unit(benchmark::kNanosecond);
 BENCHMARK_MAIN();

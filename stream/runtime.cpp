@@ -6,6 +6,7 @@
 #include "backends/cpu/isa.h"
 #include "cache/cache_dir.h"
 #include "stream/log.h"
+#include "stream/thread_local.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::stream {
@@ -30,7 +31,7 @@ Registry& registry() {
 // This thread's streams. The destructor runs at thread exit: it drains them (their tensors may
 // be read by other threads) and hands them back for reuse. `t_exited` is trivially destructible,
 // so it stays readable after that.
-thread_local bool t_exited = false;
+SF_THREAD_LOCAL bool t_exited = false;
 struct ThreadStreams {
   std::array<Stream*, kSlots> streams{};
   std::array<DeviceRuntime*, kSlots> owners{};
@@ -48,7 +49,7 @@ struct ThreadStreams {
     }
   }
 };
-thread_local ThreadStreams t_streams;
+SF_THREAD_LOCAL ThreadStreams t_streams;
 
 std::unique_ptr<backends::Backend> make_backend(Device device) {
   if (device.is_cpu()) return backends::cpu::make_cpu_backend();

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "stream/log.h"
+#include "stream/thread_local.h"
 #include "stream/runtime.h"
 #include "stream/stream.h"
 
@@ -13,7 +14,7 @@ namespace {
 // made it simply joins that thread's pool. After the pool's destructor ran (thread exit),
 // nodes go straight to delete.
 constexpr std::size_t kPoolLimit = 4096;
-thread_local bool t_pool_gone = false;
+SF_THREAD_LOCAL bool t_pool_gone = false;
 struct NodePool {
   std::vector<TensorNode*> free;
   ~NodePool() {
@@ -21,7 +22,7 @@ struct NodePool {
     for (TensorNode* n : free) delete n;
   }
 };
-thread_local NodePool t_pool;
+SF_THREAD_LOCAL NodePool t_pool;
 
 void free_node(TensorNode* n) {
   if (!t_pool_gone && t_pool.free.size() < kPoolLimit) {
