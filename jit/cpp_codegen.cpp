@@ -283,8 +283,10 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
 }  // namespace
 
 const std::string& cpu_kernel_prelude() {
-  static const std::string text(detail::kCpuKernelPrelude);
-  return text;
+  // Never destroyed: the kernel cache's compiler thread may still read it while the process
+  // exits (the device runtime that owns that thread lives until the end, by design).
+  static const std::string* text = new std::string(detail::kCpuKernelPrelude);
+  return *text;
 }
 
 namespace {

@@ -25,9 +25,11 @@ void log_line(LogChannel c, std::string_view message) {
 }
 
 void warn_once(std::string_view key, std::string_view message) {
-  static std::set<std::string, std::less<>> seen;
+  // Never destroyed: threads still running at exit (the JIT's compiler thread, drops of
+  // tensors with static storage) may warn while static destructors run.
+  static auto* seen = new std::set<std::string, std::less<>>;
   std::lock_guard lock(g_print_mutex);
-  if (!seen.emplace(key).second) return;
+  if (!seen->emplace(key).second) return;
   std::fprintf(stderr, "[streamfuse] warning: %.*s\n", static_cast<int>(message.size()),
                message.data());
 }
