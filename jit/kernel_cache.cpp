@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "jit/cpp_codegen.h"
+#include "jit/hash_mix.h"
 #include "stream/log.h"
 #include "streamfuse/error.h"
 
@@ -19,12 +20,6 @@ namespace streamfuse::jit {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 31);
-}
 
 // A file name no other thread or process uses at the same time, next to `path`.
 std::string temp_name(const std::string& path) {
@@ -99,7 +94,7 @@ std::string first_line_of(const std::string& text) { return text.substr(0, text.
 }  // namespace
 
 std::size_t KernelCache::KeyHash::hash(std::uint64_t program_hash, const SpecializationKey& spec) {
-  return static_cast<std::size_t>(mix(program_hash, spec.hash()));
+  return static_cast<std::size_t>(hash_mix(program_hash, spec.hash()));
 }
 
 KernelCache::KernelCache(std::string directory, KernelCacheOptions options)

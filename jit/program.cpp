@@ -3,18 +3,9 @@
 #include <sstream>
 
 #include "backends/scalar_values.h"
+#include "jit/hash_mix.h"
 
 namespace streamfuse::jit {
-namespace {
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 31);
-}
-
-}  // namespace
-
 ValueType value_type_of(DType d) {
   switch (d) {
     case kI32:
@@ -69,24 +60,24 @@ std::vector<ValueType> FusedProgram::register_types() const {
 }
 
 std::uint64_t FusedProgram::hash() const {
-  std::uint64_t h = mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
-  for (DType d : inputs) h = mix(h, static_cast<std::uint64_t>(d));
+  std::uint64_t h = hash_mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
+  for (DType d : inputs) h = hash_mix(h, static_cast<std::uint64_t>(d));
   for (const ScalarArg& s : scalars)
-    h = mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
-                   (static_cast<std::uint64_t>(s.dtype) << 16));
+    h = hash_mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
+                        (static_cast<std::uint64_t>(s.dtype) << 16));
   for (const Instruction& in : body) {
-    h = mix(h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
-                   (static_cast<std::uint64_t>(in.type) << 16) |
-                   (static_cast<std::uint64_t>(in.round) << 24) |
-                   (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
-    h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
+    h = hash_mix(h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
+                        (static_cast<std::uint64_t>(in.type) << 16) |
+                        (static_cast<std::uint64_t>(in.round) << 24) |
+                        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
+    h = hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
     for (std::int32_t a : in.args)
-      h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
+      h = hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
   }
   for (const ProgramOutput& o : outputs)
-    h = mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
-                   (static_cast<std::uint64_t>(o.dtype) << 32));
-  return mix(h, static_cast<std::uint64_t>(num_registers));
+    h = hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
+                        (static_cast<std::uint64_t>(o.dtype) << 32));
+  return hash_mix(h, static_cast<std::uint64_t>(num_registers));
 }
 
 std::string FusedProgram::to_string() const {

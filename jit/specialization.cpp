@@ -2,23 +2,18 @@
 
 #include <sstream>
 
+#include "jit/hash_mix.h"
 #include "jit/program.h"
 
 namespace streamfuse::jit {
 namespace {
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 31);
-}
 
 std::uint64_t hash_operand(std::uint64_t h, const OperandKey& k, int rank) {
   std::uint64_t v = static_cast<std::uint64_t>(k.dtype) |
                     (static_cast<std::uint64_t>(static_cast<std::uint8_t>(k.alias)) << 8);
   for (int d = 0; d < rank; ++d)
     v = (v << 2) ^ static_cast<std::uint64_t>(k.strides[static_cast<std::size_t>(d)]) ^ (v >> 60);
-  return mix(h, v);
+  return hash_mix(h, v);
 }
 
 void print_operand(std::ostream& os, const OperandKey& k, int rank) {
@@ -43,12 +38,13 @@ void print_operand(std::ostream& os, const OperandKey& k, int rank) {
 }  // namespace
 
 std::uint64_t SpecializationKey::hash() const {
-  std::uint64_t h = mix(static_cast<std::uint64_t>(rank), inputs.size() | (outputs.size() << 16));
+  std::uint64_t h =
+      hash_mix(static_cast<std::uint64_t>(rank), inputs.size() | (outputs.size() << 16));
   for (const OperandKey& k : inputs) h = hash_operand(h, k, rank);
   for (const OperandKey& k : outputs) h = hash_operand(h, k, rank);
   for (std::size_t i = 0; i < scalar_classes.size(); ++i)
-    if (scalar_classes[i] != i) h = mix(h, (i << 8) | scalar_classes[i]);
-  return mix(h, exact_reciprocals);
+    if (scalar_classes[i] != i) h = hash_mix(h, (i << 8) | scalar_classes[i]);
+  return hash_mix(h, exact_reciprocals);
 }
 
 std::string SpecializationKey::to_string() const {
