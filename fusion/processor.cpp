@@ -13,10 +13,12 @@ bool logging() { return stream::log_enabled(LogChannel::kFusion); }
 
 void log(const std::string& line) { stream::log_line(LogChannel::kFusion, line); }
 
-std::string describe(const ExecutionPlan& plan) {
+// The plan and the segment's first op as recorded (the plan's own ops are relative: their
+// scalars are placeholders).
+std::string describe(const ExecutionPlan& plan, const SegmentQueue& queue) {
   std::string s = std::to_string(plan.len()) + " ops, ";
   s += plan.optimization ? plan.optimization->describe() : std::string("operations");
-  s += ", first " + stream::to_string(plan.ops.front());
+  s += ", first " + stream::to_string(queue.global(0));
   return s;
 }
 
@@ -47,11 +49,12 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
       if (action.kind == Action::Kind::kDefer) return;
       if (action.kind == Action::Kind::kExecute) {
         if (bindings_match(*action.plan, queue)) {
-          if (logging()) log("matched plan: " + describe(*action.plan));
+          if (logging()) log("matched plan: " + describe(*action.plan, queue));
           execute(*action.plan, queue, context);
           continue;
         }
-        if (logging()) log("rejected plan, size bindings changed: " + describe(*action.plan));
+        if (logging())
+          log("rejected plan, size bindings changed: " + describe(*action.plan, queue));
       }
       if (!store_.try_explore()) {  // past the exploration cap: run the head op as it is
         stream::warn_once("fusion-exploration-cap",
@@ -69,7 +72,7 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
     std::optional<PlanDraft> draft = explorer_.explore(queue, mode);
     if (!draft) return;  // lazy: builders still open, wait for more ops
     PlanRef plan = store_.add(std::move(*draft));
-    if (logging()) log("explored plan: " + describe(*plan));
+    if (logging()) log("explored plan: " + describe(*plan, queue));
     execute(*plan, queue, context);
   }
 }
@@ -85,14 +88,15 @@ void Processor::execute(const ExecutionPlan& plan, SegmentQueue& queue, Executio
       stream::warn_once(std::string("fusion-fallback:") + e.what(),
                         std::string("a fused segment failed and ran unfused instead: ") + e.what());
       fell_back = true;
-      if (logging()) log(std::string("fell back to the ops: ") + e.what() + "; " + describe(plan));
+      if (logging())
+        log(std::string("fell back to the ops: ") + e.what() + "; " + describe(plan, queue));
     }
   }
   if (!plan.optimization || fell_back) {
     for (std::size_t i = 0; i < plan.len(); ++i) context.run_operation(i);
   }
   if (logging())
-    log(std::string(fell_back ? "executed op by op: " : "executed: ") + describe(plan));
+    log(std::string(fell_back ? "executed op by op: " : "executed: ") + describe(plan, queue));
   queue.drain_front(plan.len());
   start_segment();
 }

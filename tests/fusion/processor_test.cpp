@@ -2,11 +2,14 @@
 // the decisions are easiest to see here, without kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "fusion/processor.h"
+#include "stream/log.h"
 #include "stream/queue.h"
 #include "streamfuse/error.h"
 
@@ -207,6 +210,32 @@ TEST_F(ProcessorTest, AStoredPlanIsReusedAcrossBatchSizesAndScalarValues) {
   EXPECT_EQ(store_.size(), plans) << "no new plan";
   EXPECT_EQ(builds_, builds) << "no new optimization";
   EXPECT_EQ(store_.explorations(), explorations) << "matched, not explored";
+}
+
+// STREAMFUSE_LOG=fusion: one line per decision, naming the plan and the op it starts with.
+TEST_F(ProcessorTest, LogsEachDecisionOnOneLine) {
+  auto p = make();
+  st::set_log_mask(st::parse_log_channels("fusion"));
+  ::testing::internal::CaptureStderr();
+  run(*p, chain_then_reduce(4).ops, true);
+  run(*p, chain_then_reduce(4).ops, true);
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  st::set_log_mask(0);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(out.substr(at, nl - at));
+  const auto count = [&](const std::string& prefix) {
+    return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.rfind("[streamfuse:fusion] " + prefix, 0) == 0;
+    });
+  };
+  EXPECT_EQ(count("explored plan: 3 ops, mock"), 1) << out;
+  EXPECT_EQ(count("matched plan: 3 ops, mock"), 1) << out;
+  EXPECT_EQ(count("executed: 3 ops, mock"), 2) << out;
+  EXPECT_EQ(count("executed: 1 ops, operations"), 2) << out;  // the reduction, twice
+  for (const std::string& l : lines)
+    if (l.find("mock") != std::string::npos)
+      EXPECT_NE(l.find(", first add("), std::string::npos) << l;
 }
 
 TEST_F(ProcessorTest, OnOperationsTriggerFiresOnTheOpThatClosedExploration) {
