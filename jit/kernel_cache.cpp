@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cache/cache_file.h"
 #include "jit/cpp_codegen.h"
 #include "jit/hash_mix.h"
 #include "stream/log.h"
@@ -29,22 +30,10 @@ std::string temp_name(const std::string& path) {
 
 // Writes `text` to `path` atomically (temp file + rename). Throws CompileError.
 void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = temp_name(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw CompileError("jit: cannot write kernel source " + path + ": " + std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw CompileError("jit: cannot write kernel source " + path + ": " + std::strerror(err));
+  try {
+    cache::write_file_atomically(path, text);
+  } catch (const Error& e) {
+    throw CompileError(std::string("jit: kernel source: ") + e.what());
   }
 }
 

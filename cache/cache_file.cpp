@@ -1,0 +1,154 @@
+#include "cache/cache_file.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+
+#include <boost/crc.hpp>
+
+#include "streamfuse/error.h"
+
+namespace streamfuse::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'S', 'F', 'C', 'A', 'C', 'H', 'E', '\n'};
+constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 4 + 8 + 4;
+
+void put(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(v >> (8 * i) & 0xff));
+}
+std::uint64_t get(const char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+
+std::uint32_t crc32(std::string_view bytes) {
+  boost::crc_32_type crc;
+  crc.process_bytes(bytes.data(), bytes.size());
+  return crc.checksum();
+}
+
+ReadResult reject(Rejection r, std::string detail = {}) {
+  ReadResult result;
+  result.rejection = r;
+  result.detail = std::move(detail);
+  return result;
+}
+
+}  // namespace
+
+const char* rejection_name(Rejection r) {
+  switch (r) {
+    case Rejection::kNone:
+      return "ok";
+    case Rejection::kMissing:
+      return "missing";
+    case Rejection::kNotAFile:
+      return "not a regular file";
+    case Rejection::kUnreadable:
+      return "unreadable";
+    case Rejection::kTruncated:
+      return "truncated";
+    case Rejection::kWrongMagic:
+      return "not a streamfuse cache file";
+    case Rejection::kNewerFormat:
+      return "written by a newer format version";
+    case Rejection::kOlderFormat:
+      return "written by an older format version";
+    case Rejection::kWrongKind:
+      return "another kind of cache file";
+    case Rejection::kOtherFingerprint:
+      return "fingerprint differs";
+    case Rejection::kTrailingBytes:
+      return "longer than its header says";
+    case Rejection::kChecksumMismatch:
+      return "checksum mismatch";
+  }
+  return "?";
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes) {
+  static std::atomic<std::uint64_t> counter{0};
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      const int err = errno;
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error("cannot write " + path.string() + ": " + std::strerror(err));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw Error("cannot write " + path.string() + ": " + std::strerror(err));
+  }
+}
+
+void write_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint,
+                      std::string_view payload) {
+  std::string bytes(kMagic, sizeof kMagic);
+  put(bytes, kFormatVersion, 4);
+  put(bytes, static_cast<std::uint32_t>(kind), 4);
+  put(bytes, fingerprint.size(), 4);
+  put(bytes, payload.size(), 8);
+  put(bytes, crc32(payload), 4);
+  bytes.append(fingerprint);
+  bytes.append(payload);
+  write_file_atomically(path, bytes);
+}
+
+ReadResult read_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) return reject(Rejection::kMissing);
+  if (ec) return reject(Rejection::kUnreadable, ec.message());
+  if (status.type() != fs::file_type::regular) return reject(Rejection::kNotAFile);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return reject(Rejection::kUnreadable, std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return reject(Rejection::kUnreadable, std::strerror(errno));
+
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return reject(bytes.size() < sizeof kMagic ? Rejection::kTruncated : Rejection::kWrongMagic);
+  if (bytes.size() < kHeaderSize) return reject(Rejection::kTruncated);
+  const char* h = bytes.data() + sizeof kMagic;
+  const auto version = static_cast<std::uint32_t>(get(h, 4));
+  if (version > kFormatVersion)
+    return reject(Rejection::kNewerFormat, "version " + std::to_string(version));
+  if (version < kFormatVersion)
+    return reject(Rejection::kOlderFormat, "version " + std::to_string(version));
+  const auto file_kind = static_cast<std::uint32_t>(get(h + 4, 4));
+  if (file_kind != static_cast<std::uint32_t>(kind))
+    return reject(Rejection::kWrongKind, "kind " + std::to_string(file_kind));
+  const std::uint64_t fingerprint_size = get(h + 8, 4);
+  const std::uint64_t payload_size = get(h + 12, 8);
+  const auto crc = static_cast<std::uint32_t>(get(h + 20, 4));
+  const std::uint64_t body = bytes.size() - kHeaderSize;
+  if (fingerprint_size > body || payload_size > body - fingerprint_size)
+    return reject(Rejection::kTruncated);
+  if (payload_size < body - fingerprint_size) return reject(Rejection::kTrailingBytes);
+  const std::string_view stored(bytes.data() + kHeaderSize, fingerprint_size);
+  if (stored != fingerprint)
+    return reject(Rejection::kOtherFingerprint, "file: " + std::string(stored));
+  const std::string_view payload(bytes.data() + kHeaderSize + fingerprint_size, payload_size);
+  if (crc32(payload) != crc) return reject(Rejection::kChecksumMismatch);
+  ReadResult result;
+  result.payload.assign(payload);
+  return result;
+}
+
+}  // namespace streamfuse::cache

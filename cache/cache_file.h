@@ -1,0 +1,62 @@
+// One file of the persistent cache (a plan, a kernel, a bundle): a fixed header, a fingerprint,
+// then the payload.
+//
+//   magic "SFCACHE\n" | format version u32 | kind u32 | fingerprint size u32 | payload size u64 |
+//   payload CRC-32 u32 | fingerprint bytes | payload bytes            (integers little-endian)
+//
+// The fingerprint names everything the payload depends on beyond its own bytes (library version,
+// compiler and flags, CPU features, ...); a file whose fingerprint differs is not used. Files are
+// written to a temporary name in the same directory and renamed into place, so a reader never
+// sees a half-written file, and a crash leaves at most a stray temporary.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace streamfuse::cache {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+
+enum class FileKind : std::uint32_t { kPlan = 1, kCpuKernel = 2, kBundle = 3 };
+
+// Why a file was not used. kMissing is the ordinary miss; every other reason is worth a warning.
+enum class Rejection : std::uint8_t {
+  kNone,
+  kMissing,
+  kNotAFile,     // a directory (or other non-regular file) where a file should be
+  kUnreadable,   // exists but cannot be opened or read
+  kTruncated,    // shorter than its header says
+  kWrongMagic,   // not a streamfuse cache file
+  kNewerFormat,  // written by a newer streamfuse
+  kOlderFormat,  // written by an older streamfuse
+  kWrongKind,    // e.g. a kernel where a plan was expected
+  kOtherFingerprint,
+  kTrailingBytes,  // longer than its header says
+  kChecksumMismatch,
+};
+const char* rejection_name(Rejection r);
+
+struct ReadResult {
+  Rejection rejection = Rejection::kNone;
+  std::string payload;  // when rejection == kNone
+  std::string detail;   // for logs: what differed
+  explicit operator bool() const { return rejection == Rejection::kNone; }
+};
+
+// Writes `bytes` to `path` through a temporary file in the same directory renamed into place.
+// Throws streamfuse::Error with the path and the system's reason.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+// Writes `payload` atomically (temporary file + rename). Throws streamfuse::Error naming the path
+// when the directory cannot be written; the caller decides whether that disables persistence.
+void write_cache_file(const std::filesystem::path& path, FileKind kind,
+                      std::string_view fingerprint, std::string_view payload);
+
+// Reads and checks a file written by write_cache_file. Never throws for a bad file: the result
+// says why it was rejected.
+ReadResult read_cache_file(const std::filesystem::path& path, FileKind kind,
+                           std::string_view fingerprint);
+
+}  // namespace streamfuse::cache

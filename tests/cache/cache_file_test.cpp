@@ -1,0 +1,135 @@
+// Cache files: what is written reads back, and every kind of bad file is a rejection with its
+// reason, never an exception or a wrong payload.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/cache_file.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CacheFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        fs::temp_directory_path() /
+        ("sf_cache_file_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string bytes_of(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  void overwrite(const fs::path& p, const std::string& bytes) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  Rejection read(const fs::path& p) { return read_cache_file(p, FileKind::kPlan, "fp").rejection; }
+
+  fs::path dir_;
+  const std::string payload_ = std::string("plan\0bytes", 10) + std::string(1000, 'x');
+};
+
+TEST_F(CacheFileTest, WhatIsWrittenReadsBack) {
+  const fs::path p = dir_ / "a.plan";
+  write_cache_file(p, FileKind::kPlan, "fp", payload_);
+  const ReadResult r = read_cache_file(p, FileKind::kPlan, "fp");
+  ASSERT_TRUE(r) << rejection_name(r.rejection);
+  EXPECT_EQ(r.payload, payload_);
+  write_cache_file(p, FileKind::kPlan, "fp", "");  // replaced in place, empty payloads too
+  EXPECT_EQ(read_cache_file(p, FileKind::kPlan, "fp").payload, "");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename(), "a.plan") << "no temporary left behind";
+}
+
+TEST_F(CacheFileTest, MissingAndDirectoriesAreRejected) {
+  EXPECT_EQ(read(dir_ / "none"), Rejection::kMissing);
+  fs::create_directory(dir_ / "d");
+  EXPECT_EQ(read(dir_ / "d"), Rejection::kNotAFile);
+}
+
+TEST_F(CacheFileTest, EveryTruncationIsRejected) {
+  const fs::path p = dir_ / "t";
+  write_cache_file(p, FileKind::kPlan, "fp", payload_);
+  const std::string whole = bytes_of(p);
+  for (std::size_t n = 0; n < whole.size(); n += (n < 64 ? 1 : 97)) {
+    overwrite(p, whole.substr(0, n));
+    EXPECT_EQ(read(p), Rejection::kTruncated) << n << " bytes";
+  }
+  overwrite(p, whole + "z");
+  EXPECT_EQ(read(p), Rejection::kTrailingBytes);
+}
+
+TEST_F(CacheFileTest, CorruptionIsCaughtByTheChecksum) {
+  const fs::path p = dir_ / "c";
+  write_cache_file(p, FileKind::kPlan, "fp", payload_);
+  const std::string whole = bytes_of(p);
+  for (std::size_t at : {whole.size() - 1, whole.size() - 500, whole.size() - payload_.size()}) {
+    std::string bad = whole;
+    bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    overwrite(p, bad);
+    EXPECT_EQ(read(p), Rejection::kChecksumMismatch) << "byte " << at;
+  }
+}
+
+TEST_F(CacheFileTest, HeadersFromElsewhereAreRejected) {
+  const fs::path p = dir_ / "h";
+  overwrite(p, std::string(200, 'q'));
+  EXPECT_EQ(read(p), Rejection::kWrongMagic);
+  write_cache_file(p, FileKind::kPlan, "fp", payload_);
+  const std::string whole = bytes_of(p);
+  std::string newer = whole, older = whole;
+  newer[8] = static_cast<char>(kFormatVersion + 1);
+  older[8] = 0;
+  overwrite(p, newer);
+  EXPECT_EQ(read(p), Rejection::kNewerFormat);
+  overwrite(p, older);
+  EXPECT_EQ(read(p), Rejection::kOlderFormat);
+  overwrite(p, whole);
+  EXPECT_EQ(read_cache_file(p, FileKind::kCpuKernel, "fp").rejection, Rejection::kWrongKind);
+  const ReadResult other = read_cache_file(p, FileKind::kPlan, "fp of another machine");
+  EXPECT_EQ(other.rejection, Rejection::kOtherFingerprint);
+  EXPECT_NE(other.detail.find("fp"), std::string::npos);
+}
+
+// Readers racing a writer see the old file or the new one, never a mix.
+TEST_F(CacheFileTest, ConcurrentWritersAndReadersSeeWholeFiles) {
+  const fs::path p = dir_ / "race";
+  const std::string a(100000, 'a'), b(50000, 'b');
+  write_cache_file(p, FileKind::kPlan, "fp", a);
+  std::thread writer([&] {
+    for (int i = 0; i < 200; ++i) write_cache_file(p, FileKind::kPlan, "fp", i % 2 ? a : b);
+  });
+  int reads = 0;
+  for (; reads < 400; ++reads) {
+    const ReadResult r = read_cache_file(p, FileKind::kPlan, "fp");
+    ASSERT_TRUE(r) << rejection_name(r.rejection);
+    ASSERT_TRUE(r.payload == a || r.payload == b);
+  }
+  writer.join();
+}
+
+TEST_F(CacheFileTest, AnUnwritableDirectoryThrowsNamingThePath) {
+  const fs::path p = dir_ / "no" / "such" / "dir" / "f";
+  try {
+    write_cache_file(p, FileKind::kPlan, "fp", payload_);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace streamfuse::cache
