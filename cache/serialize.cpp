@@ -1,0 +1,304 @@
+#include "cache/serialize.h"
+
+#include <sstream>
+#include <type_traits>
+
+#include <cereal/archives/portable_binary.hpp>
+
+namespace streamfuse::cache {
+namespace {
+
+using In = cereal::PortableBinaryInputArchive;
+using Out = cereal::PortableBinaryOutputArchive;
+
+#define SF_COUNT_KIND(name, api, category, arity) +1
+constexpr unsigned kNumOpKinds = 0 STREAMFUSE_OP_KINDS(SF_COUNT_KIND);
+#undef SF_COUNT_KIND
+
+// Bounds on decoded sizes: far above anything streamfuse writes, low enough that a bad size
+// cannot make a decoder allocate gigabytes.
+constexpr std::uint32_t kMaxOps = 1 << 16;
+constexpr std::uint32_t kMaxItems = 1 << 20;
+
+[[noreturn]] void bad(const std::string& what) {
+  throw FormatError("cache payload does not decode: " + what);
+}
+
+// Enums travel as their underlying integer and are range-checked on the way in.
+template <class E>
+void put_enum(Out& out, E e) {
+  out(static_cast<std::uint32_t>(e));
+}
+template <class E>
+E get_enum(In& in, unsigned count, const char* what) {
+  std::uint32_t v = 0;
+  in(v);
+  if (v >= count) bad(std::string(what) + " " + std::to_string(v) + " out of range");
+  return static_cast<E>(v);
+}
+
+std::uint32_t get_size(In& in, std::uint32_t max, const char* what) {
+  std::uint32_t n = 0;
+  in(n);
+  if (n > max) bad(std::string(what) + " count " + std::to_string(n));
+  return n;
+}
+
+void put_shape(Out& out, const Shape& s) {
+  out(static_cast<std::uint8_t>(s.rank()));
+  for (std::int64_t d : s.dims()) out(d);
+}
+Shape get_shape(In& in) {
+  std::uint8_t rank = 0;
+  in(rank);
+  if (rank > kMaxRank) bad("rank " + std::to_string(rank));
+  Shape s;
+  for (int i = 0; i < rank; ++i) {
+    std::int64_t d = 0;
+    in(d);
+    if (d < 0) bad("negative size");
+    s.push_back(d);
+  }
+  return s;
+}
+
+void put_tensor(Out& out, const stream::TensorDesc& t) {
+  out(t.id);
+  put_shape(out, t.shape);
+  put_enum(out, t.dtype);
+  put_enum(out, t.status);
+}
+stream::TensorDesc get_tensor(In& in) {
+  stream::TensorDesc t;
+  in(t.id);
+  t.shape = get_shape(in);
+  t.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
+  t.status = get_enum<stream::TensorStatus>(in, 3, "tensor status");
+  return t;
+}
+
+void put_op(Out& out, const stream::OpDesc& op) {
+  put_enum(out, op.kind);
+  out(static_cast<std::uint32_t>(op.inputs.size()));
+  for (const auto& t : op.inputs) put_tensor(out, t);
+  out(static_cast<std::uint32_t>(op.outputs.size()));
+  for (const auto& t : op.outputs) put_tensor(out, t);
+  out(static_cast<std::uint32_t>(op.scalars.size()));
+  for (const Scalar& s : op.scalars) {
+    put_enum(out, s.kind());
+    out(s.bits());
+  }
+  put_enum(out, op.attrs.dtype);
+  put_enum(out, op.attrs.scalar_side);
+  out(op.attrs.axis, op.attrs.keepdim);
+  for (std::int8_t p : op.attrs.perm) out(p);
+}
+stream::OpDesc get_op(In& in) {
+  stream::OpDesc op;
+  op.kind = get_enum<stream::OpKind>(in, kNumOpKinds, "op kind");
+  for (std::uint32_t n = get_size(in, kMaxItems, "input"); n > 0; --n)
+    op.inputs.push_back(get_tensor(in));
+  for (std::uint32_t n = get_size(in, kMaxItems, "output"); n > 0; --n)
+    op.outputs.push_back(get_tensor(in));
+  for (std::uint32_t n = get_size(in, kMaxItems, "scalar"); n > 0; --n) {
+    const auto kind = get_enum<Scalar::Kind>(in, 3, "scalar kind");
+    std::int64_t bits = 0;
+    in(bits);
+    op.scalars.push_back(Scalar::from_bits(kind, bits));
+  }
+  op.attrs.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
+  op.attrs.scalar_side = get_enum<stream::ScalarSide>(in, 3, "scalar side");
+  in(op.attrs.axis, op.attrs.keepdim);
+  for (std::int8_t& p : op.attrs.perm) in(p);
+  return op;
+}
+
+void put_program(Out& out, const jit::FusedProgram& p) {
+  out(static_cast<std::uint32_t>(p.inputs.size()));
+  for (DType d : p.inputs) put_enum(out, d);
+  out(static_cast<std::uint32_t>(p.scalars.size()));
+  for (const jit::ScalarArg& s : p.scalars) {
+    put_enum(out, s.mode);
+    put_enum(out, s.type);
+    put_enum(out, s.dtype);
+  }
+  out(static_cast<std::uint32_t>(p.body.size()));
+  for (const jit::Instruction& in : p.body) {
+    put_enum(out, in.kind);
+    put_enum(out, in.op);
+    put_enum(out, in.type);
+    put_enum(out, in.round);
+    out(in.out, in.index, in.args[0], in.args[1], in.args[2]);
+  }
+  out(static_cast<std::uint32_t>(p.outputs.size()));
+  for (const jit::ProgramOutput& o : p.outputs) {
+    out(o.reg);
+    put_enum(out, o.dtype);
+  }
+  out(p.num_registers);
+}
+
+// Registers must be written once, in range, before they are read; indices must name an input
+// or scalar argument. The interpreter and code generator assume all of it.
+void check_program(const jit::FusedProgram& p) {
+  const auto regs = static_cast<std::int64_t>(p.num_registers);
+  if (regs < 0 || regs > static_cast<std::int64_t>(kMaxItems)) bad("register count");
+  std::vector<bool> written(static_cast<std::size_t>(regs), false);
+  const auto readable = [&](std::int32_t r) {
+    return r >= 0 && r < regs && written[static_cast<std::size_t>(r)];
+  };
+  for (const jit::Instruction& in : p.body) {
+    const int arity = in.kind == jit::InstrKind::kLoad || in.kind == jit::InstrKind::kScalar ? 0
+                      : in.kind == jit::InstrKind::kOp ? stream::op_info(in.op).arity
+                                                       : 1;
+    for (int a = 0; a < 3; ++a)
+      if (a < arity ? !readable(in.args[a]) : in.args[a] != -1) bad("instruction operands");
+    if (in.kind == jit::InstrKind::kLoad &&
+        (in.index < 0 || static_cast<std::size_t>(in.index) >= p.inputs.size()))
+      bad("load index");
+    if (in.kind == jit::InstrKind::kScalar &&
+        (in.index < 0 || static_cast<std::size_t>(in.index) >= p.scalars.size()))
+      bad("scalar index");
+    if (in.out < 0 || in.out >= regs || written[static_cast<std::size_t>(in.out)])
+      bad("register written twice or out of range");
+    written[static_cast<std::size_t>(in.out)] = true;
+  }
+  for (const jit::ProgramOutput& o : p.outputs)
+    if (!readable(o.reg)) bad("output register");
+}
+
+jit::FusedProgram get_program(In& in) {
+  jit::FusedProgram p;
+  for (std::uint32_t n = get_size(in, kMaxItems, "program input"); n > 0; --n)
+    p.inputs.push_back(get_enum<DType>(in, kNumDTypes, "dtype"));
+  for (std::uint32_t n = get_size(in, kMaxItems, "scalar argument"); n > 0; --n) {
+    jit::ScalarArg s;
+    s.mode = get_enum<jit::ScalarArg::Mode>(in, 2, "scalar mode");
+    s.type = get_enum<jit::ValueType>(in, 4, "value type");
+    s.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
+    p.scalars.push_back(s);
+  }
+  for (std::uint32_t n = get_size(in, kMaxItems, "instruction"); n > 0; --n) {
+    jit::Instruction i;
+    i.kind = get_enum<jit::InstrKind>(in, 5, "instruction kind");
+    i.op = get_enum<stream::OpKind>(in, kNumOpKinds, "op kind");
+    i.type = get_enum<jit::ValueType>(in, 4, "value type");
+    i.round = get_enum<DType>(in, kNumDTypes, "dtype");
+    in(i.out, i.index, i.args[0], i.args[1], i.args[2]);
+    if (i.kind == jit::InstrKind::kOp && !stream::is_elementwise(i.op)) bad("non-element-wise op");
+    p.body.push_back(i);
+  }
+  for (std::uint32_t n = get_size(in, kMaxItems, "program output"); n > 0; --n) {
+    jit::ProgramOutput o;
+    in(o.reg);
+    o.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
+    p.outputs.push_back(o);
+  }
+  in(p.num_registers);
+  check_program(p);
+  return p;
+}
+
+void put_key(Out& out, const jit::SpecializationKey& k) {
+  out(k.rank);
+  const auto put_operands = [&](const auto& list) {
+    out(static_cast<std::uint32_t>(list.size()));
+    for (const jit::OperandKey& o : list) {
+      put_enum(out, o.dtype);
+      for (jit::StrideClass c : o.strides) put_enum(out, c);
+      out(o.alias);
+    }
+  };
+  put_operands(k.inputs);
+  put_operands(k.outputs);
+  out(static_cast<std::uint32_t>(k.scalar_classes.size()));
+  for (std::uint8_t c : k.scalar_classes) out(c);
+  out(k.exact_reciprocals);
+}
+jit::SpecializationKey get_key(In& in) {
+  jit::SpecializationKey k;
+  in(k.rank);
+  if (k.rank < 0 || k.rank > kMaxRank) bad("key rank");
+  const auto get_operands = [&](auto& list) {
+    for (std::uint32_t n = get_size(in, kMaxItems, "key operand"); n > 0; --n) {
+      jit::OperandKey o;
+      o.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
+      for (jit::StrideClass& c : o.strides) c = get_enum<jit::StrideClass>(in, 3, "stride class");
+      in(o.alias);
+      list.push_back(o);
+    }
+  };
+  get_operands(k.inputs);
+  get_operands(k.outputs);
+  for (const jit::OperandKey& o : k.outputs)
+    if (o.alias < -1 || o.alias >= static_cast<int>(k.inputs.size())) bad("key alias");
+  const std::uint32_t classes = get_size(in, 256, "scalar class");
+  for (std::uint32_t i = 0; i < classes; ++i) {
+    std::uint8_t c = 0;
+    in(c);
+    if (c > i) bad("scalar class");
+    k.scalar_classes.push_back(c);
+  }
+  in(k.exact_reciprocals);
+  return k;
+}
+
+template <class F>
+std::string encode(F&& write) {
+  std::ostringstream os(std::ios::binary);
+  {
+    Out out(os);
+    write(out);
+  }
+  return std::move(os).str();
+}
+
+// Runs `read` over all of `bytes`; cereal's own errors (reading past the end) and bytes left
+// over are format errors.
+template <class F>
+auto decode(std::string_view bytes, F&& read) {
+  std::istringstream is(std::string(bytes), std::ios::binary);
+  try {
+    In in(is);
+    auto value = read(in);
+    if (is.peek() != std::char_traits<char>::eof()) bad("bytes left over");
+    return value;
+  } catch (const cereal::Exception& e) {
+    bad(e.what());
+  }
+}
+
+}  // namespace
+
+std::string encode_ops(std::span<const stream::OpDesc> ops) {
+  return encode([&](Out& out) {
+    out(static_cast<std::uint32_t>(ops.size()));
+    for (const stream::OpDesc& op : ops) put_op(out, op);
+  });
+}
+
+std::vector<stream::OpDesc> decode_ops(std::string_view bytes) {
+  return decode(bytes, [](In& in) {
+    std::vector<stream::OpDesc> ops;
+    for (std::uint32_t n = get_size(in, kMaxOps, "op"); n > 0; --n) ops.push_back(get_op(in));
+    return ops;
+  });
+}
+
+std::string encode_program(const jit::FusedProgram& program) {
+  return encode([&](Out& out) { put_program(out, program); });
+}
+
+jit::FusedProgram decode_program(std::string_view bytes) {
+  return decode(bytes, [](In& in) { return get_program(in); });
+}
+
+std::string encode_key(const jit::SpecializationKey& key) {
+  return encode([&](Out& out) { put_key(out, key); });
+}
+
+jit::SpecializationKey decode_key(std::string_view bytes) {
+  return decode(bytes, [](In& in) { return get_key(in); });
+}
+
+}  // namespace streamfuse::cache

@@ -1,0 +1,131 @@
+// Encodings of ops, fused programs and specialization keys: exact round trips on what the library
+// really records, and bad payloads that are errors, never crashes or invalid programs.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <streamfuse/streamfuse.h>
+
+#include "bench/gelu_variants.h"
+#include "cache/serialize.h"
+#include "fusion/builders/elementwise_builder.h"
+#include "stream/runtime.h"
+
+namespace sf = streamfuse;
+namespace st = streamfuse::stream;
+
+namespace streamfuse::cache {
+namespace {
+
+// Records `program` with fusion off and an unbounded queue, and returns the queued ops as
+// recorded (global) and in relative form.
+struct Recorded {
+  std::vector<st::OpDesc> global, relative;
+};
+Recorded record(const std::function<void()>& program) {
+  sf::synchronize();
+  const sf::Config saved = sf::config();
+  sf::Config c = saved;
+  c.fusion = false;
+  c.queue_bound = 1 << 20;
+  sf::set_config(c);
+  st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
+  program();
+  Recorded ops;
+  const st::OperationQueue& q = s->queue_for_testing();
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    ops.global.push_back(q.global(i));
+    ops.relative.push_back(q.relative(i));
+  }
+  sf::synchronize();
+  sf::set_config(saved);
+  return ops;
+}
+
+void every_kind_of_op() {
+  const sf::Tensor x = sf::randn({4, 6});
+  const sf::Tensor i = sf::arange(0, 6, 1, sf::kI64);
+  sf::Tensor a = sf::where(x > 0.5f, x * 2.0f, sf::full({4, 6}, -1.0f));
+  sf::Tensor b = sf::sum(a.to(sf::kF16), 1, true);
+  sf::Tensor m = sf::matmul(x, sf::permute(x, {1, 0}));
+  sf::Tensor s = sf::slice(x, 1, 1, 5, 2);
+  sf::Tensor c = sf::cat({x, x}, 0);
+  sf::Tensor r =
+      sf::reshape(c, {2, 24}) + i.to(sf::kF32).reshape({1, 6}).expand({4, 6}).reshape({1, 24});
+}
+
+TEST(Serialize, OpsRoundTripExactlyInBothForms) {
+  const Recorded ops = record(every_kind_of_op);
+  ASSERT_GT(ops.global.size(), 15u);
+  EXPECT_EQ(decode_ops(encode_ops(ops.global)), ops.global);
+  EXPECT_EQ(decode_ops(encode_ops(ops.relative)), ops.relative);
+}
+
+std::vector<jit::FusedProgram> gelu_programs() {
+  const sf::Tensor x = sf::randn({4, 64});
+  sf::Tensor y;
+  const Recorded ops =
+      record([&] { y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf); });
+  fusion::ElementwiseBuilder builder;
+  for (std::size_t i = 0;
+       i < ops.relative.size() && builder.status() == fusion::BuilderStatus::kOpen; ++i)
+    builder.register_op(ops.relative[i], ops.global[i]);
+  auto opt = builder.build();
+  std::vector<jit::FusedProgram> programs;
+  for (const auto& k : static_cast<fusion::ElementwiseOptimization&>(*opt).kernels())
+    programs.push_back(k.program);
+  return programs;
+}
+
+TEST(Serialize, FusedProgramsRoundTripExactly) {
+  const std::vector<jit::FusedProgram> programs = gelu_programs();
+  ASSERT_FALSE(programs.empty());
+  for (const jit::FusedProgram& p : programs) {
+    const jit::FusedProgram back = decode_program(encode_program(p));
+    EXPECT_EQ(back, p);
+    EXPECT_EQ(back.hash(), p.hash());
+  }
+}
+
+TEST(Serialize, KeysRoundTripExactly) {
+  jit::SpecializationKey k;
+  k.rank = 2;
+  jit::OperandKey in;
+  in.dtype = sf::kBF16;
+  in.strides[0] = jit::StrideClass::kZero;
+  in.strides[1] = jit::StrideClass::kArgument;
+  k.inputs = {in, jit::OperandKey{}};
+  jit::OperandKey out;
+  out.alias = 1;
+  k.outputs = {out};
+  k.scalar_classes = {0, 0, 2};
+  k.exact_reciprocals = 0b101;
+  const jit::SpecializationKey back = decode_key(encode_key(k));
+  EXPECT_EQ(back, k);
+  EXPECT_EQ(back.hash(), k.hash());
+}
+
+// Every truncation fails to decode; every single-byte change either fails or decodes to a
+// program that passes the same checks (the file checksum rejects those before decoding).
+TEST(Serialize, BadPayloadsAreFormatErrors) {
+  const std::string bytes = encode_program(gelu_programs().front());
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(decode_program(std::string_view(bytes).substr(0, n)), FormatError) << n;
+  EXPECT_THROW(decode_program(bytes + "x"), FormatError);
+  int rejected = 0;
+  for (std::size_t at = 0; at < bytes.size(); ++at) {
+    std::string bad = bytes;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    try {
+      decode_program(bad);
+    } catch (const FormatError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, static_cast<int>(bytes.size() / 2));
+  EXPECT_THROW(decode_ops(std::string(8, '\xff')), FormatError);
+  EXPECT_THROW(decode_key(std::string(3, '\0')), FormatError);
+}
+
+}  // namespace
+}  // namespace streamfuse::cache
