@@ -5,31 +5,16 @@
 
 #include <streamfuse/streamfuse.h>
 
+#include "tests/scoped_env.h"
+
 namespace sf = streamfuse;
 
 namespace {
 
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using streamfuse::testing::ScopedEnv;
 
 TEST(ConfigTest, EnvironmentOverridesDefaults) {
-  EnvGuard a("STREAMFUSE_FUSION", "0"), b("STREAMFUSE_JIT", "interpret"),
+  ScopedEnv a("STREAMFUSE_FUSION", "0"), b("STREAMFUSE_JIT", "interpret"),
       c("STREAMFUSE_QUEUE_BOUND", "17"), d("STREAMFUSE_LOG", "fusion,jit"),
       e("STREAMFUSE_ALLOCATOR_CACHE_MB", "64"), f("STREAMFUSE_NUM_THREADS", "1"),
       g("STREAMFUSE_CACHE_DIR", "/tmp/x");
@@ -50,7 +35,7 @@ TEST(ConfigTest, BadValuesNameTheVariable) {
                              {"STREAMFUSE_QUEUE_BOUND", "12x"},
                              {"STREAMFUSE_LOG", "fusion,nonsense"},
                              {"STREAMFUSE_NUM_THREADS", "-1"}}) {
-    EnvGuard guard(name, value);
+    ScopedEnv guard(name, value);
     try {
       sf::Config::from_env();
       ADD_FAILURE() << name << "=" << value << " accepted";

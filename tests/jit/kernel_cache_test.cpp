@@ -23,37 +23,16 @@
 #include <gtest/gtest.h>
 
 #include "stream/log.h"
+#include "tests/scoped_env.h"
+#include "tests/temp_dir.h"
 
 namespace streamfuse::jit {
 namespace {
 
+using streamfuse::testing::ScopedEnv;
+using streamfuse::testing::TempDir;
+
 using stream::OpKind;
-
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~EnvGuard() { old_ ? (void)setenv(name_, old_->c_str(), 1) : (void)unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    char dir[] = "/tmp/streamfuse-cache-test-XXXXXX";
-    path_ = mkdtemp(dir);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 bool have_compiler() {
   static const bool found = SystemCompiler::probe().has_value();
@@ -277,9 +256,9 @@ TEST(KernelCache, InterpretModeNeverCompiles) {
 }
 
 TEST(KernelCache, NoCompilerFallsBackWithOneWarning) {
-  EnvGuard cxx("STREAMFUSE_CXX", "/nonexistent");
+  ScopedEnv cxx("STREAMFUSE_CXX", "/nonexistent");
   TempDir dir;
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   {
     KernelCache cache(dir.path(), long_window());
     for (int round = 0; round < 3; ++round) {
@@ -291,7 +270,7 @@ TEST(KernelCache, NoCompilerFallsBackWithOneWarning) {
     EXPECT_EQ(s.batches, 0u);
     EXPECT_EQ(s.hits, 0u);
   }
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   const std::size_t first = err.find("no C++ compiler found");
   ASSERT_NE(first, std::string::npos) << err;
   EXPECT_EQ(err.find("no C++ compiler found", first + 1), std::string::npos) << err;
@@ -303,8 +282,8 @@ TEST(KernelCache, CompileFailureIsReportedOnceAndNeverRetried) {
   std::ofstream(fake) << "#!/bin/sh\n[ \"$1\" = --version ] && { echo broken 1.0; exit 0; }\n"
                          "echo \"kernel.cpp:1:1: error: this compiler always fails\" >&2\nexit 1\n";
   chmod(fake.c_str(), 0755);
-  EnvGuard cxx("STREAMFUSE_CXX", fake);
-  testing::internal::CaptureStderr();
+  ScopedEnv cxx("STREAMFUSE_CXX", fake);
+  ::testing::internal::CaptureStderr();
   {
     KernelCache cache(dir.path() + "/kernels", long_window());
     for (int batch = 0; batch < 2; ++batch) {
@@ -318,7 +297,7 @@ TEST(KernelCache, CompileFailureIsReportedOnceAndNeverRetried) {
     EXPECT_EQ(s.failed, 6u);
     EXPECT_EQ(s.compiled, 0u);
   }
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   const std::size_t first = err.find("warning: jit: compiling ");
   ASSERT_NE(first, std::string::npos) << err;
   EXPECT_EQ(err.find("warning:", first + 1), std::string::npos) << err;     // once
@@ -329,7 +308,7 @@ TEST(KernelCache, CompileFailureIsReportedOnceAndNeverRetried) {
 TEST(KernelCache, UnwritableDirectoryFallsBackToAPrivateOne) {
   REQUIRE_COMPILER();
   const std::string bad = "/proc/streamfuse-cannot-create-this";
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   std::string used;
   {
     KernelCache cache(bad, long_window());
@@ -341,21 +320,21 @@ TEST(KernelCache, UnwritableDirectoryFallsBackToAPrivateOne) {
     EXPECT_TRUE(request(cache, 0).has_value());
   }
   EXPECT_FALSE(std::filesystem::exists(used));  // private: removed with the cache
-  EXPECT_NE(testing::internal::GetCapturedStderr().find(bad), std::string::npos);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(bad), std::string::npos);
 }
 
 TEST(KernelCache, LogsEachBatchOnOneLine) {
   REQUIRE_COMPILER();
   TempDir dir;
   stream::set_log_mask(stream::parse_log_channels("jit"));
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   {
     KernelCache cache(dir.path(), long_window());
     request(cache, 0);
     request(cache, 1);
     cache.wait_idle();
   }
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   stream::set_log_mask(0);
   EXPECT_NE(err.find("[streamfuse:jit] batch of 2 kernels in "), std::string::npos) << err;
   EXPECT_NE(err.find(dir.path()), std::string::npos) << err;

@@ -17,42 +17,14 @@
 #include <gtest/gtest.h>
 
 #include "streamfuse/error.h"
+#include "tests/scoped_env.h"
+#include "tests/temp_dir.h"
 
 namespace streamfuse::jit {
 namespace {
 
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~EnvGuard() { old_ ? (void)setenv(name_, old_->c_str(), 1) : (void)unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    char dir[] = "/tmp/streamfuse-compiler-test-XXXXXX";
-    path_ = mkdtemp(dir);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& text,
-                    bool executable = false) const {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file) << text;
-    if (executable) chmod(file.c_str(), 0755);
-    return file;
-  }
-
- private:
-  std::string path_;
-};
+using streamfuse::testing::ScopedEnv;
+using streamfuse::testing::TempDir;
 
 bool has(const std::vector<std::string>& flags, const std::string& f) {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
@@ -73,7 +45,7 @@ TEST(SystemCompiler, FlagsFollowTheIsaLevel) {
 }
 
 TEST(SystemCompiler, NonexistentCompilerMeansNone) {
-  EnvGuard cxx("STREAMFUSE_CXX", "/nonexistent/c++");
+  ScopedEnv cxx("STREAMFUSE_CXX", "/nonexistent/c++");
   EXPECT_FALSE(SystemCompiler::probe(3).has_value());
 }
 
@@ -127,7 +99,7 @@ TEST(SystemCompiler, HangingCompilerIsStoppedAtTheTimeout) {
   const std::string fake = dir.write(
       "slow-c++", "#!/bin/sh\n[ \"$1\" = --version ] && { echo slow 1.0; exit 0; }\nsleep 30\n",
       true);
-  EnvGuard cxx("STREAMFUSE_CXX", fake);
+  ScopedEnv cxx("STREAMFUSE_CXX", fake);
   const auto compiler = SystemCompiler::probe(3);
   ASSERT_TRUE(compiler.has_value());
   EXPECT_EQ(compiler->version(), "slow 1.0");
