@@ -8,39 +8,14 @@
 
 #include "bench/gelu_variants.h"
 #include "cache/serialize.h"
-#include "fusion/builders/elementwise_builder.h"
-#include "stream/runtime.h"
+#include "tests/fusion/recorded_segment.h"
 
 namespace sf = streamfuse;
-namespace st = streamfuse::stream;
 
 namespace streamfuse::cache {
 namespace {
 
-// Records `program` with fusion off and an unbounded queue, and returns the queued ops as
-// recorded (global) and in relative form.
-struct Recorded {
-  std::vector<st::OpDesc> global, relative;
-};
-Recorded record(const std::function<void()>& program) {
-  sf::synchronize();
-  const sf::Config saved = sf::config();
-  sf::Config c = saved;
-  c.fusion = false;
-  c.queue_bound = 1 << 20;
-  sf::set_config(c);
-  st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
-  program();
-  Recorded ops;
-  const st::OperationQueue& q = s->queue_for_testing();
-  for (std::size_t i = 0; i < q.size(); ++i) {
-    ops.global.push_back(q.global(i));
-    ops.relative.push_back(q.relative(i));
-  }
-  sf::synchronize();
-  sf::set_config(saved);
-  return ops;
-}
+using streamfuse::testing::record_without_running;
 
 void every_kind_of_op() {
   const sf::Tensor x = sf::randn({4, 6});
@@ -55,7 +30,7 @@ void every_kind_of_op() {
 }
 
 TEST(Serialize, OpsRoundTripExactlyInBothForms) {
-  const Recorded ops = record(every_kind_of_op);
+  const auto ops = record_without_running(every_kind_of_op);
   ASSERT_GT(ops.global.size(), 15u);
   EXPECT_EQ(decode_ops(encode_ops(ops.global)), ops.global);
   EXPECT_EQ(decode_ops(encode_ops(ops.relative)), ops.relative);
@@ -64,16 +39,10 @@ TEST(Serialize, OpsRoundTripExactlyInBothForms) {
 std::vector<jit::FusedProgram> gelu_programs() {
   const sf::Tensor x = sf::randn({4, 64});
   sf::Tensor y;
-  const Recorded ops =
-      record([&] { y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf); });
-  fusion::ElementwiseBuilder builder;
-  for (std::size_t i = 0;
-       i < ops.relative.size() && builder.status() == fusion::BuilderStatus::kOpen; ++i)
-    builder.register_op(ops.relative[i], ops.global[i]);
-  auto opt = builder.build();
+  const auto built = streamfuse::testing::build_elementwise(
+      [&] { y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf); });
   std::vector<jit::FusedProgram> programs;
-  for (const auto& k : static_cast<fusion::ElementwiseOptimization&>(*opt).kernels())
-    programs.push_back(k.program);
+  for (const auto& k : built.optimization->kernels()) programs.push_back(k.program);
   return programs;
 }
 

@@ -2,54 +2,19 @@
 // groups ops into kernels, what it stores, and which buffers it reuses.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include <streamfuse/streamfuse.h>
 
 #include "bench/gelu_variants.h"
 #include "fusion/builders/elementwise_builder.h"
-#include "stream/runtime.h"
+#include "tests/fusion/recorded_segment.h"
 
 namespace sf = streamfuse;
-namespace st = streamfuse::stream;
 namespace fu = streamfuse::fusion;
 
 namespace {
 
-// Records `program` without running it (fusion off, unbounded queue), feeds the recorded ops
-// to a fresh builder until it closes, and returns the builder. Inputs made before the program
-// are materialized first so only the program's ops are fed.
-struct Built {
-  std::unique_ptr<fu::ElementwiseOptimization> optimization;
-  std::size_t len = 0;
-  std::size_t recorded = 0;
-  std::int64_t score = 0;
-};
-
-Built build(const std::function<void()>& program) {
-  sf::synchronize();
-  const sf::Config saved = sf::config();
-  sf::Config c = saved;
-  c.fusion = false;
-  c.queue_bound = 1 << 20;
-  sf::set_config(c);
-  st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
-  program();
-  const st::OperationQueue& q = s->queue_for_testing();
-  fu::ElementwiseBuilder builder;
-  for (std::size_t i = 0; i < q.size() && builder.status() == fu::BuilderStatus::kOpen; ++i)
-    builder.register_op(q.relative(i), q.global(i));
-  Built b;
-  b.len = builder.len();
-  b.recorded = q.size();
-  b.score = builder.score();
-  if (b.len > 0) {
-    b.optimization.reset(static_cast<fu::ElementwiseOptimization*>(builder.build().release()));
-  }
-  sf::synchronize();
-  sf::set_config(saved);
-  return b;
-}
+using streamfuse::testing::build_elementwise;
+using streamfuse::testing::Built;
 
 std::size_t published(const fu::ElementwiseOptimization& o) {
   std::size_t n = 0;
@@ -60,7 +25,7 @@ std::size_t published(const fu::ElementwiseOptimization& o) {
 TEST(ElementwiseBuilderTest, AChainBecomesOneKernelWritingOnlyTheResult) {
   const sf::Tensor x = sf::randn({8, 32});
   sf::Tensor y;
-  const Built b = build([&] {
+  const Built b = build_elementwise([&] {
     sf::Tensor t = sf::recip(sf::abs(x) * 0.3f + 1.0f);
     sf::Tensor e = 1.0f - t * t * sf::exp(-x * x);
     y = sf::where(x > 0.0f, e, -e) * x;
@@ -79,7 +44,7 @@ TEST(ElementwiseBuilderTest, AChainBecomesOneKernelWritingOnlyTheResult) {
 TEST(ElementwiseBuilderTest, IntermediatesStillHeldAreWritten) {
   const sf::Tensor x = sf::randn({16});
   sf::Tensor kept, y;
-  const Built b = build([&] {
+  const Built b = build_elementwise([&] {
     kept = sf::exp(x);
     y = kept * 2.0f + 1.0f;
   });
@@ -92,7 +57,7 @@ TEST(ElementwiseBuilderTest, IntermediatesStillHeldAreWritten) {
 TEST(ElementwiseBuilderTest, ShapesMakeSeparateKernelsInOneSegment) {
   const sf::Tensor a = sf::randn({4, 8}), c = sf::randn({16});
   sf::Tensor p, q;
-  const Built b = build([&] {
+  const Built b = build_elementwise([&] {
     sf::Tensor a1 = a * 2.0f;
     sf::Tensor c1 = c + 1.0f;  // another shape, independent
     p = sf::exp(a1) - a1;
@@ -106,7 +71,7 @@ TEST(ElementwiseBuilderTest, ShapesMakeSeparateKernelsInOneSegment) {
 TEST(ElementwiseBuilderTest, ALaterGroupReadsWhatAnEarlierOneStores) {
   const sf::Tensor v = sf::randn({8}), m = sf::randn({4, 8});
   sf::Tensor out;
-  const Built b = build([&] {
+  const Built b = build_elementwise([&] {
     sf::Tensor v2 = v * v;  // group 0: [8]
     out = m * v2 + 1.0f;    // group 1: [4, 8], broadcasts v2
   });
@@ -119,7 +84,7 @@ TEST(ElementwiseBuilderTest, ALaterGroupReadsWhatAnEarlierOneStores) {
 TEST(ElementwiseBuilderTest, ClosesOnOpsItCannotFuse) {
   const sf::Tensor x = sf::randn({4, 8});
   sf::Tensor s;
-  const Built b = build([&] {
+  const Built b = build_elementwise([&] {
     sf::Tensor y = sf::exp(x) + 1.0f;
     s = sf::sum(y, 1);
   });
@@ -130,7 +95,7 @@ TEST(ElementwiseBuilderTest, ClosesOnOpsItCannotFuse) {
 TEST(ElementwiseBuilderTest, MovedInputsLendTheirBuffer) {
   sf::Tensor x = sf::randn({64});
   sf::Tensor y;
-  const Built b = build([&] { y = sf::exp(std::move(x)) * 2.0f; });
+  const Built b = build_elementwise([&] { y = sf::exp(std::move(x)) * 2.0f; });
   ASSERT_TRUE(b.optimization);
   const fu::ElementwiseKernel& k = b.optimization->kernels()[0];
   ASSERT_EQ(k.lend.size(), 1u);
@@ -143,7 +108,8 @@ TEST(ElementwiseBuilderTest, MovedInputsLendTheirBuffer) {
 TEST(ElementwiseBuilderTest, ConstantsFromFullAreInlined) {
   const sf::Tensor x = sf::randn({32});
   sf::Tensor y;
-  const Built b = build([&] { y = sf::where(x > 0.0f, x, 0.5f); });  // 0.5 becomes full({})
+  const Built b =
+      build_elementwise([&] { y = sf::where(x > 0.0f, x, 0.5f); });  // 0.5 becomes full({})
   ASSERT_TRUE(b.optimization);
   ASSERT_EQ(b.optimization->kernels().size(), 1u);
   const fu::ElementwiseKernel& k = b.optimization->kernels()[0];
@@ -154,7 +120,7 @@ TEST(ElementwiseBuilderTest, ConstantsFromFullAreInlined) {
 TEST(ElementwiseBuilderTest, ScoreIsNotPositiveForASingleOp) {
   const sf::Tensor x = sf::randn({32});
   sf::Tensor y;
-  const Built b = build([&] { y = sf::exp(x); });
+  const Built b = build_elementwise([&] { y = sf::exp(x); });
   EXPECT_LE(b.score, 0) << "one op reads and writes the same either way";
 }
 
@@ -163,7 +129,8 @@ TEST(ElementwiseBuilderTest, ScoreIsNotPositiveForASingleOp) {
 TEST(ElementwiseBuilderTest, TheReadmesGeluCustomIsOneKernel) {
   const sf::Tensor x = sf::randn({4, 64});
   sf::Tensor y;
-  const Built b = build([&] { y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf); });
+  const Built b =
+      build_elementwise([&] { y = sf::bench::gelu(x, sf::bench::GeluVariant::kWithCustomErf); });
   ASSERT_TRUE(b.optimization);
   EXPECT_EQ(b.len, b.recorded);
   ASSERT_EQ(b.optimization->kernels().size(), 1u);

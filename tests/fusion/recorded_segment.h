@@ -1,0 +1,68 @@
+// Segments recorded through the API without running them, for tests that look at what fusion
+// would make of them: the ops in both forms, and what the element-wise builder builds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <streamfuse/streamfuse.h>
+
+#include "fusion/builders/elementwise_builder.h"
+#include "fusion/builders/elementwise_optimization.h"
+#include "stream/runtime.h"
+
+namespace streamfuse::testing {
+
+struct RecordedOps {
+  std::vector<stream::OpDesc> global;    // as recorded
+  std::vector<stream::OpDesc> relative;  // in the relative form of the segment
+};
+
+// Records `program` with fusion off and an unbounded queue and returns its ops; then runs them.
+// Inputs made before the program are materialized first, so only the program's ops are returned.
+inline RecordedOps record_without_running(const std::function<void()>& program) {
+  synchronize();
+  const Config saved = config();
+  Config c = saved;
+  c.fusion = false;
+  c.queue_bound = 1 << 20;
+  set_config(c);
+  stream::Stream* s = stream::DeviceRuntime::get(Device::cpu()).current_stream();
+  program();
+  RecordedOps ops;
+  const stream::OperationQueue& q = s->queue_for_testing();
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    ops.global.push_back(q.global(i));
+    ops.relative.push_back(q.relative(i));
+  }
+  synchronize();
+  set_config(saved);
+  return ops;
+}
+
+// What a fresh element-wise builder makes of `program`'s ops, fed until it closes.
+struct Built {
+  std::unique_ptr<fusion::ElementwiseOptimization> optimization;  // null when it took no op
+  std::size_t len = 0;                                            // ops taken
+  std::size_t recorded = 0;                                       // ops recorded
+  std::int64_t score = 0;
+};
+
+inline Built build_elementwise(const std::function<void()>& program) {
+  const RecordedOps ops = record_without_running(program);
+  fusion::ElementwiseBuilder builder;
+  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
+       ++i)
+    builder.register_op(ops.relative[i], ops.global[i]);
+  Built b;
+  b.len = builder.len();
+  b.recorded = ops.global.size();
+  b.score = builder.score();
+  if (b.len > 0)
+    b.optimization.reset(static_cast<fusion::ElementwiseOptimization*>(builder.build().release()));
+  return b;
+}
+
+}  // namespace streamfuse::testing
