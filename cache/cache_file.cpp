@@ -75,10 +75,15 @@ const char* rejection_name(Rejection r) {
   return "?";
 }
 
-void write_file_atomically(const fs::path& path, std::string_view bytes) {
+fs::path temporary_beside(const fs::path& path) {
   static std::atomic<std::uint64_t> counter{0};
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  return tmp;
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes) {
+  const fs::path tmp = temporary_beside(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -45,6 +45,10 @@ struct ReadResult {
   explicit operator bool() const { return rejection == Rejection::kNone; }
 };
 
+// A name next to `path` that no other thread or process uses at the same time: where a file is
+// made before it is renamed to `path`.
+std::filesystem::path temporary_beside(const std::filesystem::path& path);
+
 // Writes `bytes` to `path` through a temporary file in the same directory renamed into place.
 // Throws streamfuse::Error with the path and the system's reason.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);

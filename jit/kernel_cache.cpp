@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,12 +20,6 @@ namespace streamfuse::jit {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A file name no other thread or process uses at the same time, next to `path`.
-std::string temp_name(const std::string& path) {
-  static std::atomic<std::uint64_t> counter{0};
-  return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
-}
 
 // Writes `text` to `path` atomically (temp file + rename). Throws CompileError.
 void write_file(const std::string& path, const std::string& text) {
@@ -280,7 +273,7 @@ std::shared_ptr<void> KernelCache::build_library(const std::string& source, std:
     }
   }
   write_file(path, source);
-  const std::string tmp = temp_name(so);
+  const std::string tmp = cache::temporary_beside(so).string();
   try {
     compiler_->compile(path, tmp, options_.compile_timeout);
   } catch (...) {
