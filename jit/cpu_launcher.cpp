@@ -45,8 +45,8 @@ OperandKey key_of(const Iteration& it, int k, DType dtype) {
 CpuLauncher::CpuLauncher(const backends::cpu::KernelTable& kernels, KernelCache* cache)
     : kernels_(kernels), cache_(cache) {}
 
-void CpuLauncher::launch(const FusedProgram& program, std::uint64_t program_hash,
-                         const Shape& shape, std::span<const LaunchOperand> inputs,
+void CpuLauncher::launch(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
+                         std::span<const LaunchOperand> inputs,
                          std::span<const LaunchOperand> outputs,
                          std::span<const std::int64_t> scalars) {
   const std::size_t n = inputs.size() + outputs.size();
@@ -77,8 +77,8 @@ void CpuLauncher::launch(const FusedProgram& program, std::uint64_t program_hash
       key.outputs.push_back(out);
     }
     key.scalar_classes = equal_scalar_classes(program.scalars, scalars);
-    key.exact_reciprocals = exact_reciprocal_divisors(program, scalars);
-    if (std::optional<ReadyKernel> kernel = cache_->find_or_request(program_hash, program, key)) {
+    key.exact_reciprocals = exact_reciprocal_scalars(facts.divisor_scalars, scalars);
+    if (std::optional<ReadyKernel> kernel = cache_->find_or_request(facts.hash, program, key)) {
       boost::container::small_vector<char*, 16> data;
       boost::container::small_vector<long long, 64> flat_strides;
       for (std::size_t k = 0; k < n; ++k) {

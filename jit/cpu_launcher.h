@@ -15,7 +15,7 @@ class CpuLauncher final : public KernelLauncher {
   // `cache` may be null: everything is interpreted.
   CpuLauncher(const backends::cpu::KernelTable& kernels, KernelCache* cache);
 
-  void launch(const FusedProgram& program, std::uint64_t program_hash, const Shape& shape,
+  void launch(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
               std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
               std::span<const std::int64_t> scalars) override;
 

@@ -21,7 +21,7 @@ class KernelLauncher {
   virtual ~KernelLauncher() = default;
   // Computes `program` over `shape`. scalars[i] is jit::scalar_bits of argument i. Never throws
   // for a kernel that failed to compile (it interprets instead).
-  virtual void launch(const FusedProgram& program, std::uint64_t program_hash, const Shape& shape,
+  virtual void launch(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
                       std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
                       std::span<const std::int64_t> scalars) = 0;
 };

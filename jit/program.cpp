@@ -117,4 +117,20 @@ std::int64_t scalar_bits(const ScalarArg& arg, const Scalar& s) {
   return backends::operand_scalar_bits(s, storage_dtype_of(arg.type));
 }
 
+ProgramFacts ProgramFacts::of(const FusedProgram& program) {
+  ProgramFacts facts;
+  facts.hash = program.hash();
+  std::vector<std::int32_t> scalar_of(static_cast<std::size_t>(program.num_registers), -1);
+  for (const Instruction& in : program.body) {
+    if (in.kind == InstrKind::kScalar && in.type == ValueType::kFloat)
+      scalar_of[static_cast<std::size_t>(in.out)] = in.index;
+    if (in.kind != InstrKind::kOp || in.op != stream::OpKind::kDiv || in.type != ValueType::kFloat)
+      continue;
+    const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
+    if (s >= 0 && s < 64 && program.scalars[static_cast<std::size_t>(s)].type == ValueType::kFloat)
+      facts.divisor_scalars |= std::uint64_t{1} << s;
+  }
+  return facts;
+}
+
 }  // namespace streamfuse::jit

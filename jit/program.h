@@ -79,6 +79,16 @@ struct FusedProgram {
   friend bool operator==(const FusedProgram&, const FusedProgram&) = default;
 };
 
+// What launches need of a program, derived once when it is built (not at every launch).
+struct ProgramFacts {
+  std::uint64_t hash = 0;
+  // Bit i: float scalar argument i (i < 64) divides a float value (see
+  // SpecializationKey::exact_reciprocals).
+  std::uint64_t divisor_scalars = 0;
+
+  static ProgramFacts of(const FusedProgram& program);
+};
+
 // The scalar value of argument `arg` for op scalar `s`, as the 64 bits a kernel reads: a float's
 // bits in the low half, or an int32 / int64 / 0-1 byte value.
 std::int64_t scalar_bits(const ScalarArg& arg, const Scalar& s);

@@ -65,24 +65,11 @@ std::string SpecializationKey::to_string() const {
   return os.str();
 }
 
-std::uint64_t exact_reciprocal_divisors(const FusedProgram& program,
-                                        std::span<const std::int64_t> bits) {
+std::uint64_t exact_reciprocal_scalars(std::uint64_t divisor_scalars,
+                                       std::span<const std::int64_t> bits) {
   std::uint64_t mask = 0;
-  const std::vector<Instruction>& body = program.body;
-  for (const Instruction& in : body) {
-    if (in.kind != InstrKind::kOp || in.op != stream::OpKind::kDiv || in.type != ValueType::kFloat)
-      continue;
-    // Registers are numbered in order of definition; look the divisor's definition up there.
-    const auto r = static_cast<std::size_t>(in.args[1]);
-    const Instruction* def = r < body.size() && body[r].out == in.args[1] ? &body[r] : nullptr;
-    if (!def)
-      for (const Instruction& d : body)
-        if (d.out == in.args[1]) def = &d;
-    if (!def || def->kind != InstrKind::kScalar || def->type != ValueType::kFloat) continue;
-    const auto i = static_cast<std::size_t>(def->index);
-    if (i >= 64 || i >= bits.size() || i >= program.scalars.size() ||
-        program.scalars[i].type != ValueType::kFloat)
-      continue;
+  for (std::size_t i = 0; i < bits.size() && i < 64; ++i) {
+    if (!(divisor_scalars >> i & 1)) continue;
     // ±2^e with e in [-126, 126]: zero mantissa, biased exponent in [1, 253].
     const auto f = static_cast<std::uint32_t>(bits[i]);
     const std::uint32_t exponent = f >> 23 & 0xff;

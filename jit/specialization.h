@@ -21,7 +21,6 @@
 namespace streamfuse::jit {
 
 struct ScalarArg;  // jit/program.h
-struct FusedProgram;
 
 enum class StrideClass : std::uint8_t {
   kContiguous,  // stride == product of the inner sizes (1 for the innermost dimension)
@@ -60,9 +59,10 @@ struct SpecializationKey {
   friend bool operator==(const SpecializationKey&, const SpecializationKey&) = default;
 };
 
-// The exact_reciprocals of a launch of `program` with scalar values `bits`.
-std::uint64_t exact_reciprocal_divisors(const FusedProgram& program,
-                                        std::span<const std::int64_t> bits);
+// The exact_reciprocals of a launch: which of the program's divisor scalars (ProgramFacts) have
+// values `bits` that are powers of two with a normal reciprocal.
+std::uint64_t exact_reciprocal_scalars(std::uint64_t divisor_scalars,
+                                       std::span<const std::int64_t> bits);
 
 // The scalar_classes of a launch: `args` describes the program's scalar arguments and `bits` their
 // values. Empty when no two are equal (or there are more than 256).

@@ -287,7 +287,7 @@ std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
     for (TensorId id : g.inputs) k.inputs.push_back(tensor_index(id));
     k.scalars = g.scalars;
     jit::simplify(k.program);
-    k.program_hash = k.program.hash();
+    k.facts = jit::ProgramFacts::of(k.program);
     kernels.push_back(std::move(k));
   }
   // A constant a handle still holds is written by a kernel of its own.
@@ -308,7 +308,7 @@ std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
     k.scalars.push_back(v.constant);
     k.outputs.push_back(tensor_index(id));
     k.lend.push_back(-1);
-    k.program_hash = k.program.hash();
+    k.facts = jit::ProgramFacts::of(k.program);
     kernels.push_back(std::move(k));
   }
   for (TensorId id : order_) {  // drops of tensors nothing here read still erase them

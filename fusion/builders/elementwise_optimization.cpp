@@ -103,8 +103,8 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       const Scalar& value = context.op(k.scalars[s].op).scalars[k.scalars[s].slot];
       scalars.push_back(jit::scalar_bits(k.program.scalars[s], value));
     }
-    context.launcher().launch(k.program, k.program_hash, desc_at(context, k.shape_source).shape,
-                              ins, outs, scalars);
+    context.launcher().launch(k.program, k.facts, desc_at(context, k.shape_source).shape, ins, outs,
+                              scalars);
   }
 
   for (std::size_t t = 0; t < tensors_.size(); ++t) {

@@ -29,7 +29,7 @@ struct ScalarSource {
 
 struct ElementwiseKernel {
   jit::FusedProgram program;
-  std::uint64_t program_hash = 0;
+  jit::ProgramFacts facts;             // of `program`
   TensorSource shape_source;           // a tensor of the iteration shape (the group's first op)
   std::vector<std::uint32_t> inputs;   // tensor index (into ElementwiseOptimization::tensors) per
                                        // program input

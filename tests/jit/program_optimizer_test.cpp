@@ -154,7 +154,7 @@ TEST(ProgramOptimizer, ExactReciprocalsAreFloatPowersOfTwoThatDivide) {
   const auto mask = [&](float divisor) {
     const std::vector<std::int64_t> bits = {float_bits(divisor), float_bits(2.0f),
                                             float_bits(4.0f)};
-    return exact_reciprocal_divisors(b.p, bits);
+    return exact_reciprocal_scalars(ProgramFacts::of(b.p).divisor_scalars, bits);
   };
   EXPECT_EQ(mask(2.0f), 1u);
   EXPECT_EQ(mask(-0.5f), 1u);
