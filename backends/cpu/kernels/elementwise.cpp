@@ -59,70 +59,51 @@ void where_chunk(const void* const* in, void* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
 }
 
+// The chunk loop of `kind` on compute type C, or null where the op has no form for C (float-only
+// math on integers, arithmetic on bools). One case per line: clang-format cannot lay out cases
+// made by macros, so it is off here.
 template <class C>
 ChunkFn select_typed(OpKind kind) {
   constexpr bool kFloat = std::is_same_v<C, float>;
   constexpr bool kBool = std::is_same_v<C, BoolStorage>;
+  // clang-format off
+#define SF_CASE(name, allowed, chunk) \
+  case OpKind::k##name: if constexpr (allowed) return chunk<OpKind::k##name, C>; else break;
   switch (kind) {
-#define SF_FLOAT_UNARY(name)                  \
-  case OpKind::k##name:                       \
-    if constexpr (kFloat)                     \
-      return unary_chunk<OpKind::k##name, C>; \
-    else                                      \
-      break;
-    SF_FLOAT_UNARY(Exp)
-    SF_FLOAT_UNARY(Log)
-    SF_FLOAT_UNARY(Sqrt)
-    SF_FLOAT_UNARY(Rsqrt) SF_FLOAT_UNARY(Recip) SF_FLOAT_UNARY(Sin) SF_FLOAT_UNARY(Cos)
-        SF_FLOAT_UNARY(Tanh) SF_FLOAT_UNARY(Erf) SF_FLOAT_UNARY(Sigmoid)
-#undef SF_FLOAT_UNARY
-#define SF_NUMERIC_UNARY(name)                \
-  case OpKind::k##name:                       \
-    if constexpr (!kBool)                     \
-      return unary_chunk<OpKind::k##name, C>; \
-    else                                      \
-      break;
-            SF_NUMERIC_UNARY(Neg) SF_NUMERIC_UNARY(Abs) SF_NUMERIC_UNARY(Relu)
-#undef SF_NUMERIC_UNARY
-#define SF_NUMERIC_BINARY(name)                \
-  case OpKind::k##name:                        \
-    if constexpr (!kBool)                      \
-      return binary_chunk<OpKind::k##name, C>; \
-    else                                       \
-      break;
-                SF_NUMERIC_BINARY(Add) SF_NUMERIC_BINARY(Sub) SF_NUMERIC_BINARY(Mul)
-                    SF_NUMERIC_BINARY(Pow)
-#undef SF_NUMERIC_BINARY
-                        case OpKind::kDiv
-        : if constexpr (kFloat) return binary_chunk<OpKind::kDiv, C>;
-    else break;
-    case OpKind::kMaximum:
-      return binary_chunk<OpKind::kMaximum, C>;
-    case OpKind::kMinimum:
-      return binary_chunk<OpKind::kMinimum, C>;
-    case OpKind::kEq:
-      return compare_chunk<OpKind::kEq, C>;
-    case OpKind::kNe:
-      return compare_chunk<OpKind::kNe, C>;
-    case OpKind::kLt:
-      return compare_chunk<OpKind::kLt, C>;
-    case OpKind::kLe:
-      return compare_chunk<OpKind::kLe, C>;
-    case OpKind::kGt:
-      return compare_chunk<OpKind::kGt, C>;
-    case OpKind::kGe:
-      return compare_chunk<OpKind::kGe, C>;
-    case OpKind::kLogicalAnd:
-      return logical_chunk<OpKind::kLogicalAnd>;
-    case OpKind::kLogicalOr:
-      return logical_chunk<OpKind::kLogicalOr>;
-    case OpKind::kLogicalNot:
-      return logical_chunk<OpKind::kLogicalNot>;
-    case OpKind::kWhere:
-      return where_chunk<C>;
-    default:
-      break;
+    SF_CASE(Exp, kFloat, unary_chunk)
+    SF_CASE(Log, kFloat, unary_chunk)
+    SF_CASE(Sqrt, kFloat, unary_chunk)
+    SF_CASE(Rsqrt, kFloat, unary_chunk)
+    SF_CASE(Recip, kFloat, unary_chunk)
+    SF_CASE(Sin, kFloat, unary_chunk)
+    SF_CASE(Cos, kFloat, unary_chunk)
+    SF_CASE(Tanh, kFloat, unary_chunk)
+    SF_CASE(Erf, kFloat, unary_chunk)
+    SF_CASE(Sigmoid, kFloat, unary_chunk)
+    SF_CASE(Neg, !kBool, unary_chunk)
+    SF_CASE(Abs, !kBool, unary_chunk)
+    SF_CASE(Relu, !kBool, unary_chunk)
+    SF_CASE(Add, !kBool, binary_chunk)
+    SF_CASE(Sub, !kBool, binary_chunk)
+    SF_CASE(Mul, !kBool, binary_chunk)
+    SF_CASE(Pow, !kBool, binary_chunk)
+    SF_CASE(Div, kFloat, binary_chunk)
+    SF_CASE(Maximum, true, binary_chunk)
+    SF_CASE(Minimum, true, binary_chunk)
+    SF_CASE(Eq, true, compare_chunk)
+    SF_CASE(Ne, true, compare_chunk)
+    SF_CASE(Lt, true, compare_chunk)
+    SF_CASE(Le, true, compare_chunk)
+    SF_CASE(Gt, true, compare_chunk)
+    SF_CASE(Ge, true, compare_chunk)
+    case OpKind::kLogicalAnd: return logical_chunk<OpKind::kLogicalAnd>;
+    case OpKind::kLogicalOr: return logical_chunk<OpKind::kLogicalOr>;
+    case OpKind::kLogicalNot: return logical_chunk<OpKind::kLogicalNot>;
+    case OpKind::kWhere: return where_chunk<C>;
+    default: break;
   }
+#undef SF_CASE
+  // clang-format on
   return nullptr;
 }
 
@@ -196,6 +177,11 @@ enum class Access : std::uint8_t { kDirect, kSplat, kGather };
 
 }  // namespace
 
+ChunkFn chunk_op(OpKind kind, DType compute) {
+  return visit_compute(compute_type_of(compute),
+                       [&](auto tag) { return select_typed<decltype(tag)>(kind); });
+}
+
 void elementwise(const ElementwiseArgs& a) {
   const int n_in = a.num_inputs;
   const Strides* strides[kMaxOperands];
@@ -205,8 +191,7 @@ void elementwise(const ElementwiseArgs& a) {
   if (it.numel == 0) return;
 
   const ComputeType c = compute_type_of(a.compute);
-  const ChunkFn fn =
-      visit_compute(c, [&](auto tag) { return select_typed<decltype(tag)>(a.kind); });
+  const ChunkFn fn = chunk_op(a.kind, a.compute);
   if (!fn)
     throw Error("internal error: no CPU kernel for " + std::string(stream::op_name(a.kind)) +
                 " on " + std::string(dtype_name(a.compute)) + " operands; please report this");
@@ -258,11 +243,6 @@ void elementwise(const ElementwiseArgs& a) {
       if (!direct_out) scatter(it, a.output, n_in, out_c, start, n, buffers[3]);
     }
   });
-}
-
-ChunkFn chunk_op(OpKind kind, DType compute) {
-  return visit_compute(compute_type_of(compute),
-                       [&](auto tag) { return select_typed<decltype(tag)>(kind); });
 }
 
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
