@@ -19,13 +19,6 @@ namespace {
 
 constexpr std::int64_t kGrain = 16384;  // elements a thread must have before another starts
 
-Operand operand_of(const LaunchOperand& o, const Shape& shape) {
-  const backends::TensorHandle& h = *o.handle;
-  char* data = static_cast<char*>(h.storage.data()) +
-               h.offset * static_cast<std::int64_t>(element_size(o.dtype));
-  return {data, o.dtype, backends::cpu::broadcast_strides(o.shape, h.strides, shape)};
-}
-
 OperandKey key_of(const Iteration& it, int k, DType dtype) {
   OperandKey key;
   key.dtype = dtype;
@@ -53,8 +46,9 @@ void CpuLauncher::launch(const FusedProgram& program, const ProgramFacts& facts,
   if (n > static_cast<std::size_t>(backends::cpu::kMaxOperands))
     throw Error("internal error: a fused kernel with " + std::to_string(n) + " operands");
   boost::container::small_vector<Operand, 16> ops;
-  for (const LaunchOperand& o : inputs) ops.push_back(operand_of(o, shape));
-  for (const LaunchOperand& o : outputs) ops.push_back(operand_of(o, shape));
+  for (std::span<const LaunchOperand> list : {inputs, outputs})
+    for (const LaunchOperand& o : list)
+      ops.push_back(backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
   const backends::cpu::Strides* strides[backends::cpu::kMaxOperands];
   for (std::size_t k = 0; k < n; ++k) strides[k] = &ops[k].strides;
   const Iteration it = backends::cpu::make_iteration(shape, strides, static_cast<int>(n));

@@ -15,20 +15,6 @@ using stream::OpDesc;
 using stream::OpKind;
 using stream::TensorDesc;
 
-namespace {
-
-char* element_ptr(const TensorHandle& h, DType dtype) {
-  return static_cast<char*>(h.storage.data()) +
-         h.offset * static_cast<std::int64_t>(element_size(dtype));
-}
-
-Operand operand_of(const TensorHandle& h, const TensorDesc& desc, const Shape& iterated) {
-  return {element_ptr(h, desc.dtype), desc.dtype,
-          broadcast_strides(desc.shape, h.strides, iterated)};
-}
-
-}  // namespace
-
 CpuBackend::CpuBackend()
     : allocator_(memory_, BackendSettings{}.allocator_cache_bytes), kernels_(cpu::kernels()) {}
 
@@ -101,7 +87,7 @@ void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> input
   if (op.attrs.scalar_side == stream::ScalarSide::kLhs) add_scalar();
   for (std::size_t i = 0; i < inputs.size(); ++i)
     a.inputs[static_cast<std::size_t>(a.num_inputs++)] =
-        operand_of(inputs[i], op.inputs[i], od.shape);
+        broadcast_operand(inputs[i], op.inputs[i].shape, op.inputs[i].dtype, od.shape);
   if (op.attrs.scalar_side == stream::ScalarSide::kRhs) add_scalar();
 
   // A last-use input of the output's dtype and shape, whose memory nothing else shares, becomes

@@ -42,4 +42,14 @@ Strides broadcast_strides(const Shape& in, const Strides& strides, const Shape& 
   return s;
 }
 
+char* element_ptr(const TensorHandle& h, DType dtype) {
+  return static_cast<char*>(h.storage.data()) +
+         h.offset * static_cast<std::int64_t>(element_size(dtype));
+}
+
+Operand broadcast_operand(const TensorHandle& h, const Shape& shape, DType dtype,
+                          const Shape& iterated) {
+  return {element_ptr(h, dtype), dtype, broadcast_strides(shape, h.strides, iterated)};
+}
+
 }  // namespace streamfuse::backends::cpu
