@@ -1,17 +1,159 @@
 #include "cache/cache_dir.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 
-namespace streamfuse::cache {
+#include "cache/prune.h"
+#include "stream/log.h"
+#include "streamfuse/error.h"
 
-std::filesystem::path cache_directory(const Config& config) {
+namespace streamfuse::cache {
+namespace fs = std::filesystem;
+
+namespace {
+
+void log(const std::string& line) {
+  if (stream::log_enabled(stream::LogChannel::kCache))
+    stream::log_line(stream::LogChannel::kCache, line);
+}
+
+// Rejections that mean the file is ours and broken: it is removed, so it is built again.
+bool broken(Rejection r) {
+  switch (r) {
+    case Rejection::kTruncated:
+    case Rejection::kWrongMagic:
+    case Rejection::kOlderFormat:
+    case Rejection::kWrongKind:
+    case Rejection::kOtherFingerprint:
+    case Rejection::kTrailingBytes:
+    case Rejection::kChecksumMismatch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+fs::path cache_directory(const Config& config) {
   if (!config.cache_dir.empty()) return config.cache_dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::filesystem::path(xdg) / "streamfuse";
+    return fs::path(xdg) / "streamfuse";
   if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "streamfuse";
+    return fs::path(home) / ".cache" / "streamfuse";
   std::error_code ec;
-  return std::filesystem::temp_directory_path(ec) / "streamfuse";
+  return fs::temp_directory_path(ec) / "streamfuse";
+}
+
+std::string hex16(std::uint64_t v) {
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
+  return s;
+}
+
+fs::path plan_folder(const fs::path& root, std::string_view device, std::uint64_t first_op_hash) {
+  return root / "plans" / device / hex16(first_op_hash);
+}
+fs::path plan_path(const fs::path& root, std::string_view device, std::uint64_t first_op_hash,
+                   std::uint64_t plan_hash) {
+  return plan_folder(root, device, first_op_hash) / (hex16(plan_hash) + ".plan");
+}
+fs::path kernel_path(const fs::path& root, std::uint64_t kernel_hash) {
+  return root / "kernels" / "cpu" / (hex16(kernel_hash) + ".kernel");
+}
+fs::path library_path(const fs::path& root, std::string_view name) {
+  return root / "kernels" / "cpu" / (std::string(name) + ".lib");
+}
+fs::path claims_path(const fs::path& root) { return root / "claims"; }
+
+CacheDir::CacheDir(fs::path root, std::uint64_t max_bytes)
+    : root_(std::move(root)), max_bytes_(max_bytes) {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (!fs::is_directory(root_, ec) || access(root_.c_str(), W_OK | X_OK) != 0) {
+    writable_ = false;
+    stream::warn_once("cache-dir:" + root_.string(),
+                      "cache: directory '" + root_.string() +
+                          "' cannot be created or written; plans and kernels are not persisted "
+                          "(set STREAMFUSE_CACHE_DIR to a writable directory)");
+  }
+}
+
+std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
+                                          std::string_view fingerprint) {
+  ReadResult r = read_cache_file(path, kind, fingerprint);
+  if (r.rejection == Rejection::kMissing) return std::nullopt;
+  if (!r) {
+    reject(path, r.rejection, r.detail);
+    return std::nullopt;
+  }
+  std::error_code ec;
+  fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // used now (for pruning)
+  return std::move(r.payload);
+}
+
+void CacheDir::reject(const fs::path& path, Rejection rejection, const std::string& detail) {
+  const std::string why = std::string(rejection_name(rejection)) +
+                          (detail.empty() ? std::string() : " (" + detail + ")");
+  log("rejected " + path.string() + ": " + why);
+  const bool remove = broken(rejection) && writable();
+  stream::warn_once("cache-reject:" + path.string(),
+                    "cache: ignored " + path.string() + ": " + why +
+                        (remove ? "; removed, it is built again" : "; it is built again"));
+  std::error_code ec;
+  if (remove) fs::remove(path, ec);
+}
+
+void CacheDir::reject_payload(const fs::path& path, const std::string& why) {
+  log("rejected " + path.string() + ": " + why);
+  stream::warn_once("cache-reject:" + path.string(), "cache: ignored " + path.string() + ": " +
+                                                         why + "; removed, it is built again");
+  std::error_code ec;
+  if (writable()) fs::remove(path, ec);
+}
+
+bool CacheDir::write(const fs::path& path, FileKind kind, std::string_view fingerprint,
+                     std::string_view payload) {
+  if (!writable()) return false;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return false;  // something else's place: warned on reading
+  fs::create_directories(path.parent_path(), ec);
+  try {
+    write_cache_file(path, kind, fingerprint, payload);
+  } catch (const Error& e) {
+    if (!fs::is_directory(path.parent_path(), ec) ||
+        access(path.parent_path().c_str(), W_OK) != 0) {
+      writable_ = false;
+      stream::warn_once("cache-dir:" + root_.string(),
+                        "cache: directory '" + root_.string() +
+                            "' cannot be written; plans and kernels are no longer persisted (" +
+                            e.what() + ")");
+    } else {
+      stream::warn_once("cache-write:" + path.string(), std::string("cache: ") + e.what());
+    }
+    return false;
+  }
+  log("wrote " + path.string());
+  maybe_prune(payload.size());
+  return true;
+}
+
+void CacheDir::maybe_prune(std::uint64_t written) {
+  std::lock_guard lock(prune_mutex_);
+  written_since_prune_ += written;
+  // The first write of a process and then every eighth of the limit written: a scan of the
+  // directory is cheap next to the writes it follows.
+  if (pruned_once_ && written_since_prune_ < max_bytes_ / 8) return;
+  pruned_once_ = true;
+  written_since_prune_ = 0;
+  std::uint64_t total = 0;
+  for (const CacheEntry& e : list_cache_entries(root_)) total += e.bytes;
+  if (total <= max_bytes_) return;
+  const PruneResult r = prune_cache(root_, max_bytes_ / 10 * 8);  // room for a while
+  log("pruned " + std::to_string(r.removed) + " files: " + std::to_string(r.bytes_before) + " -> " +
+      std::to_string(r.bytes_after) + " bytes (limit " + std::to_string(max_bytes_) + ")");
 }
 
 }  // namespace streamfuse::cache

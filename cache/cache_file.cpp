@@ -116,7 +116,11 @@ void write_cache_file(const fs::path& path, FileKind kind, std::string_view fing
   write_file_atomically(path, bytes);
 }
 
-ReadResult read_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint) {
+namespace {
+
+// Reads and checks `path`; the kind and fingerprint only where given.
+ReadResult read_checked(const fs::path& path, const FileKind* kind,
+                        const std::string_view* fingerprint) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) return reject(Rejection::kMissing);
@@ -137,7 +141,7 @@ ReadResult read_cache_file(const fs::path& path, FileKind kind, std::string_view
   if (version < kFormatVersion)
     return reject(Rejection::kOlderFormat, "version " + std::to_string(version));
   const auto file_kind = static_cast<std::uint32_t>(get(h + 4, 4));
-  if (file_kind != static_cast<std::uint32_t>(kind))
+  if (kind && file_kind != static_cast<std::uint32_t>(*kind))
     return reject(Rejection::kWrongKind, "kind " + std::to_string(file_kind));
   const std::uint64_t fingerprint_size = get(h + 8, 4);
   const std::uint64_t payload_size = get(h + 12, 8);
@@ -147,13 +151,37 @@ ReadResult read_cache_file(const fs::path& path, FileKind kind, std::string_view
     return reject(Rejection::kTruncated);
   if (payload_size < body - fingerprint_size) return reject(Rejection::kTrailingBytes);
   const std::string_view stored(bytes.data() + kHeaderSize, fingerprint_size);
-  if (stored != fingerprint)
+  if (fingerprint && stored != *fingerprint)
     return reject(Rejection::kOtherFingerprint, "file: " + std::string(stored));
   const std::string_view payload(bytes.data() + kHeaderSize + fingerprint_size, payload_size);
   if (crc32(payload) != crc) return reject(Rejection::kChecksumMismatch);
   ReadResult result;
+  result.kind = static_cast<FileKind>(file_kind);
+  result.fingerprint.assign(stored);
   result.payload.assign(payload);
   return result;
+}
+
+}  // namespace
+
+ReadResult read_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint) {
+  return read_checked(path, &kind, &fingerprint);
+}
+
+ReadResult inspect_cache_file(const fs::path& path) { return read_checked(path, nullptr, nullptr); }
+
+const char* file_kind_name(FileKind kind) {
+  switch (kind) {
+    case FileKind::kPlan:
+      return "plan";
+    case FileKind::kCpuKernel:
+      return "cpu kernel";
+    case FileKind::kBundle:
+      return "bundle";
+    case FileKind::kCpuLibrary:
+      return "cpu library";
+  }
+  return "unknown";
 }
 
 }  // namespace streamfuse::cache

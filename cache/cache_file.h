@@ -19,7 +19,7 @@ namespace streamfuse::cache {
 
 inline constexpr std::uint32_t kFormatVersion = 1;
 
-enum class FileKind : std::uint32_t { kPlan = 1, kCpuKernel = 2, kBundle = 3 };
+enum class FileKind : std::uint32_t { kPlan = 1, kCpuKernel = 2, kBundle = 3, kCpuLibrary = 4 };
 
 // Why a file was not used. kMissing is the ordinary miss; every other reason is worth a warning.
 enum class Rejection : std::uint8_t {
@@ -40,8 +40,10 @@ const char* rejection_name(Rejection r);
 
 struct ReadResult {
   Rejection rejection = Rejection::kNone;
-  std::string payload;  // when rejection == kNone
-  std::string detail;   // for logs: what differed
+  FileKind kind = FileKind::kPlan;  // when rejection == kNone
+  std::string fingerprint;          // when rejection == kNone
+  std::string payload;              // when rejection == kNone
+  std::string detail;               // for logs: what differed
   explicit operator bool() const { return rejection == Rejection::kNone; }
 };
 
@@ -62,5 +64,8 @@ void write_cache_file(const std::filesystem::path& path, FileKind kind,
 // says why it was rejected.
 ReadResult read_cache_file(const std::filesystem::path& path, FileKind kind,
                            std::string_view fingerprint);
+// The same checks, but any kind and fingerprint are accepted (and returned): for tools.
+ReadResult inspect_cache_file(const std::filesystem::path& path);
+const char* file_kind_name(FileKind kind);  // "plan", "cpu kernel", ...
 
 }  // namespace streamfuse::cache

@@ -1,48 +1,18 @@
 #include "cache/serialize.h"
 
-#include <sstream>
 #include <type_traits>
-
-#include <cereal/archives/portable_binary.hpp>
 
 namespace streamfuse::cache {
 namespace {
 
-using In = cereal::PortableBinaryInputArchive;
-using Out = cereal::PortableBinaryOutputArchive;
+using In = InArchive;
+using Out = OutArchive;
+
+[[noreturn]] void bad(const std::string& what) { bad_payload(what); }
 
 #define SF_COUNT_KIND(name, api, category, arity) +1
 constexpr unsigned kNumOpKinds = 0 STREAMFUSE_OP_KINDS(SF_COUNT_KIND);
 #undef SF_COUNT_KIND
-
-// Bounds on decoded sizes: far above anything streamfuse writes, low enough that a bad size
-// cannot make a decoder allocate gigabytes.
-constexpr std::uint32_t kMaxOps = 1 << 16;
-constexpr std::uint32_t kMaxItems = 1 << 20;
-
-[[noreturn]] void bad(const std::string& what) {
-  throw FormatError("cache payload does not decode: " + what);
-}
-
-// Enums travel as their underlying integer and are range-checked on the way in.
-template <class E>
-void put_enum(Out& out, E e) {
-  out(static_cast<std::uint32_t>(e));
-}
-template <class E>
-E get_enum(In& in, unsigned count, const char* what) {
-  std::uint32_t v = 0;
-  in(v);
-  if (v >= count) bad(std::string(what) + " " + std::to_string(v) + " out of range");
-  return static_cast<E>(v);
-}
-
-std::uint32_t get_size(In& in, std::uint32_t max, const char* what) {
-  std::uint32_t n = 0;
-  in(n);
-  if (n > max) bad(std::string(what) + " count " + std::to_string(n));
-  return n;
-}
 
 void put_shape(Out& out, const Shape& s) {
   out(static_cast<std::uint8_t>(s.rank()));
@@ -76,6 +46,8 @@ stream::TensorDesc get_tensor(In& in) {
   t.status = get_enum<stream::TensorStatus>(in, 3, "tensor status");
   return t;
 }
+
+}  // namespace
 
 void put_op(Out& out, const stream::OpDesc& op) {
   put_enum(out, op.kind);
@@ -138,6 +110,8 @@ void put_program(Out& out, const jit::FusedProgram& p) {
   out(p.num_registers);
 }
 
+namespace {
+
 // Registers must be written once, in range, before they are read; indices must name an input
 // or scalar argument. The interpreter and code generator assume all of it.
 void check_program(const jit::FusedProgram& p) {
@@ -166,6 +140,8 @@ void check_program(const jit::FusedProgram& p) {
   for (const jit::ProgramOutput& o : p.outputs)
     if (!readable(o.reg)) bad("output register");
 }
+
+}  // namespace
 
 jit::FusedProgram get_program(In& in) {
   jit::FusedProgram p;
@@ -243,42 +219,15 @@ jit::SpecializationKey get_key(In& in) {
   return k;
 }
 
-template <class F>
-std::string encode(F&& write) {
-  std::ostringstream os(std::ios::binary);
-  {
-    Out out(os);
-    write(out);
-  }
-  return std::move(os).str();
-}
-
-// Runs `read` over all of `bytes`; cereal's own errors (reading past the end) and bytes left
-// over are format errors.
-template <class F>
-auto decode(std::string_view bytes, F&& read) {
-  std::istringstream is(std::string(bytes), std::ios::binary);
-  try {
-    In in(is);
-    auto value = read(in);
-    if (is.peek() != std::char_traits<char>::eof()) bad("bytes left over");
-    return value;
-  } catch (const cereal::Exception& e) {
-    bad(e.what());
-  }
-}
-
-}  // namespace
-
 std::string encode_ops(std::span<const stream::OpDesc> ops) {
-  return encode([&](Out& out) {
+  return encode_with([&](Out& out) {
     out(static_cast<std::uint32_t>(ops.size()));
     for (const stream::OpDesc& op : ops) put_op(out, op);
   });
 }
 
 std::vector<stream::OpDesc> decode_ops(std::string_view bytes) {
-  return decode(bytes, [](In& in) {
+  return decode_with(bytes, [](In& in) {
     std::vector<stream::OpDesc> ops;
     for (std::uint32_t n = get_size(in, kMaxOps, "op"); n > 0; --n) ops.push_back(get_op(in));
     return ops;
@@ -286,19 +235,19 @@ std::vector<stream::OpDesc> decode_ops(std::string_view bytes) {
 }
 
 std::string encode_program(const jit::FusedProgram& program) {
-  return encode([&](Out& out) { put_program(out, program); });
+  return encode_with([&](Out& out) { put_program(out, program); });
 }
 
 jit::FusedProgram decode_program(std::string_view bytes) {
-  return decode(bytes, [](In& in) { return get_program(in); });
+  return decode_with(bytes, [](In& in) { return get_program(in); });
 }
 
 std::string encode_key(const jit::SpecializationKey& key) {
-  return encode([&](Out& out) { put_key(out, key); });
+  return encode_with([&](Out& out) { put_key(out, key); });
 }
 
 jit::SpecializationKey decode_key(std::string_view bytes) {
-  return decode(bytes, [](In& in) { return get_key(in); });
+  return decode_with(bytes, [](In& in) { return get_key(in); });
 }
 
 }  // namespace streamfuse::cache

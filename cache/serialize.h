@@ -9,18 +9,22 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/archive.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
 #include "stream/ir.h"
-#include "streamfuse/error.h"
 
 namespace streamfuse::cache {
 
-// A payload that does not decode: the caller treats the file as a cache miss.
-class FormatError : public Error {
- public:
-  using Error::Error;
-};
+// Parts of larger payloads (plans, kernels, bundles). get_* throw FormatError.
+void put_op(OutArchive& out, const stream::OpDesc& op);
+stream::OpDesc get_op(InArchive& in);
+void put_program(OutArchive& out, const jit::FusedProgram& program);
+jit::FusedProgram get_program(InArchive& in);  // checked: well formed
+void put_key(OutArchive& out, const jit::SpecializationKey& key);
+jit::SpecializationKey get_key(InArchive& in);
+
+// Whole payloads.
 
 std::string encode_ops(std::span<const stream::OpDesc> ops);
 std::vector<stream::OpDesc> decode_ops(std::string_view bytes);

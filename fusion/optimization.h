@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "fusion/context.h"
 
@@ -20,6 +21,9 @@ class Optimization {
   virtual void execute(ExecutionContext& context) = 0;
   // One line for logs: "elementwise: 2 kernels, 19 ops, ...".
   virtual std::string describe() const = 0;
+  // The name of the codec that persists it (cache/plan_codec.cpp), or empty when plans holding
+  // it are kept in memory only.
+  virtual std::string_view codec() const { return {}; }
 };
 
 }  // namespace streamfuse::fusion

@@ -27,6 +27,10 @@ struct Trigger {
   friend bool operator==(const Trigger&, const Trigger&) = default;
 };
 
+// Triggers a plan keeps: a segment explored after many different continuations would otherwise
+// collect one per continuation. Past it the oldest trigger goes (it may be learned again).
+inline constexpr std::size_t kMaxTriggers = 64;
+
 // A plan as exploration makes it, before the store shares it.
 struct PlanDraft {
   std::vector<stream::OpDesc> ops;

@@ -8,29 +8,101 @@ namespace streamfuse::fusion {
 PlanStore::PlanStore(std::size_t max_plans, std::size_t max_explorations)
     : max_plans_(std::max<std::size_t>(1, max_plans)), max_explorations_(max_explorations) {}
 
+void PlanStore::set_persistence(std::shared_ptr<PlanPersistence> persistence) {
+  std::unique_lock lock(mutex_);
+  persistence_ = std::move(persistence);
+}
+
+// First ops whose persisted plans were read; past this many the record starts over (asking again
+// costs one directory lookup per op).
+constexpr std::size_t kMaxConsulted = 1 << 16;
+
 void PlanStore::starting_with(const stream::OpDesc& op, PlanRefs& out) const {
+  const std::uint64_t hash = stream::hash_op(op);
   std::shared_lock lock(mutex_);
-  auto it = index_.find(stream::hash_op(op));
+  if (persistence_ && !consulted_.contains(hash)) {
+    lock.unlock();
+    std::vector<PlanDraft> persisted = persistence_->load(op);  // no lock held while reading
+    {
+      std::unique_lock write(mutex_);
+      if (consulted_.size() >= kMaxConsulted) consulted_.clear();
+      if (consulted_.insert(hash).second) {
+        for (PlanDraft& plan : persisted) {
+          bool changed = false;
+          add_locked(std::move(plan), changed);
+          loaded_ += changed;
+        }
+      }
+    }
+    lock.lock();
+  }
+  auto it = index_.find(hash);
   if (it == index_.end()) return;
   for (const PlanRef& p : it->second)
     if (p->ops.front() == op) out.push_back(p);
 }
 
 PlanRef PlanStore::add(PlanDraft plan) {
-  std::unique_lock lock(mutex_);
+  bool changed = false;
+  PlanRef stored;
+  std::shared_ptr<PlanPersistence> persistence;
+  {
+    std::unique_lock lock(mutex_);
+    stored = add_locked(std::move(plan), changed);
+    persistence = persistence_;
+  }
+  if (changed && persistence) persistence->save(stored);
+  return stored;
+}
+
+void PlanStore::add_loaded(std::vector<PlanDraft> plans) {
+  std::vector<PlanRef> changed_plans;
+  std::shared_ptr<PlanPersistence> persistence;
+  {
+    std::unique_lock lock(mutex_);
+    for (PlanDraft& plan : plans) {
+      bool changed = false;
+      PlanRef stored = add_locked(std::move(plan), changed);
+      if (changed) changed_plans.push_back(std::move(stored)), ++loaded_;
+    }
+    persistence = persistence_;
+  }
+  if (persistence)
+    for (PlanRef& p : changed_plans) persistence->save(std::move(p));
+}
+
+std::vector<PlanRef> PlanStore::plans() const {
+  std::shared_lock lock(mutex_);
+  std::vector<PlanRef> out;
+  out.reserve(count_);
+  for (const auto& [hash, bucket] : index_) out.insert(out.end(), bucket.begin(), bucket.end());
+  return out;
+}
+
+PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
+  changed = false;
   PlanRefs& bucket = index_[stream::hash_op(plan.ops.front())];
   for (PlanRef& existing : bucket) {
     if (existing->ops != plan.ops) continue;
+    std::vector<Trigger> added;
+    for (Trigger& t : plan.triggers)
+      if (std::find(existing->triggers.begin(), existing->triggers.end(), t) ==
+              existing->triggers.end() &&
+          std::find(added.begin(), added.end(), t) == added.end())
+        added.push_back(std::move(t));
+    if (added.empty()) return existing;
     auto merged = std::make_shared<ExecutionPlan>();
     merged->ops = existing->ops;
     merged->optimization = existing->optimization;
     merged->triggers = existing->triggers;
-    for (Trigger& t : plan.triggers)
-      if (std::find(merged->triggers.begin(), merged->triggers.end(), t) == merged->triggers.end())
-        merged->triggers.push_back(std::move(t));
+    for (Trigger& t : added) merged->triggers.push_back(std::move(t));
+    if (merged->triggers.size() > kMaxTriggers)
+      merged->triggers.erase(merged->triggers.begin(),
+                             merged->triggers.end() - static_cast<std::ptrdiff_t>(kMaxTriggers));
     merged->uses = existing->uses.load();
     merged->last_use = clock_.fetch_add(1);
     existing = merged;
+    changed = true;
     return merged;
   }
   if (count_ >= max_plans_) {
@@ -40,13 +112,15 @@ PlanRef PlanStore::add(PlanDraft plan) {
   stored->ops = std::move(plan.ops);
   stored->optimization = std::move(plan.optimization);
   stored->triggers = std::move(plan.triggers);
+  if (stored->triggers.size() > kMaxTriggers) stored->triggers.resize(kMaxTriggers);
   stored->last_use = clock_.fetch_add(1);
   index_[stream::hash_op(stored->ops.front())].push_back(stored);  // bucket may have moved
   ++count_;
+  changed = true;
   return stored;
 }
 
-void PlanStore::evict_one() {
+void PlanStore::evict_one() const {
   // The least used plan, the least recently used among equals. Linear: eviction is rare (only
   // when exploring into a full store), lookups stay O(1).
   const PlanRef* victim = nullptr;
@@ -89,6 +163,11 @@ std::size_t PlanStore::size() const {
 std::uint64_t PlanStore::explorations() const {
   std::shared_lock lock(mutex_);
   return explorations_;
+}
+
+std::uint64_t PlanStore::loaded() const {
+  std::shared_lock lock(mutex_);
+  return loaded_;
 }
 
 }  // namespace streamfuse::fusion

@@ -1,5 +1,7 @@
 // The plans of one device, shared by its streams: indexed by the hash of their first relative
-// op, bounded in number (the least used go first), with a cap on explorations.
+// op, bounded in number (the least used go first), with a cap on explorations. With a
+// PlanPersistence, the plans starting with an op are read from it the first time a segment starts
+// with that op (never in bulk), and every new plan is handed to it to be saved.
 #pragma once
 
 #include <atomic>
@@ -11,8 +13,10 @@
 
 #include <boost/container/small_vector.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 
 #include "fusion/plan.h"
+#include "fusion/plan_persistence.h"
 
 namespace streamfuse::fusion {
 
@@ -23,12 +27,21 @@ class PlanStore {
  public:
   PlanStore(std::size_t max_plans, std::size_t max_explorations);
 
-  // Appends to `out` every plan whose first op equals `op` (relative form).
+  // Set once, before streams use the store.
+  void set_persistence(std::shared_ptr<PlanPersistence> persistence);
+
+  // Appends to `out` every plan whose first op equals `op` (relative form). The first time for
+  // an op, reads the persisted plans that start with it.
   void starting_with(const stream::OpDesc& op, PlanRefs& out) const;
   // Stores a plan explored by a stream, or, when a plan with the same ops exists, adds the new
   // plan's triggers to it (plans are immutable once shared: the stored plan is replaced by a
-  // copy with the trigger added). Returns the plan to run. Evicts the least used plan when full.
+  // copy with the trigger added), and has the persistence save it when it changed. Returns the
+  // plan to run. Evicts the least used plan when full.
   PlanRef add(PlanDraft plan);
+  // Adds plans made elsewhere (a bundle) as add() does; counted as loaded, not explored.
+  void add_loaded(std::vector<PlanDraft> plans);
+  // Every stored plan (for bundles).
+  std::vector<PlanRef> plans() const;
   // Counts one use of `plan` (for eviction).
   void touch(const ExecutionPlan& plan);
 
@@ -38,17 +51,24 @@ class PlanStore {
 
   std::size_t size() const;
   std::uint64_t explorations() const;
+  std::uint64_t loaded() const;  // plans read from the persistence or added by add_loaded
 
  private:
-  void evict_one();  // requires mutex_ (exclusive)
+  // add() under mutex_ (exclusive); `changed` when the store's plans changed.
+  PlanRef add_locked(PlanDraft plan, bool& changed) const;
+  void evict_one() const;  // requires mutex_ (exclusive)
 
   mutable std::shared_mutex mutex_;
   std::size_t max_plans_;
   std::size_t max_explorations_;
   std::uint64_t explorations_ = 0;
-  std::atomic<std::uint64_t> clock_{0};
-  boost::unordered_flat_map<std::uint64_t, PlanRefs> index_;  // hash of first op -> plans
-  std::size_t count_ = 0;
+  mutable std::atomic<std::uint64_t> clock_{0};
+  // Filled lazily from the persistence by starting_with(), hence mutable.
+  mutable boost::unordered_flat_map<std::uint64_t, PlanRefs> index_;  // hash of first op -> plans
+  mutable std::size_t count_ = 0;
+  mutable std::uint64_t loaded_ = 0;
+  std::shared_ptr<PlanPersistence> persistence_;
+  mutable boost::unordered_flat_set<std::uint64_t> consulted_;  // first-op hashes asked about
 };
 
 }  // namespace streamfuse::fusion

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/cpu/isa.h"
 #include "cache/cache_file.h"
 #include "jit/cpp_codegen.h"
 #include "jit/hash_mix.h"
@@ -30,15 +31,22 @@ void write_file(const std::string& path, const std::string& text) {
   }
 }
 
-bool file_equals(const std::string& path, const std::string& text) {
+bool read_file(const std::string& path, std::string& bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream os;
   os << in.rdbuf();
-  return os.str() == text;
+  bytes = std::move(os).str();
+  return static_cast<bool>(in);
 }
 
-// `directory` when it exists (or can be made) and is writable, else a new private directory.
+bool file_equals(const std::string& path, const std::string& text) {
+  std::string bytes;
+  return read_file(path, bytes) && bytes == text;
+}
+
+// `directory` when it exists (or can be made) and is writable, else (or when empty) a new private
+// directory.
 std::string usable_directory(const std::string& directory, bool& is_private) {
   std::error_code ec;
   if (!directory.empty()) {
@@ -54,12 +62,10 @@ std::string usable_directory(const std::string& directory, bool& is_private) {
         "jit: kernel directory '" + directory +
         "' is not writable and no temporary directory can be made: " + std::strerror(errno));
   is_private = true;
-  const std::string why = directory.empty()
-                              ? "jit: no kernel directory given"
-                              : "jit: kernel directory '" + directory + "' is not writable";
-  stream::warn_once("jit-dir:" + directory, why + "; compiled kernels go to " + pattern +
-                                                " for this process (set " +
-                                                "STREAMFUSE_CACHE_DIR to a writable directory)");
+  if (directory.empty()) return pattern;  // asked for a private one
+  stream::warn_once("jit-dir:" + directory, "jit: kernel directory '" + directory +
+                                                "' is not writable; compiled kernels " + "go to " +
+                                                pattern + " for this process");
   return pattern;
 }
 
@@ -80,7 +86,11 @@ std::size_t KernelCache::KeyHash::hash(std::uint64_t program_hash, const Special
 }
 
 KernelCache::KernelCache(std::string directory, KernelCacheOptions options)
-    : options_(options), directory_(std::move(directory)) {
+    : options_(std::move(options)),
+      directory_(std::move(directory)),
+      store_(options_.store),
+      fingerprint_(options_.fingerprint.empty() ? kernel_fingerprint(backends::cpu::isa_level())
+                                                : options_.fingerprint) {
   if (options_.mode == JitMode::kInterpret) return;
   directory_ = usable_directory(directory_, private_directory_);
   thread_ = std::thread(&KernelCache::run, this);
@@ -102,28 +112,147 @@ KernelCache::~KernelCache() {
 std::optional<ReadyKernel> KernelCache::find_or_request(std::uint64_t program_hash,
                                                         const FusedProgram& program,
                                                         const SpecializationKey& key) {
-  std::lock_guard lock(mutex_);
-  if (auto it = entries_.find(KeyRef{program_hash, &key}); it != entries_.end()) {
+  // An entry that exists: ready, or pending / failed (a miss).
+  auto known = [&]() -> std::optional<std::optional<ReadyKernel>> {
+    const auto it = entries_.find(KeyRef{program_hash, &key});
+    if (it == entries_.end()) return std::nullopt;
     Entry& e = it->second;
     lru_.splice(lru_.begin(), lru_, e.lru);
-    if (e.state == State::kReady) {
-      ++stats_.hits;
-      return ReadyKernel{e.fn, e.library};
+    if (e.state != State::kReady) {
+      ++stats_.misses;
+      return std::optional<ReadyKernel>();
     }
+    ++stats_.hits;
+    return std::optional<ReadyKernel>(ReadyKernel{e.fn, e.library});
+  };
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = known()) return *found;
+    if (options_.mode == JitMode::kInterpret || stop_) {
+      ++stats_.misses;
+      return std::nullopt;
+    }
+  }
+  // The kernel's first need: a process may have built it before. Read outside the lock.
+  std::optional<Loaded> stored;
+  if (store_) {
+    if (std::optional<KernelRecord> record = store_->load(program_hash, program, key))
+      stored = load_record(std::move(*record));
+  }
+  std::lock_guard lock(mutex_);
+  if (auto found = known()) return *found;  // another thread got here first
+  if (!stored && (no_compiler_ || stop_)) {
     ++stats_.misses;
     return std::nullopt;
   }
-  ++stats_.misses;
-  if (options_.mode == JitMode::kInterpret || no_compiler_ || stop_) return std::nullopt;
   while (!entries_.empty() && entries_.size() >= std::max<std::size_t>(options_.max_kernels, 1))
     evict_one();
   lru_.push_front(Key{program_hash, key});
   Entry e;
   e.lru = lru_.begin();
   entries_.emplace(lru_.front(), std::move(e));
+  if (stored) {
+    ++stats_.hits;
+    const ReadyKernel ready{stored->fn, stored->library};
+    install_ready(lru_.front(), std::move(*stored));
+    return ready;
+  }
+  ++stats_.misses;
   queue_.push_back(Request{lru_.front(), program});
   work_cv_.notify_one();
   return std::nullopt;
+}
+
+std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record) {
+  const LibraryImage& image = *record.library;
+  std::shared_ptr<void> library;
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = libraries_.find(image.name); it != libraries_.end())
+      library = it->second.lock();
+  }
+  if (!library) {
+    try {
+      library = load_library_image(image.bytes, image.name);
+    } catch (const CompileError& e) {
+      stream::warn_once("jit-load:" + image.name,
+                        std::string(e.what()) + "; its kernels are compiled again");
+      return std::nullopt;
+    }
+    std::lock_guard lock(mutex_);
+    if (libraries_.size() >= 64)
+      boost::unordered::erase_if(libraries_, [](const auto& kv) { return kv.second.expired(); });
+    libraries_[image.name] = library;
+  }
+  const auto fn = reinterpret_cast<CpuKernelFn>(find_symbol(library, record.symbol.c_str()));
+  if (!fn) {
+    stream::warn_once("jit-symbol:" + image.name + record.symbol,
+                      "jit: kernel library " + image.name + " lacks " + record.symbol +
+                          "; the kernel is compiled again");
+    return std::nullopt;
+  }
+  return Loaded{fn, std::move(library), std::make_shared<const KernelRecord>(std::move(record))};
+}
+
+void KernelCache::install_ready(const Key& key, Loaded loaded) {
+  const auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
+  if (it == entries_.end()) return;  // evicted meanwhile
+  Entry& e = it->second;
+  e.state = State::kReady;
+  e.fn = loaded.fn;
+  e.library = std::move(loaded.library);
+  e.record = std::move(loaded.record);
+  ++stats_.loaded;
+}
+
+bool KernelCache::install_from_store(const Request& r) {
+  std::optional<KernelRecord> record = store_->load(r.key.program_hash, r.program, r.key.spec);
+  if (!record) return false;
+  std::optional<Loaded> loaded = load_record(std::move(*record));
+  if (!loaded) return false;
+  std::lock_guard lock(mutex_);
+  const auto it = entries_.find(KeyRef{r.key.program_hash, &r.key.spec});
+  if (it != entries_.end() && it->second.state == State::kPending)
+    install_ready(r.key, std::move(*loaded));
+  return true;
+}
+
+std::vector<KernelRecord> KernelCache::ready_kernels() const {
+  std::lock_guard lock(mutex_);
+  std::vector<KernelRecord> out;
+  for (const auto& [key, e] : entries_)
+    if (e.state == State::kReady && e.record) out.push_back(*e.record);
+  return out;
+}
+
+std::size_t KernelCache::install(std::span<const KernelRecord> kernels) {
+  std::size_t installed = 0;
+  for (const KernelRecord& k : kernels) {
+    std::optional<Loaded> loaded;
+    if (k.library && k.library->fingerprint == fingerprint_ && options_.mode != JitMode::kInterpret)
+      loaded = load_record(k);
+    if (!loaded) {  // built elsewhere (or unloadable): compile it here, in the background
+      find_or_request(k.program_hash, k.program, k.key);
+      continue;
+    }
+    std::lock_guard lock(mutex_);
+    const Key key{k.program_hash, k.key};
+    auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
+    if (it != entries_.end() && it->second.state == State::kReady) continue;
+    if (it == entries_.end()) {
+      while (!entries_.empty() && entries_.size() >= std::max<std::size_t>(options_.max_kernels, 1))
+        evict_one();
+      lru_.push_front(key);
+      Entry e;
+      e.lru = lru_.begin();
+      entries_.emplace(key, std::move(e));
+    }
+    if (store_) to_save_.push_back(loaded->record);
+    install_ready(key, std::move(*loaded));
+    ++installed;
+  }
+  work_cv_.notify_one();
+  return installed;
 }
 
 void KernelCache::evict_one() {
@@ -138,7 +267,7 @@ void KernelCache::wait_idle() {
   if (!thread_.joinable()) return;
   ++flush_waiters_;
   work_cv_.notify_all();
-  idle_cv_.wait(lock, [&] { return (queue_.empty() && !compiling_) || stop_; });
+  idle_cv_.wait(lock, [&] { return (queue_.empty() && to_save_.empty() && !compiling_) || stop_; });
   --flush_waiters_;
 }
 
@@ -152,29 +281,41 @@ KernelCacheStats KernelCache::stats() const {
 void KernelCache::run() {
   std::optional<SystemCompiler> compiler = SystemCompiler::probe();
   std::unique_lock lock(mutex_);
-  if (!compiler) {
+  if (compiler) {
+    compiler_ = std::move(compiler);
+    if (stream::log_enabled(stream::LogChannel::kJit))
+      stream::log_line(stream::LogChannel::kJit, "compiler: " + compiler_->version() + " (" +
+                                                     compiler_->command_line() + ")");
+  } else {
     no_compiler_ = true;
-    for (const Request& r : queue_) {
-      if (auto it = entries_.find(KeyRef{r.key.program_hash, &r.key.spec}); it != entries_.end())
-        it->second.state = State::kFailed, ++stats_.failed;
-    }
-    queue_.clear();
-    idle_cv_.notify_all();
     const char* env = std::getenv("STREAMFUSE_CXX");
     stream::warn_once("jit-no-compiler",
                       std::string("jit: no C++ compiler found (") +
                           (env && *env ? "STREAMFUSE_CXX=" + std::string(env)
                                        : std::string("tried c++, g++, clang++ on PATH")) +
                           "); fused programs run in the interpreter");
-    return;
   }
-  compiler_ = std::move(compiler);
-  if (stream::log_enabled(stream::LogChannel::kJit))
-    stream::log_line(stream::LogChannel::kJit,
-                     "compiler: " + compiler_->version() + " (" + compiler_->command_line() + ")");
+  auto idle = [&] { return queue_.empty() && to_save_.empty(); };
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    work_cv_.wait(lock, [&] { return stop_ || !idle(); });
     if (stop_) break;
+    if (!to_save_.empty()) {  // kernels a bundle installed: persist them
+      std::vector<std::shared_ptr<const KernelRecord>> records;
+      records.swap(to_save_);
+      compiling_ = true;
+      lock.unlock();
+      store_->save(records);
+      lock.lock();
+      compiling_ = false;
+      if (idle()) idle_cv_.notify_all();
+      continue;
+    }
+    if (no_compiler_) {  // requests made before the probe finished
+      fail_all(queue_);
+      queue_.clear();
+      idle_cv_.notify_all();
+      continue;
+    }
     if (flush_waiters_ == 0)  // gather the requests that come right after the first
       work_cv_.wait_for(lock, options_.batch_window, [&] {
         return stop_ || flush_waiters_ > 0 || queue_.size() >= options_.max_batch;
@@ -196,13 +337,49 @@ void KernelCache::run() {
     if (!batch.empty()) compile_batch(batch);
     lock.lock();
     compiling_ = false;
-    if (queue_.empty()) idle_cv_.notify_all();
+    if (idle()) idle_cv_.notify_all();
   }
   queue_.clear();
   idle_cv_.notify_all();
 }
 
+void KernelCache::fail_all(const std::vector<Request>& batch) {
+  for (const Request& r : batch) {
+    const auto it = entries_.find(KeyRef{r.key.program_hash, &r.key.spec});
+    if (it != entries_.end() && it->second.state == State::kPending)
+      it->second.state = State::kFailed, ++stats_.failed;
+  }
+}
+
 void KernelCache::compile_batch(std::vector<Request>& batch) {
+  if (!store_) return compile(batch);
+  // Under the store, a kernel is compiled by whoever claims it first; the others wait for the
+  // claim and load what it saved.
+  std::vector<Request> claimed, waiting;
+  std::vector<bool> held;
+  for (Request& r : batch) {
+    if (install_from_store(r)) continue;  // built elsewhere since it was requested
+    const bool got = store_->try_claim(r.key.program_hash, r.key.spec);
+    if (!got && !r.waited) {
+      waiting.push_back(std::move(r));
+      continue;
+    }
+    held.push_back(got);
+    claimed.push_back(std::move(r));
+  }
+  if (!claimed.empty()) compile(claimed);  // saves to the store before the claims go
+  for (std::size_t i = 0; i < claimed.size(); ++i)
+    if (held[i]) store_->release(claimed[i].key.program_hash, claimed[i].key.spec);
+  for (Request& r : waiting) {
+    store_->wait_unclaimed(r.key.program_hash, r.key.spec);
+    if (install_from_store(r)) continue;
+    r.waited = true;  // the holder saved nothing: compile it here
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(r));
+  }
+}
+
+void KernelCache::compile(std::vector<Request>& batch) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<CpuKernelFn> fns(batch.size(), nullptr);
   std::vector<std::string> names(batch.size());
@@ -222,17 +399,27 @@ void KernelCache::compile_batch(std::vector<Request>& batch) {
   }
   std::string path;
   std::shared_ptr<void> library;
+  std::vector<std::shared_ptr<const KernelRecord>> records(batch.size());
   bool reused = false;
   if (generated) {
     try {
-      library = build_library(source, path, reused);
+      auto image = std::make_shared<LibraryImage>();
+      library = build_library(source, path, reused, image->bytes);
+      image->name = fs::path(path).stem().string();
+      image->fingerprint = fingerprint_;
+      image->source = std::move(source);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (names[i].empty()) continue;
         fns[i] = reinterpret_cast<CpuKernelFn>(find_symbol(library, names[i].c_str()));
         if (!fns[i]) throw CompileError("jit: " + path + " lacks " + names[i]);
+        records[i] = std::make_shared<const KernelRecord>(KernelRecord{
+            batch[i].key.program_hash, batch[i].program, batch[i].key.spec, names[i], image});
       }
+      std::lock_guard lock(mutex_);
+      libraries_[image->name] = library;
     } catch (const CompileError& e) {
       std::fill(fns.begin(), fns.end(), nullptr);
+      std::fill(records.begin(), records.end(), nullptr);
       library.reset();
       const std::string message = std::string(e.what()) + "\n(" + std::to_string(generated) +
                                   " kernels of this batch run interpreted)";
@@ -243,11 +430,17 @@ void KernelCache::compile_batch(std::vector<Request>& batch) {
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (store_ && library) {
+    std::vector<std::shared_ptr<const KernelRecord>> saved;
+    for (const auto& r : records)
+      if (r) saved.push_back(r);
+    store_->save(saved);
+  }
   std::lock_guard lock(mutex_);
   ++stats_.batches;
   stats_.reused += reused;
   stats_.compile_ms += ms;
-  finish(batch, fns, library);
+  finish(batch, fns, library, records);
   if (stream::log_enabled(stream::LogChannel::kJit)) {
     char line[64];
     std::snprintf(line, sizeof line, " kernels in %.1f ms%s: ", ms, reused ? " (reused)" : "");
@@ -258,7 +451,7 @@ void KernelCache::compile_batch(std::vector<Request>& batch) {
 }
 
 std::shared_ptr<void> KernelCache::build_library(const std::string& source, std::string& path,
-                                                 bool& reused) {
+                                                 bool& reused, std::string& bytes) {
   const std::string base = (fs::path(directory_) / compiler_->library_key(source)).string();
   path = base + ".cpp";
   const std::string so = base + ".so";
@@ -266,8 +459,10 @@ std::shared_ptr<void> KernelCache::build_library(const std::string& source, std:
   if (fs::exists(so, ec) && file_equals(path, source)) {  // built before, maybe by another process
     try {
       std::shared_ptr<void> library = load_library(so);
-      reused = true;
-      return library;
+      if (read_file(so, bytes)) {
+        reused = true;
+        return library;
+      }
     } catch (const CompileError&) {
       fs::remove(so, ec);  // unusable: rebuild
     }
@@ -285,11 +480,14 @@ std::shared_ptr<void> KernelCache::build_library(const std::string& source, std:
     throw CompileError("jit: cannot move the library of " + path +
                        " into place: " + std::strerror(errno));
   }
-  return load_library(so);
+  std::shared_ptr<void> library = load_library(so);
+  if (!read_file(so, bytes)) throw CompileError("jit: cannot read back " + so);
+  return library;
 }
 
 void KernelCache::finish(const std::vector<Request>& batch, const std::vector<CpuKernelFn>& fns,
-                         const std::shared_ptr<void>& library) {
+                         const std::shared_ptr<void>& library,
+                         const std::vector<std::shared_ptr<const KernelRecord>>& records) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto it = entries_.find(KeyRef{batch[i].key.program_hash, &batch[i].key.spec});
     if (it == entries_.end() || it->second.state != State::kPending) continue;  // evicted
@@ -298,6 +496,7 @@ void KernelCache::finish(const std::vector<Request>& batch, const std::vector<Cp
       e.state = State::kReady;
       e.fn = fns[i];
       e.library = library;
+      e.record = records[i];
       ++stats_.compiled;
     } else {
       e.state = State::kFailed;

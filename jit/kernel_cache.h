@@ -1,12 +1,15 @@
 // KernelCache: compiled CPU kernels by (program, specialization), compiled in the background.
 //
-// A lookup never waits for a compiler: a kernel not compiled yet is queued and the caller runs
-// the interpreter meanwhile. One background thread compiles everything requested since its last
-// compile in one translation unit (a compiler start costs ~50-100 ms, so per-kernel cost falls
-// with batch size), writes `<directory>/<key>.cpp` and `<key>.so` (temp file + rename), loads the
-// library and installs the kernels. Invariants:
+// A lookup never waits for a compiler. The first lookup of a kernel asks the KernelStore (the
+// cache directory) for it and loads it from there when a process built it before; otherwise it
+// is queued and the caller runs the interpreter meanwhile. One background thread compiles
+// everything requested since its last compile in one translation unit (a compiler start costs
+// ~50-100 ms, so per-kernel cost falls with batch size) under the kernels' cross-process claims,
+// writes `<directory>/<key>.cpp` and `<key>.so` (temp file + rename), loads the library, installs
+// the kernels and hands them to the store. Invariants:
 // - an entry is pending, ready or failed; a failed entry is never retried (until evicted), and
 //   each failure is warned about once, naming the source file;
+// - a kernel another process is compiling is waited for and loaded, not compiled twice;
 // - at most `max_kernels` entries; the least recently used is evicted first;
 // - a library stays loaded while an entry or a caller's ReadyKernel holds it.
 #pragma once
@@ -25,6 +28,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include "jit/kernel_abi.h"
+#include "jit/kernel_store.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
 #include "jit/system_compiler.h"
@@ -45,10 +49,15 @@ struct KernelCacheOptions {
   // (wait_idle() cuts it short).
   std::chrono::milliseconds batch_window{5};
   std::chrono::milliseconds compile_timeout = std::chrono::minutes(5);
+  // Where kernels persist between processes (not owned; outlives the cache), or null.
+  KernelStore* store = nullptr;
+  // What libraries built here are tagged with; empty: kernel_fingerprint(isa_level()).
+  std::string fingerprint;
 };
 
 struct KernelCacheStats {
-  std::uint64_t compiled = 0;  // kernels installed
+  std::uint64_t compiled = 0;  // kernels compiled and installed
+  std::uint64_t loaded = 0;    // kernels installed from the store or a bundle
   std::uint64_t failed = 0;    // kernels marked failed
   std::uint64_t batches = 0;   // translation units built (compiled, or found in the directory)
   std::uint64_t reused = 0;    // batches whose library the directory already held
@@ -61,9 +70,10 @@ struct KernelCacheStats {
 
 class KernelCache {
  public:
-  // Kernels go to `directory` (created; when it cannot be written, a private temporary
-  // directory is used instead, with a warning). In kCompile mode a background thread starts and
-  // probes for a compiler (SystemCompiler::probe); none found is warned about once.
+  // Kernels are built in `directory` (created; empty, or one that cannot be written: a private
+  // temporary directory, removed at destruction, with a warning for the latter). In kCompile mode a
+  // background thread starts and probes for a compiler (SystemCompiler::probe); none found is
+  // warned about once.
   explicit KernelCache(std::string directory, KernelCacheOptions options = {});
   // Drops pending requests, waits for a compile in flight, joins the thread.
   ~KernelCache();
@@ -78,6 +88,14 @@ class KernelCache {
                                              const SpecializationKey& key);
   // Returns when no request is queued or compiling (for tests and benchmarks).
   void wait_idle();
+
+  // Every ready kernel with its library (for bundles).
+  std::vector<KernelRecord> ready_kernels() const;
+  // Installs kernels built elsewhere (a bundle): those built under this cache's fingerprint are
+  // loaded and ready at once, and handed to the store in the background; the others are
+  // requested, so they compile in the background. Returns how many were installed ready.
+  std::size_t install(std::span<const KernelRecord> kernels);
+  const std::string& fingerprint() const { return fingerprint_; }
 
   KernelCacheStats stats() const;
   // The directory kernels are written to (the fallback one when the given one is unusable).
@@ -112,25 +130,43 @@ class KernelCache {
     State state = State::kPending;
     CpuKernelFn fn = nullptr;
     std::shared_ptr<void> library;
-    std::list<Key>::iterator lru;  // position in lru_, most recent first
+    std::shared_ptr<const KernelRecord> record;  // when ready: how to persist or export it
+    std::list<Key>::iterator lru;                // position in lru_, most recent first
   };
   struct Request {
     Key key;
     FusedProgram program;
+    bool waited = false;  // another process held its claim and saved nothing: compile it here
+  };
+  struct Loaded {
+    CpuKernelFn fn = nullptr;
+    std::shared_ptr<void> library;
+    std::shared_ptr<const KernelRecord> record;
   };
 
   void run();
+  // Loads a kernel from its record (a stored library is loaded once while anything holds it).
+  std::optional<Loaded> load_record(KernelRecord record);
+  // The store's copy of the request's kernel, installed ready; false when it has none.
+  bool install_from_store(const Request& r);
+  void install_ready(const Key& key, Loaded loaded);  // requires mutex_
   void compile_batch(std::vector<Request>& batch);
-  // Builds (or finds in directory_) the library of `source`, setting `path` to its source file
-  // and `reused` when it was found. Throws CompileError.
-  std::shared_ptr<void> build_library(const std::string& source, std::string& path, bool& reused);
+  void compile(std::vector<Request>& batch);
+  // Builds (or finds in directory_) the library of `source`, setting `path` to its source file,
+  // `reused` when it was found, and `bytes` to the shared object. Throws CompileError.
+  std::shared_ptr<void> build_library(const std::string& source, std::string& path, bool& reused,
+                                      std::string& bytes);
   void finish(const std::vector<Request>& batch, const std::vector<CpuKernelFn>& fns,
-              const std::shared_ptr<void>& library);
+              const std::shared_ptr<void>& library,
+              const std::vector<std::shared_ptr<const KernelRecord>>& records);
+  void fail_all(const std::vector<Request>& batch);  // requires mutex_
   void evict_one();
 
   const KernelCacheOptions options_;
   std::string directory_;
   bool private_directory_ = false;
+  KernelStore* store_;
+  std::string fingerprint_;
   std::optional<SystemCompiler> compiler_;  // set by the thread before its first batch
 
   mutable std::mutex mutex_;
@@ -139,6 +175,8 @@ class KernelCache {
   boost::unordered_flat_map<Key, Entry, KeyHash, KeyEq> entries_;
   std::list<Key> lru_;
   std::vector<Request> queue_;
+  std::vector<std::shared_ptr<const KernelRecord>> to_save_;  // installed kernels to persist
+  boost::unordered_flat_map<std::string, std::weak_ptr<void>> libraries_;  // loaded, by name
   bool compiling_ = false;
   bool no_compiler_ = false;
   bool stop_ = false;

@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "backends/cpu/isa.h"
 #include "streamfuse/error.h"
@@ -123,13 +126,35 @@ std::vector<std::string> kernel_compile_flags(int isa_level) {
   return f;
 }
 
+// The compilers probe() tries, in order.
+std::vector<std::string> compiler_candidates() {
+  if (const char* env = std::getenv("STREAMFUSE_CXX"); env && *env) return {env};
+  return {"c++", "g++", "clang++"};
+}
+
+// `name` as execvp would find it, with symbolic links resolved; empty when it is not found.
+std::string resolve_executable(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto usable = [](const fs::path& p) { return access(p.c_str(), X_OK) == 0; };
+  if (name.find('/') != std::string::npos)
+    return usable(name) ? fs::canonical(name, ec).string() : std::string();
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!dirs.empty()) {
+    const std::size_t colon = dirs.find(':');
+    const fs::path candidate = fs::path(dirs.substr(0, colon)) / name;
+    if (usable(candidate)) {
+      const fs::path resolved = fs::canonical(candidate, ec);
+      if (!ec) return resolved.string();
+    }
+    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
+  }
+  return {};
+}
+
 std::optional<SystemCompiler> SystemCompiler::probe(int isa_level) {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("STREAMFUSE_CXX"); env && *env)
-    candidates.emplace_back(env);
-  else
-    candidates = {"c++", "g++", "clang++"};
-  for (const std::string& cxx : candidates) {
+  for (const std::string& cxx : compiler_candidates()) {
     const ProcessResult r = run_process({cxx, "--version"}, std::chrono::seconds(10));
     if (!r.started || r.timed_out || r.exit_code != 0) continue;
     SystemCompiler c;
@@ -175,6 +200,55 @@ void SystemCompiler::compile(const std::string& source_path, const std::string& 
   if (r.exit_code != 0)
     throw CompileError("jit: compiling " + source_path + " failed (" + command_line() + "):\n" +
                        error_lines(r.output));
+}
+
+// Bump when the kernel calling convention (jit/kernel_abi.h) or the prelude's meaning changes.
+constexpr int kKernelAbiVersion = 1;
+
+std::string kernel_fingerprint(int isa_level) {
+  std::string compiler = "none";
+  for (const std::string& cxx : compiler_candidates()) {
+    const std::string resolved = resolve_executable(cxx);
+    struct stat st {};
+    if (resolved.empty() || stat(resolved.c_str(), &st) != 0) continue;
+    compiler = resolved + " size " + std::to_string(st.st_size) + " mtime " +
+               std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    break;
+  }
+  std::string flags;
+  for (const std::string& f : kernel_compile_flags(isa_level)) flags += " " + f;
+  return "streamfuse " STREAMFUSE_VERSION " kernel-abi " + std::to_string(kKernelAbiVersion) +
+         "; cxx " + compiler + ";" + flags;
+}
+
+std::shared_ptr<void> load_library_image(std::string_view bytes, const std::string& name) {
+  const int fd = memfd_create(("streamfuse-" + name).c_str(), MFD_CLOEXEC);
+  if (fd < 0)
+    throw CompileError("jit: cannot load kernel library " + name +
+                       ": memfd_create: " + std::strerror(errno));
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + written, bytes.size() - written);
+    if (n <= 0) {
+      const int err = errno;
+      close(fd);
+      throw CompileError("jit: cannot load kernel library " + name + ": " + std::strerror(err));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  // dlopen knows libraries by path: the descriptor stays open while the library is loaded, so no
+  // later library gets the same /proc/self/fd name while this one is in use.
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    close(fd);
+    throw CompileError("jit: cannot load kernel library " + name + ": " + (why ? why : "unknown"));
+  }
+  return std::shared_ptr<void>(handle, [fd](void* h) {
+    dlclose(h);
+    close(fd);
+  });
 }
 
 std::shared_ptr<void> load_library(const std::string& path) {

@@ -51,9 +51,18 @@ class SystemCompiler {
 // -fPIC -shared.
 std::vector<std::string> kernel_compile_flags(int isa_level);
 
+// What a compiled kernel library depends on besides its source, as one line: the streamfuse
+// version and kernel ABI, the compiler probe() would pick (its resolved path, size and modification
+// time: a changed compiler changes it, and nothing is run to find out), the kernel flags and the
+// x86-64 level. Libraries built under another fingerprint are not loaded.
+std::string kernel_fingerprint(int isa_level);
+
 // Loads a shared object with dlopen(RTLD_NOW | RTLD_LOCAL); the last copy of the pointer
 // dlcloses it. Throws CompileError with the path and dlerror().
 std::shared_ptr<void> load_library(const std::string& path);
+// Loads a shared object from its bytes (through an anonymous memory file, so nothing is written
+// to disk); `name` appears in errors. Throws CompileError when the bytes do not load.
+std::shared_ptr<void> load_library_image(std::string_view bytes, const std::string& name);
 // The address of `symbol` in `library`, or nullptr when it has none.
 void* find_symbol(const std::shared_ptr<void>& library, const char* symbol);
 

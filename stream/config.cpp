@@ -75,6 +75,8 @@ Config Config::from_env() {
     c.log = v;
   }
   if (const char* v = env("STREAMFUSE_CACHE_DIR")) c.cache_dir = v;
+  if (const char* v = env("STREAMFUSE_CACHE_MAX_MB"))
+    c.cache_max_bytes = parse_size("STREAMFUSE_CACHE_MAX_MB", v, "a size in MiB") << 20;
   if (const char* v = env("STREAMFUSE_ALLOCATOR_CACHE_MB"))
     c.allocator_cache_bytes = parse_size("STREAMFUSE_ALLOCATOR_CACHE_MB", v, "a size in MiB") << 20;
   if (const char* v = env("STREAMFUSE_NUM_THREADS"))

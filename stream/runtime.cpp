@@ -5,6 +5,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/isa.h"
 #include "cache/cache_dir.h"
+#include "jit/system_compiler.h"
 #include "stream/log.h"
 #include "stream/thread_local.h"
 #include "streamfuse/error.h"
@@ -95,11 +96,38 @@ constexpr std::size_t kMaxExplorations = 1'000'000;
 DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend,
                              const Config& config)
     : device_(device), backend_(std::move(backend)), plan_store_(kMaxPlans, kMaxExplorations) {
+  cache_dir_ =
+      std::make_shared<cache::CacheDir>(cache::cache_directory(config), config.cache_max_bytes);
+  plan_files_ = std::make_shared<cache::PlanFiles>(cache_dir_, device.to_string());
+  plan_store_.set_persistence(plan_files_);
   jit::KernelCacheOptions options;
   options.mode = JitMode::kCompile;  // the launcher decides per launch (config may change)
-  kernel_cache_ = std::make_unique<jit::KernelCache>(
-      (cache::cache_directory(config) / "kernels" / "cpu").string(), options);
+  options.fingerprint = jit::kernel_fingerprint(backends::cpu::isa_level());
+  kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, options.fingerprint);
+  options.store = kernel_files_.get();
+  // Kernels are built in a private directory; what persists goes through the KernelFiles.
+  kernel_cache_ = std::make_unique<jit::KernelCache>(std::string(), options);
   launcher_ = std::make_unique<jit::CpuLauncher>(backends::cpu::kernels(), kernel_cache_.get());
+}
+
+FusionStats DeviceRuntime::fusion_stats() const {
+  FusionStats s;
+  s.plans = static_cast<std::int64_t>(plan_store_.size());
+  s.plans_explored = static_cast<std::int64_t>(plan_store_.explorations());
+  s.plans_loaded = static_cast<std::int64_t>(plan_store_.loaded());
+  if (kernel_cache_) {
+    const jit::KernelCacheStats k = kernel_cache_->stats();
+    s.kernels_compiled = static_cast<std::int64_t>(k.compiled);
+    s.kernels_loaded = static_cast<std::int64_t>(k.loaded);
+    s.kernels_failed = static_cast<std::int64_t>(k.failed);
+    s.compile_batches = static_cast<std::int64_t>(k.batches);
+    s.compile_ms = k.compile_ms;
+  }
+  if (launcher_) {
+    s.compiled_launches = static_cast<std::int64_t>(launcher_->compiled_launches());
+    s.interpreted_launches = static_cast<std::int64_t>(launcher_->interpreted_launches());
+  }
+  return s;
 }
 
 DeviceRuntime::~DeviceRuntime() = default;

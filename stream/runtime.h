@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "cache/cache_dir.h"
+#include "cache/kernel_files.h"
+#include "cache/plan_files.h"
 #include "fusion/plan_store.h"
 #include "jit/cpu_launcher.h"
 #include "jit/kernel_cache.h"
@@ -17,6 +20,7 @@
 #include "stream/stream.h"
 #include "streamfuse/config.h"
 #include "streamfuse/device.h"
+#include "streamfuse/profiler.h"
 
 namespace streamfuse::stream {
 
@@ -47,6 +51,9 @@ class DeviceRuntime {
   jit::KernelLauncher& launcher() { return *launcher_; }
   // The kernel cache (null on devices without one).
   jit::KernelCache* kernel_cache() { return kernel_cache_.get(); }
+  // Where the plan store's plans persist.
+  cache::PlanFiles& plan_files() { return *plan_files_; }
+  FusionStats fusion_stats() const;
   bool fusion_enabled() const { return fusion_.load(std::memory_order_relaxed); }
   std::size_t queue_bound() const { return queue_bound_.load(std::memory_order_relaxed); }
   // Takes up the settings that concern a running device.
@@ -65,6 +72,9 @@ class DeviceRuntime {
   std::atomic<std::size_t> queue_bound_{256};
   std::atomic<bool> fusion_{true};
   fusion::PlanStore plan_store_;
+  std::shared_ptr<cache::CacheDir> cache_dir_;
+  std::shared_ptr<cache::PlanFiles> plan_files_;
+  std::unique_ptr<cache::KernelFiles> kernel_files_;  // outlives the kernel cache that uses it
   std::unique_ptr<jit::KernelCache> kernel_cache_;
   std::unique_ptr<jit::CpuLauncher> launcher_;
   std::mutex streams_mutex_;

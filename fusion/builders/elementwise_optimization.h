@@ -54,6 +54,7 @@ class ElementwiseOptimization final : public Optimization {
   std::size_t len() const override { return len_; }
   void execute(ExecutionContext& context) override;
   std::string describe() const override;
+  std::string_view codec() const override { return "elementwise"; }
 
   const std::vector<ElementwiseKernel>& kernels() const { return kernels_; }
   const std::vector<Tensor>& tensors() const { return tensors_; }

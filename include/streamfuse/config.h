@@ -25,6 +25,9 @@ struct Config {
   // STREAMFUSE_CACHE_DIR: where plans and kernels persist; empty picks $XDG_CACHE_HOME/streamfuse
   // or ~/.cache/streamfuse.
   std::string cache_dir;
+  // STREAMFUSE_CACHE_MAX_MB: the most the cache directory may hold; the least recently used
+  // files are pruned past it.
+  std::size_t cache_max_bytes = std::size_t{1} << 30;
   // STREAMFUSE_ALLOCATOR_CACHE_MB: the most freed memory a device allocator keeps for reuse.
   std::size_t allocator_cache_bytes = std::size_t{2} << 30;
   // STREAMFUSE_NUM_THREADS: threads a CPU kernel may use; 0 uses every core.

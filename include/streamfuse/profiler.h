@@ -1,4 +1,4 @@
-// Memory statistics of a device's caching allocator.
+// Statistics of a device: its caching allocator, and what fusion learned and compiled.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +24,23 @@ MemoryStats memory_stats(Device device = Device::cpu());
 void reset_peak_memory_stats(Device device = Device::cpu());
 // Returns every cached block of `device` to the system.
 void empty_cache(Device device = Device::cpu());
+
+struct FusionStats {
+  std::int64_t plans = 0;                 // plans in the device's plan store
+  std::int64_t plans_explored = 0;        // segments explored (a plan made) by this process
+  std::int64_t plans_loaded = 0;          // plans read from the cache directory or a bundle
+  std::int64_t kernels_compiled = 0;      // kernels compiled by this process
+  std::int64_t kernels_loaded = 0;        // kernels loaded from the cache directory or a bundle
+  std::int64_t kernels_failed = 0;        // kernels that did not compile (they run interpreted)
+  std::int64_t compile_batches = 0;       // compiler runs (each compiles a batch of kernels)
+  double compile_ms = 0;                  // wall time spent compiling, summed over batches
+  std::int64_t compiled_launches = 0;     // fused kernels launched compiled
+  std::int64_t interpreted_launches = 0;  // fused kernels launched through the interpreter
+};
+
+// What fusion on `device` has done so far in this process.
+FusionStats fusion_stats(Device device = Device::cpu());
+// Blocks until no kernel of `device` is waiting for the compiler (for benchmarks and tests).
+void wait_for_compiles(Device device = Device::cpu());
 
 }  // namespace streamfuse

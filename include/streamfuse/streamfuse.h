@@ -6,6 +6,7 @@
 #include "streamfuse/dtype.h"
 #include "streamfuse/error.h"
 #include "streamfuse/ops.h"
+#include "streamfuse/plans.h"
 #include "streamfuse/profiler.h"
 #include "streamfuse/shape.h"
 #include "streamfuse/tensor.h"

@@ -1,4 +1,4 @@
-// memory_stats and friends: the device's allocator, through its runtime.
+// memory_stats, fusion_stats and friends: the device's allocator and fusion, through its runtime.
 #include "streamfuse/profiler.h"
 
 #include "stream/runtime.h"
@@ -12,5 +12,13 @@ void reset_peak_memory_stats(Device device) {
   stream::DeviceRuntime::get(device).backend().reset_peak_memory_stats();
 }
 void empty_cache(Device device) { stream::DeviceRuntime::get(device).backend().empty_cache(); }
+
+FusionStats fusion_stats(Device device) {
+  return stream::DeviceRuntime::get(device).fusion_stats();
+}
+void wait_for_compiles(Device device) {
+  if (jit::KernelCache* cache = stream::DeviceRuntime::get(device).kernel_cache())
+    cache->wait_idle();
+}
 
 }  // namespace streamfuse

@@ -1,0 +1,104 @@
+#include "cache/bundle.h"
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "cache/archive.h"
+#include "cache/cache_file.h"
+#include "cache/kernel_codec.h"
+#include "cache/plan_codec.h"
+
+namespace streamfuse::cache {
+
+std::string encode_bundle(const std::vector<BundleSection>& sections,
+                          std::vector<std::size_t>* plans_written) {
+  return encode_with([&](OutArchive& out) {
+    out(static_cast<std::uint32_t>(sections.size()));
+    for (const BundleSection& s : sections) {
+      put_bytes(out, s.device);
+      std::vector<const fusion::ExecutionPlan*> plans;
+      for (const fusion::PlanRef& p : s.plans)
+        if (persistable(*p)) plans.push_back(p.get());
+      if (plans_written) plans_written->push_back(plans.size());
+      out(static_cast<std::uint32_t>(plans.size()));
+      for (const fusion::ExecutionPlan* p : plans) put_plan(out, *p);
+      // Each library once, then the kernels by library index.
+      std::vector<const jit::LibraryImage*> libraries;
+      boost::unordered_flat_map<const jit::LibraryImage*, std::uint32_t> index;
+      for (const jit::KernelRecord& k : s.kernels)
+        if (index.emplace(k.library.get(), libraries.size()).second)
+          libraries.push_back(k.library.get());
+      out(static_cast<std::uint32_t>(libraries.size()));
+      for (const jit::LibraryImage* l : libraries) {
+        put_bytes(out, l->fingerprint);
+        put_library(out, *l);
+      }
+      out(static_cast<std::uint32_t>(s.kernels.size()));
+      for (const jit::KernelRecord& k : s.kernels) {
+        out(index.at(k.library.get()));
+        put_kernel_entry(out,
+                         KernelEntry{k.program_hash, k.program, k.key, k.symbol, k.library->name});
+      }
+    }
+  });
+}
+
+std::vector<BundleSection> decode_bundle(std::string_view payload) {
+  return decode_with(payload, [](InArchive& in) {
+    std::vector<BundleSection> sections(get_size(in, 64, "device section"));
+    for (BundleSection& s : sections) {
+      s.device = get_bytes(in, 64);
+      for (std::uint32_t n = get_size(in, kMaxItems, "plan"); n > 0; --n)
+        s.drafts.push_back(get_plan(in));
+      std::vector<std::shared_ptr<const jit::LibraryImage>> libraries;
+      for (std::uint32_t n = get_size(in, kMaxItems, "library"); n > 0; --n) {
+        std::string fingerprint = get_bytes(in, 1 << 16);
+        auto image = std::make_shared<jit::LibraryImage>(get_library(in));
+        image->fingerprint = std::move(fingerprint);
+        libraries.push_back(std::move(image));
+      }
+      for (std::uint32_t n = get_size(in, kMaxItems, "kernel"); n > 0; --n) {
+        std::uint32_t library = 0;
+        in(library);
+        if (library >= libraries.size()) bad_payload("kernel library index");
+        KernelEntry e = get_kernel_entry(in);
+        if (e.library != libraries[library]->name) bad_payload("kernel library name");
+        s.kernels.push_back(jit::KernelRecord{e.program_hash, std::move(e.program),
+                                              std::move(e.key), std::move(e.symbol),
+                                              libraries[library]});
+      }
+    }
+    return sections;
+  });
+}
+
+std::vector<std::size_t> write_bundle(const std::filesystem::path& path,
+                                      const std::vector<BundleSection>& sections) {
+  std::vector<std::size_t> written;
+  const std::string payload = encode_bundle(sections, &written);
+  try {
+    write_cache_file(path, FileKind::kBundle, plan_fingerprint(), payload);
+  } catch (const CacheError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CacheError(std::string("save_bundle: ") + e.what());
+  }
+  return written;
+}
+
+std::vector<BundleSection> read_bundle(const std::filesystem::path& path) {
+  const ReadResult r = read_cache_file(path, FileKind::kBundle, plan_fingerprint());
+  if (!r)
+    throw CacheError("load_bundle: " + path.string() +
+                     " is not a usable plan bundle: " + rejection_name(r.rejection) +
+                     (r.detail.empty() ? std::string() : " (" + r.detail + ")") +
+                     (r.rejection == Rejection::kOtherFingerprint
+                          ? "; this is " + plan_fingerprint() + ", save the bundle again with it"
+                          : std::string()));
+  try {
+    return decode_bundle(r.payload);
+  } catch (const FormatError& e) {
+    throw CacheError("load_bundle: " + path.string() + " is corrupt: " + e.what());
+  }
+}
+
+}  // namespace streamfuse::cache

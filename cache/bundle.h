@@ -1,0 +1,35 @@
+// Plan bundles: the plans and kernels of one or more devices in one file (FileKind::kBundle, under
+// the portable plan fingerprint). Each library inside keeps the fingerprint it was built under,
+// so a loader can tell which kernels run on its machine.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fusion/plan_store.h"
+#include "jit/kernel_store.h"
+
+namespace streamfuse::cache {
+
+struct BundleSection {
+  std::string device;                      // "cpu", "cuda:0"
+  std::vector<fusion::PlanRef> plans;      // to write (those that cannot persist are skipped)
+  std::vector<jit::KernelRecord> kernels;  // to write, and as read
+  std::vector<fusion::PlanDraft> drafts;   // as read
+};
+
+// Writes atomically. Throws CacheError naming the path. Returns the plans written per section.
+std::vector<std::size_t> write_bundle(const std::filesystem::path& path,
+                                      const std::vector<BundleSection>& sections);
+// Throws CacheError naming the path and why it is not a usable bundle (missing, not a bundle,
+// other format or library version, corrupt).
+std::vector<BundleSection> read_bundle(const std::filesystem::path& path);
+
+// A bundle's payload, for tools: encode from sections / decode to sections. decode throws
+// FormatError.
+std::string encode_bundle(const std::vector<BundleSection>& sections,
+                          std::vector<std::size_t>* plans_written = nullptr);
+std::vector<BundleSection> decode_bundle(std::string_view payload);
+
+}  // namespace streamfuse::cache

@@ -1,0 +1,147 @@
+#include "cache/elementwise_codec.h"
+
+#include <string>
+
+#include "cache/serialize.h"
+#include "fusion/builders/elementwise_optimization.h"
+
+namespace streamfuse::cache {
+namespace {
+
+using fusion::ElementwiseKernel;
+using fusion::ElementwiseOptimization;
+using fusion::ScalarSource;
+using fusion::TensorSource;
+
+void put_source(OutArchive& out, TensorSource s) { out(s.op, s.slot); }
+
+// The tensor a source names in the plan's ops (relative form); throws when it names none.
+const stream::TensorDesc& tensor_at(std::span<const stream::OpDesc> ops, TensorSource s) {
+  if (s.op >= ops.size()) bad_payload("tensor source op " + std::to_string(s.op));
+  const stream::OpDesc& op = ops[s.op];
+  if (s.slot < 0) {
+    if (s.slot != -1 || op.outputs.empty()) bad_payload("tensor source output");
+    return op.outputs[0];
+  }
+  if (static_cast<std::size_t>(s.slot) >= op.inputs.size()) bad_payload("tensor source slot");
+  return op.inputs[static_cast<std::size_t>(s.slot)];
+}
+
+TensorSource get_source(InArchive& in, std::span<const stream::OpDesc> ops) {
+  TensorSource s;
+  in(s.op, s.slot);
+  tensor_at(ops, s);
+  return s;
+}
+
+std::uint32_t get_index(InArchive& in, std::size_t bound, const char* what) {
+  std::uint32_t i = 0;
+  in(i);
+  if (i >= bound) bad_payload(std::string(what) + " index " + std::to_string(i));
+  return i;
+}
+
+// Relative shapes hold size ids (0 is size 1): `s` broadcasts to `to` when, aligned from the
+// right, each of its dims is 0 or the same id.
+bool broadcasts_to(const Shape& s, const Shape& to) {
+  if (s.rank() > to.rank()) return false;
+  const std::size_t offset = to.rank() - s.rank();
+  for (std::size_t d = 0; d < s.rank(); ++d)
+    if (s.dims()[d] != 0 && s.dims()[d] != to.dims()[offset + d]) return false;
+  return true;
+}
+
+void encode(OutArchive& out, const fusion::Optimization& optimization) {
+  const auto& o = dynamic_cast<const ElementwiseOptimization&>(optimization);
+  out(static_cast<std::uint64_t>(o.len()));
+  out(static_cast<std::uint32_t>(o.tensors().size()));
+  for (const ElementwiseOptimization::Tensor& t : o.tensors()) {
+    put_source(out, t.source);
+    out(t.publish, t.erase);
+  }
+  out(static_cast<std::uint32_t>(o.kernels().size()));
+  for (const ElementwiseKernel& k : o.kernels()) {
+    put_program(out, k.program);
+    put_source(out, k.shape_source);
+    const auto put_list = [&](const auto& list) {
+      out(static_cast<std::uint32_t>(list.size()));
+      for (const auto& v : list) out(v);
+    };
+    put_list(k.inputs);
+    put_list(k.outputs);
+    out(static_cast<std::uint32_t>(k.scalars.size()));
+    for (const ScalarSource& s : k.scalars) out(s.op, s.slot);
+    put_list(k.lend);
+  }
+}
+
+// Reads one kernel and checks it against the program and the plan's ops: every operand is a
+// tensor of the segment of the program's dtype, outputs have the iteration shape and inputs
+// broadcast to it, scalars exist. The launcher relies on all of it.
+ElementwiseKernel get_kernel(InArchive& in, std::span<const stream::OpDesc> ops,
+                             const std::vector<ElementwiseOptimization::Tensor>& tensors) {
+  ElementwiseKernel k;
+  k.program = get_program(in);
+  k.facts = jit::ProgramFacts::of(k.program);
+  k.shape_source = get_source(in, ops);
+  const Shape& shape = tensor_at(ops, k.shape_source).shape;
+  const auto tensor = [&](std::uint32_t t) -> const stream::TensorDesc& {
+    return tensor_at(ops, tensors[t].source);
+  };
+  const std::uint32_t num_inputs = get_size(in, kMaxItems, "kernel input");
+  if (num_inputs != k.program.inputs.size()) bad_payload("kernel inputs");
+  for (std::uint32_t i = 0; i < num_inputs; ++i) {
+    k.inputs.push_back(get_index(in, tensors.size(), "kernel input"));
+    const stream::TensorDesc& t = tensor(k.inputs.back());
+    if (t.dtype != k.program.inputs[i] || !broadcasts_to(t.shape, shape))
+      bad_payload("kernel input " + std::to_string(i) + " does not fit its program");
+  }
+  const std::uint32_t num_outputs = get_size(in, kMaxItems, "kernel output");
+  if (num_outputs != k.program.outputs.size()) bad_payload("kernel outputs");
+  for (std::uint32_t o = 0; o < num_outputs; ++o) {
+    k.outputs.push_back(get_index(in, tensors.size(), "kernel output"));
+    const stream::TensorDesc& t = tensor(k.outputs.back());
+    if (t.dtype != k.program.outputs[o].dtype || t.shape != shape)
+      bad_payload("kernel output " + std::to_string(o) + " does not fit its program");
+  }
+  const std::uint32_t num_scalars = get_size(in, kMaxItems, "kernel scalar");
+  if (num_scalars != k.program.scalars.size()) bad_payload("kernel scalars");
+  for (std::uint32_t s = 0; s < num_scalars; ++s) {
+    ScalarSource source;
+    in(source.op, source.slot);
+    if (source.op >= ops.size() || source.slot >= ops[source.op].scalars.size())
+      bad_payload("kernel scalar source");
+    k.scalars.push_back(source);
+  }
+  if (get_size(in, kMaxItems, "kernel lend") != num_outputs) bad_payload("kernel lends");
+  for (std::uint32_t o = 0; o < num_outputs; ++o) {
+    std::int32_t lend = 0;
+    in(lend);
+    if (lend < -1 || lend >= static_cast<std::int32_t>(num_inputs)) bad_payload("kernel lend");
+    k.lend.push_back(lend);
+  }
+  return k;
+}
+
+std::shared_ptr<fusion::Optimization> decode(InArchive& in, std::span<const stream::OpDesc> ops) {
+  std::uint64_t len = 0;
+  in(len);
+  if (len != ops.size())
+    bad_payload("elementwise optimization covers " + std::to_string(len) + " of the plan's " +
+                std::to_string(ops.size()) + " ops");
+  std::vector<ElementwiseOptimization::Tensor> tensors(get_size(in, kMaxItems, "tensor"));
+  for (ElementwiseOptimization::Tensor& t : tensors) {
+    t.source = get_source(in, ops);
+    in(t.publish, t.erase);
+  }
+  std::vector<ElementwiseKernel> kernels(get_size(in, kMaxItems, "kernel"));
+  for (ElementwiseKernel& k : kernels) k = get_kernel(in, ops, tensors);
+  return std::make_shared<ElementwiseOptimization>(static_cast<std::size_t>(len),
+                                                   std::move(tensors), std::move(kernels));
+}
+
+}  // namespace
+
+const OptimizationCodec kElementwiseCodec{"elementwise", &encode, &decode};
+
+}  // namespace streamfuse::cache

@@ -1,0 +1,45 @@
+// KernelFiles: compiled CPU kernels in the cache directory (the KernelCache's KernelStore). A
+// kernel is one small record file naming its library; a library (source and shared object) is
+// one file shared by the kernels compiled with it. Both carry the fingerprint of the machine they
+// were built for; claims (ClaimLocks on <root>/claims) make processes compile a kernel once.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
+
+#include "cache/cache_dir.h"
+#include "cache/claim_locks.h"
+#include "jit/kernel_store.h"
+
+namespace streamfuse::cache {
+
+class KernelFiles final : public jit::KernelStore {
+ public:
+  // Kernels built under `fingerprint` (jit::kernel_fingerprint).
+  KernelFiles(std::shared_ptr<CacheDir> dir, std::string fingerprint);
+
+  std::optional<jit::KernelRecord> load(std::uint64_t program_hash,
+                                        const jit::FusedProgram& program,
+                                        const jit::SpecializationKey& key) override;
+  void save(std::span<const std::shared_ptr<const jit::KernelRecord>> kernels) override;
+  bool try_claim(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
+  void release(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
+  void wait_unclaimed(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
+
+ private:
+  std::shared_ptr<const jit::LibraryImage> library(const std::string& name);
+
+  std::shared_ptr<CacheDir> dir_;
+  std::string fingerprint_;
+  ClaimLocks claims_;
+  std::mutex mutex_;
+  // Libraries read (shared by the records that hold them) and written by this process.
+  boost::unordered_flat_map<std::string, std::weak_ptr<const jit::LibraryImage>> read_;
+  boost::unordered_flat_set<std::string> written_;
+};
+
+}  // namespace streamfuse::cache

@@ -1,0 +1,100 @@
+#include "cache/plan_codec.h"
+
+#include <array>
+
+#include "cache/elementwise_codec.h"
+#include "cache/serialize.h"
+
+namespace streamfuse::cache {
+namespace {
+
+// Every optimization that persists. A builder whose optimization should persist adds its codec.
+const std::array<const OptimizationCodec*, 1> kCodecs = {&kElementwiseCodec};
+
+const OptimizationCodec* codec_named(std::string_view name) {
+  for (const OptimizationCodec* c : kCodecs)
+    if (c->name == name) return c;
+  return nullptr;
+}
+
+void put_ops(OutArchive& out, std::span<const stream::OpDesc> ops) {
+  out(static_cast<std::uint32_t>(ops.size()));
+  for (const stream::OpDesc& op : ops) put_op(out, op);
+}
+std::vector<stream::OpDesc> get_ops(InArchive& in, std::uint32_t min) {
+  const std::uint32_t n = get_size(in, kMaxOps, "op");
+  if (n < min) bad_payload("a plan without ops");
+  std::vector<stream::OpDesc> ops;
+  ops.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) ops.push_back(get_op(in));
+  return ops;
+}
+
+// Same mix as the op hash: stable across processes and machines (file names depend on it).
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 31);
+}
+
+}  // namespace
+
+std::string plan_fingerprint() { return "streamfuse " STREAMFUSE_VERSION " plans"; }
+
+bool persistable(const fusion::ExecutionPlan& plan) {
+  return !plan.optimization || codec_named(plan.optimization->codec()) != nullptr;
+}
+
+void put_plan(OutArchive& out, const fusion::ExecutionPlan& plan) {
+  put_ops(out, plan.ops);
+  out(static_cast<std::uint32_t>(plan.triggers.size()));
+  for (const fusion::Trigger& t : plan.triggers) {
+    put_enum(out, t.kind);
+    put_ops(out, t.ops);
+  }
+  const OptimizationCodec* codec = nullptr;
+  if (plan.optimization) {
+    codec = codec_named(plan.optimization->codec());
+    if (!codec)
+      throw FormatError("plan: its optimization (" + plan.optimization->describe() +
+                        ") cannot be persisted");
+  }
+  put_bytes(out, codec ? codec->name : std::string_view());
+  if (codec) codec->encode(out, *plan.optimization);
+}
+
+fusion::PlanDraft get_plan(InArchive& in) {
+  fusion::PlanDraft plan;
+  plan.ops = get_ops(in, 1);
+  for (std::uint32_t n = get_size(in, fusion::kMaxTriggers, "trigger"); n > 0; --n) {
+    fusion::Trigger t;
+    t.kind = get_enum<fusion::Trigger::Kind>(in, 3, "trigger kind");
+    t.ops = get_ops(in, 0);
+    plan.triggers.push_back(std::move(t));
+  }
+  const std::string name = get_bytes(in, 256);
+  if (!name.empty()) {
+    const OptimizationCodec* codec = codec_named(name);
+    if (!codec) bad_payload("unknown optimization '" + name + "'");
+    plan.optimization = codec->decode(in, plan.ops);
+  }
+  return plan;
+}
+
+std::string encode_plan(const fusion::ExecutionPlan& plan) {
+  return encode_with([&](OutArchive& out) { put_plan(out, plan); });
+}
+
+fusion::PlanDraft decode_plan(std::string_view bytes) {
+  return decode_with(bytes, [](InArchive& in) { return get_plan(in); });
+}
+
+std::uint64_t first_op_hash(const stream::OpDesc& first) { return stream::hash_op(first); }
+
+std::uint64_t plan_hash(std::span<const stream::OpDesc> ops) {
+  std::uint64_t h = ops.size();
+  for (const stream::OpDesc& op : ops) h = mix(h, stream::hash_op(op));
+  return h;
+}
+
+}  // namespace streamfuse::cache

@@ -1,0 +1,65 @@
+#include "cache/prune.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace streamfuse::cache {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_cache_file(const fs::path& p, bool& temporary) {
+  const std::string name = p.filename().string();
+  temporary = name.find(".tmp.") != std::string::npos;
+  if (temporary) return true;
+  const fs::path ext = p.extension();
+  return ext == ".plan" || ext == ".kernel" || ext == ".lib" || ext == ".cpp" || ext == ".so";
+}
+
+}  // namespace
+
+std::vector<CacheEntry> list_cache_entries(const fs::path& root) {
+  std::vector<CacheEntry> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    bool temporary = false;
+    if (!it->is_regular_file(ec) || !is_cache_file(it->path(), temporary)) continue;
+    CacheEntry e;
+    e.path = it->path();
+    e.bytes = it->file_size(ec);
+    e.used = it->last_write_time(ec);
+    e.temporary = temporary;
+    if (!ec) out.push_back(std::move(e));
+    ec.clear();
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CacheEntry& a, const CacheEntry& b) { return a.used < b.used; });
+  return out;
+}
+
+PruneResult prune_cache(const fs::path& root, std::uint64_t target_bytes) {
+  PruneResult r;
+  std::vector<CacheEntry> entries = list_cache_entries(root);
+  for (const CacheEntry& e : entries) r.bytes_before += e.bytes;
+  r.bytes_after = r.bytes_before;
+  std::error_code ec;
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  auto remove = [&](const CacheEntry& e) {
+    if (fs::remove(e.path, ec)) {
+      r.bytes_after -= e.bytes;
+      ++r.removed;
+      if (e.path.extension() == ".plan") fs::remove(e.path.parent_path(), ec);  // if now empty
+    }
+  };
+  for (const CacheEntry& e : entries)
+    if (e.temporary && e.used < stale) remove(e);
+  for (const CacheEntry& e : entries) {  // oldest first
+    if (r.bytes_after <= target_bytes) break;
+    if (!e.temporary && fs::exists(e.path, ec)) remove(e);
+  }
+  return r;
+}
+
+}  // namespace streamfuse::cache

@@ -1,0 +1,33 @@
+// Plan bundles: every plan and compiled kernel a process used, in one file that ships next to a
+// model, so the model's first iteration needs no exploration and no compile.
+//
+//   streamfuse::plans::save_bundle("model.sfplans");   // after running the model once
+//   streamfuse::plans::load_bundle("model.sfplans");   // at start-up, before the first iteration
+//
+// Plans are portable between machines. Kernels are loaded only where they were built for this
+// machine (library version, compiler and flags, CPU features); the others are recompiled in the
+// background at load time, with one log line.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace streamfuse::plans {
+
+struct BundleSummary {
+  std::size_t plans = 0;               // plans written / added to the plan stores
+  std::size_t kernels = 0;             // compiled kernels written / installed ready to run
+  std::size_t kernels_recompiled = 0;  // load: kernels built elsewhere, queued for compilation
+};
+
+// Writes every plan and compiled kernel of every device this process used to `path` (atomically:
+// a temporary file renamed into place). Waits for compiles in flight first, so what was asked for
+// is included. Throws CacheError naming the path when it cannot be written.
+BundleSummary save_bundle(const std::string& path);
+
+// Adds the plans and kernels of the bundle at `path` to this process (and, when the cache
+// directory is writable, to it). Throws CacheError naming the path and the reason when the file is
+// missing, not a bundle, from another format version, or corrupt; nothing is added then.
+BundleSummary load_bundle(const std::string& path);
+
+}  // namespace streamfuse::plans

@@ -1,0 +1,56 @@
+// KernelStore: where compiled kernels persist between processes. Declared here, implemented by
+// cache/ over the cache directory, and handed to the KernelCache by the device runtime.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "jit/program.h"
+#include "jit/specialization.h"
+
+namespace streamfuse::jit {
+
+// A kernel library as built: enough to load it again anywhere with the same fingerprint, and to
+// rebuild it anywhere else.
+struct LibraryImage {
+  std::string name;         // 16 hex digits: hash of source, compile command and compiler version
+  std::string fingerprint;  // kernel_fingerprint() of the machine it was built on
+  std::string source;       // the generated translation unit
+  std::string bytes;        // the shared object
+};
+
+// One kernel of a library: what it computes and under which key, and its symbol.
+struct KernelRecord {
+  std::uint64_t program_hash = 0;  // ProgramFacts::hash of `program`
+  FusedProgram program;
+  SpecializationKey key;
+  std::string symbol;
+  std::shared_ptr<const LibraryImage> library;
+};
+
+class KernelStore {
+ public:
+  virtual ~KernelStore() = default;
+
+  // The persisted kernel of (program, key) built under this process's fingerprint, or nullopt:
+  // not there, or a bad file (rejected with one warning, and the kernel is compiled again).
+  // Thread-safe; reads files.
+  virtual std::optional<KernelRecord> load(std::uint64_t program_hash, const FusedProgram& program,
+                                           const SpecializationKey& key) = 0;
+  // Persists one library's kernels. Called on the compile thread before it releases its claims,
+  // so a process waiting on a claim finds the kernels when it wakes. Never throws: a directory
+  // that cannot be written disables persistence with one warning.
+  virtual void save(std::span<const std::shared_ptr<const KernelRecord>> kernels) = 0;
+
+  // Claims across processes: a process compiles a kernel only while it holds the kernel's claim.
+  // True when this store now holds it; false when another process (or another store) does.
+  virtual bool try_claim(std::uint64_t program_hash, const SpecializationKey& key) = 0;
+  virtual void release(std::uint64_t program_hash, const SpecializationKey& key) = 0;
+  // Blocks until nobody holds the claim (the holder saved the kernel, gave up, or exited).
+  virtual void wait_unclaimed(std::uint64_t program_hash, const SpecializationKey& key) = 0;
+};
+
+}  // namespace streamfuse::jit

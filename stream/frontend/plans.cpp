@@ -1,0 +1,74 @@
+// save_bundle / load_bundle: the plan stores and kernel caches of the device runtimes, through
+// cache/bundle.
+#include "streamfuse/plans.h"
+
+#include "cache/bundle.h"
+#include "stream/log.h"
+#include "stream/runtime.h"
+
+namespace streamfuse::plans {
+
+BundleSummary save_bundle(const std::string& path) {
+  std::vector<cache::BundleSection> sections;
+  for (stream::DeviceRuntime* rt : stream::DeviceRuntime::all()) {
+    cache::BundleSection s;
+    s.device = rt->device().to_string();
+    s.plans = rt->plan_store().plans();
+    if (jit::KernelCache* kernels = rt->kernel_cache()) {
+      kernels->wait_idle();  // what was asked for is compiled and included
+      s.kernels = kernels->ready_kernels();
+    }
+    sections.push_back(std::move(s));
+  }
+  const std::vector<std::size_t> plans = cache::write_bundle(path, sections);
+  BundleSummary summary;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    summary.plans += plans[i];
+    summary.kernels += sections[i].kernels.size();
+  }
+  if (stream::log_enabled(stream::LogChannel::kCache))
+    stream::log_line(stream::LogChannel::kCache, "saved bundle " + path + ": " +
+                                                     std::to_string(summary.plans) + " plans, " +
+                                                     std::to_string(summary.kernels) + " kernels");
+  return summary;
+}
+
+BundleSummary load_bundle(const std::string& path) {
+  std::vector<cache::BundleSection> sections = cache::read_bundle(path);  // all or nothing
+  BundleSummary summary;
+  for (cache::BundleSection& s : sections) {
+    if (s.device != Device::cpu().to_string()) {
+      stream::warn_once("bundle-device:" + path + s.device,
+                        "load_bundle: " + path + " holds plans for " + s.device +
+                            ", which this build does not run; they are skipped");
+      continue;
+    }
+    stream::DeviceRuntime& rt = stream::DeviceRuntime::get(Device::cpu());
+    summary.plans += s.drafts.size();
+    rt.plan_store().add_loaded(std::move(s.drafts));
+    if (jit::KernelCache* kernels = rt.kernel_cache()) {
+      const std::size_t ready = kernels->install(s.kernels);
+      summary.kernels += ready;
+      summary.kernels_recompiled += s.kernels.size() - ready;
+      if (ready < s.kernels.size()) {
+        std::string other;
+        for (const jit::KernelRecord& k : s.kernels)
+          if (k.library->fingerprint != kernels->fingerprint()) other = k.library->fingerprint;
+        stream::log_line(stream::LogChannel::kCache,
+                         "load_bundle: " + path + ": " + std::to_string(s.kernels.size() - ready) +
+                             " of " + std::to_string(s.kernels.size()) +
+                             " kernels were built for " +
+                             (other.empty() ? std::string("this machine but did not load")
+                                            : "another machine (" + other + ")") +
+                             "; they are compiled again here");
+      }
+    }
+  }
+  if (stream::log_enabled(stream::LogChannel::kCache))
+    stream::log_line(stream::LogChannel::kCache,
+                     "loaded bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
+                         std::to_string(summary.kernels) + " kernels ready");
+  return summary;
+}
+
+}  // namespace streamfuse::plans
