@@ -13,7 +13,7 @@ struct flock byte_of(std::uint64_t name, short type) {
   struct flock l {};
   l.l_type = type;
   l.l_whence = SEEK_SET;
-  l.l_start = static_cast<off_t>(name >> 2);
+  l.l_start = static_cast<off_t>(name & 0x3fffffffffffffffULL);
   l.l_len = 1;
   l.l_pid = 0;  // required by OFD locks
   return l;

@@ -46,7 +46,8 @@ inline RecordedOps record_without_running(const std::function<void()>& program) 
 struct Built {
   std::unique_ptr<fusion::ElementwiseOptimization> optimization;  // null when it took no op
   std::size_t len = 0;                                            // ops taken
-  std::size_t recorded = 0;                                       // ops recorded
+  std::vector<stream::OpDesc> ops;  // the ops taken, relative form (a plan's ops)
+  std::size_t recorded = 0;         // ops recorded
   std::int64_t score = 0;
 };
 
@@ -60,6 +61,7 @@ inline Built build_elementwise(const std::function<void()>& program) {
   b.len = builder.len();
   b.recorded = ops.global.size();
   b.score = builder.score();
+  b.ops.assign(ops.relative.begin(), ops.relative.begin() + static_cast<std::ptrdiff_t>(b.len));
   if (b.len > 0)
     b.optimization.reset(static_cast<fusion::ElementwiseOptimization*>(builder.build().release()));
   return b;

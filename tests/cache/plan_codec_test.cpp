@@ -1,0 +1,142 @@
+// Plan files' payloads: an element-wise plan round-trips exactly, and no truncation, flipped byte
+// or state that does not fit its ops decodes into something unsafe to run.
+#include <gtest/gtest.h>
+
+#include <streamfuse/streamfuse.h>
+
+#include "bench/gelu_variants.h"
+#include "cache/plan_codec.h"
+#include "fusion/builders/elementwise_optimization.h"
+#include "tests/fusion/recorded_segment.h"
+
+namespace sf = streamfuse;
+
+namespace streamfuse::cache {
+namespace {
+
+using fusion::ElementwiseOptimization;
+
+// The element-wise plan of a GELU with its custom erf (several kernels, scalars, broadcasts).
+std::shared_ptr<fusion::ExecutionPlan> gelu_plan() {
+  const sf::Tensor x = sf::randn({4, 64});
+  const sf::Tensor bias = sf::randn({64});
+  sf::Tensor y;
+  auto built = streamfuse::testing::build_elementwise(
+      [&] { y = sf::bench::gelu(x + bias, sf::bench::GeluVariant::kWithCustomErf) * 0.5f; });
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops = built.ops;
+  plan->optimization = std::move(built.optimization);
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnOperations, {plan->ops.front()}});
+  return plan;
+}
+
+void expect_same_state(const ElementwiseOptimization& a, const ElementwiseOptimization& b) {
+  EXPECT_EQ(a.len(), b.len());
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (std::size_t t = 0; t < a.tensors().size(); ++t) {
+    EXPECT_EQ(a.tensors()[t].source.op, b.tensors()[t].source.op);
+    EXPECT_EQ(a.tensors()[t].source.slot, b.tensors()[t].source.slot);
+    EXPECT_EQ(a.tensors()[t].publish, b.tensors()[t].publish);
+    EXPECT_EQ(a.tensors()[t].erase, b.tensors()[t].erase);
+  }
+  ASSERT_EQ(a.kernels().size(), b.kernels().size());
+  for (std::size_t k = 0; k < a.kernels().size(); ++k) {
+    const fusion::ElementwiseKernel& x = a.kernels()[k];
+    const fusion::ElementwiseKernel& y = b.kernels()[k];
+    EXPECT_EQ(x.program, y.program);
+    EXPECT_EQ(x.facts.hash, y.facts.hash);
+    EXPECT_EQ(x.facts.divisor_scalars, y.facts.divisor_scalars);
+    EXPECT_EQ(x.shape_source.op, y.shape_source.op);
+    EXPECT_EQ(x.inputs, y.inputs);
+    EXPECT_EQ(x.outputs, y.outputs);
+    EXPECT_EQ(x.lend, y.lend);
+    ASSERT_EQ(x.scalars.size(), y.scalars.size());
+    for (std::size_t s = 0; s < x.scalars.size(); ++s) {
+      EXPECT_EQ(x.scalars[s].op, y.scalars[s].op);
+      EXPECT_EQ(x.scalars[s].slot, y.scalars[s].slot);
+    }
+  }
+}
+
+TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
+  const auto plan = gelu_plan();
+  ASSERT_GT(plan->ops.size(), 10u);
+  const std::string bytes = encode_plan(*plan);
+  const fusion::PlanDraft back = decode_plan(bytes);
+  EXPECT_EQ(back.ops, plan->ops);
+  EXPECT_EQ(back.triggers, plan->triggers);
+  const auto* opt = dynamic_cast<const ElementwiseOptimization*>(back.optimization.get());
+  ASSERT_NE(opt, nullptr);
+  expect_same_state(static_cast<const ElementwiseOptimization&>(*plan->optimization), *opt);
+  fusion::ExecutionPlan again;
+  again.ops = back.ops;
+  again.optimization = back.optimization;
+  again.triggers = back.triggers;
+  EXPECT_EQ(encode_plan(again), bytes);  // canonical
+}
+
+TEST(PlanCodec, OperationsPlansHaveNoOptimization) {
+  fusion::ExecutionPlan plan;
+  plan.ops = gelu_plan()->ops;
+  const fusion::PlanDraft back = decode_plan(encode_plan(plan));
+  EXPECT_EQ(back.ops, plan.ops);
+  EXPECT_EQ(back.optimization, nullptr);
+}
+
+TEST(PlanCodec, EveryTruncationIsAFormatError) {
+  const std::string bytes = encode_plan(*gelu_plan());
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(decode_plan(std::string_view(bytes).substr(0, n)), FormatError) << n;
+}
+
+// A flipped byte either fails to decode or gives a plan that passed every check (its kernels fit
+// its ops); it never crashes (the sanitizer presets run this too).
+TEST(PlanCodec, FlippedBytesAreFormatErrorsOrCheckedPlans) {
+  const std::string bytes = encode_plan(*gelu_plan());
+  int errors = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    try {
+      const fusion::PlanDraft plan = decode_plan(bad);
+      EXPECT_FALSE(plan.ops.empty());
+    } catch (const FormatError&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, static_cast<int>(bytes.size() / 2));
+}
+
+// The state is checked against the plan's ops: a kernel whose input is now an i32 tensor (a plan
+// from a buggy build) does not decode.
+TEST(PlanCodec, StateThatDoesNotFitItsOpsIsRejected) {
+  auto plan = gelu_plan();
+  ASSERT_FALSE(plan->ops.front().inputs.empty());
+  for (stream::TensorDesc& t : plan->ops.front().inputs) t.dtype = kI32;
+  EXPECT_THROW(decode_plan(encode_plan(*plan)), FormatError);
+}
+
+TEST(PlanCodec, PlansWithoutACodecAreNotPersistable) {
+  struct Opaque final : fusion::Optimization {
+    std::size_t len() const override { return 1; }
+    void execute(fusion::ExecutionContext&) override {}
+    std::string describe() const override { return "opaque"; }
+  };
+  fusion::ExecutionPlan plan;
+  plan.ops = {gelu_plan()->ops.front()};
+  plan.optimization = std::make_shared<Opaque>();
+  EXPECT_FALSE(persistable(plan));
+  EXPECT_THROW(encode_plan(plan), FormatError);
+}
+
+TEST(PlanCodec, HashesAreStable) {
+  // File names derive from these: the same ops give the same names in every process.
+  const auto plan = gelu_plan();
+  EXPECT_EQ(plan_hash(plan->ops), plan_hash(decode_plan(encode_plan(*plan)).ops));
+  EXPECT_EQ(first_op_hash(plan->ops.front()), stream::hash_op(plan->ops.front()));
+  EXPECT_NE(plan_hash(plan->ops), plan_hash(std::span(plan->ops).first(1)));
+}
+
+}  // namespace
+}  // namespace streamfuse::cache
