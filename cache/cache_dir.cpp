@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cache/cache_log.h"
 #include "cache/prune.h"
 #include "stream/log.h"
 #include "streamfuse/error.h"
@@ -13,11 +14,6 @@ namespace streamfuse::cache {
 namespace fs = std::filesystem;
 
 namespace {
-
-void log(const std::string& line) {
-  if (stream::log_enabled(stream::LogChannel::kCache))
-    stream::log_line(stream::LogChannel::kCache, line);
-}
 
 // Rejections that mean the file is ours and broken: it is removed, so it is built again.
 bool broken(Rejection r) {
@@ -97,7 +93,7 @@ std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
 void CacheDir::reject(const fs::path& path, Rejection rejection, const std::string& detail) {
   const std::string why = std::string(rejection_name(rejection)) +
                           (detail.empty() ? std::string() : " (" + detail + ")");
-  log("rejected " + path.string() + ": " + why);
+  cache_log("rejected " + path.string() + ": " + why);
   const bool remove = broken(rejection) && writable();
   stream::warn_once("cache-reject:" + path.string(),
                     "cache: ignored " + path.string() + ": " + why +
@@ -107,7 +103,7 @@ void CacheDir::reject(const fs::path& path, Rejection rejection, const std::stri
 }
 
 void CacheDir::reject_payload(const fs::path& path, const std::string& why) {
-  log("rejected " + path.string() + ": " + why);
+  cache_log("rejected " + path.string() + ": " + why);
   stream::warn_once("cache-reject:" + path.string(), "cache: ignored " + path.string() + ": " +
                                                          why + "; removed, it is built again");
   std::error_code ec;
@@ -135,7 +131,7 @@ bool CacheDir::write(const fs::path& path, FileKind kind, std::string_view finge
     }
     return false;
   }
-  log("wrote " + path.string());
+  cache_log("wrote " + path.string());
   maybe_prune(payload.size());
   return true;
 }
@@ -152,8 +148,9 @@ void CacheDir::maybe_prune(std::uint64_t written) {
   for (const CacheEntry& e : list_cache_entries(root_)) total += e.bytes;
   if (total <= max_bytes_) return;
   const PruneResult r = prune_cache(root_, max_bytes_ / 10 * 8);  // room for a while
-  log("pruned " + std::to_string(r.removed) + " files: " + std::to_string(r.bytes_before) + " -> " +
-      std::to_string(r.bytes_after) + " bytes (limit " + std::to_string(max_bytes_) + ")");
+  cache_log("pruned " + std::to_string(r.removed) + " files: " + std::to_string(r.bytes_before) +
+            " -> " + std::to_string(r.bytes_after) + " bytes (limit " + std::to_string(max_bytes_) +
+            ")");
 }
 
 }  // namespace streamfuse::cache

@@ -1,15 +1,10 @@
 #include "cache/kernel_codec.h"
 
 #include "cache/serialize.h"
+#include "jit/hash_mix.h"
 
 namespace streamfuse::cache {
 namespace {
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 31);
-}
 
 std::uint64_t fnv1a(std::string_view s) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -21,7 +16,7 @@ std::uint64_t fnv1a(std::string_view s) {
 
 std::uint64_t kernel_hash(std::uint64_t program_hash, const jit::SpecializationKey& key,
                           std::string_view fingerprint) {
-  return mix(mix(program_hash, key.hash()), fnv1a(fingerprint));
+  return jit::hash_mix(jit::hash_mix(program_hash, key.hash()), fnv1a(fingerprint));
 }
 
 bool valid_library_name(std::string_view name) {

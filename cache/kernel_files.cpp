@@ -1,16 +1,10 @@
 #include "cache/kernel_files.h"
 
+#include "cache/cache_log.h"
 #include "cache/kernel_codec.h"
 #include "stream/log.h"
 
 namespace streamfuse::cache {
-namespace {
-
-bool logging() { return stream::log_enabled(stream::LogChannel::kCache); }
-void log(const std::string& line) { stream::log_line(stream::LogChannel::kCache, line); }
-
-}  // namespace
-
 KernelFiles::KernelFiles(std::shared_ptr<CacheDir> dir, std::string fingerprint)
     : dir_(std::move(dir)),
       fingerprint_(std::move(fingerprint)),
@@ -23,7 +17,7 @@ std::optional<jit::KernelRecord> KernelFiles::load(std::uint64_t program_hash,
   const std::filesystem::path path = kernel_path(dir_->root(), hash);
   std::optional<std::string> payload = dir_->read(path, FileKind::kCpuKernel, fingerprint_);
   if (!payload) {
-    if (logging()) log("miss: kernel " + hex16(hash));
+    if (cache_logging()) cache_log("miss: kernel " + hex16(hash));
     return std::nullopt;
   }
   KernelEntry entry;
@@ -34,16 +28,17 @@ std::optional<jit::KernelRecord> KernelFiles::load(std::uint64_t program_hash,
     return std::nullopt;
   }
   if (entry.program_hash != program_hash || entry.program != program || entry.key != key) {
-    if (logging()) log("miss: kernel " + hex16(hash) + " holds another kernel (hash collision)");
+    if (cache_logging())
+      cache_log("miss: kernel " + hex16(hash) + " holds another kernel (hash collision)");
     return std::nullopt;
   }
   std::shared_ptr<const jit::LibraryImage> image = library(entry.library);
   if (!image) {
-    if (logging())
-      log("miss: kernel " + hex16(hash) + ": its library " + entry.library + " is gone");
+    if (cache_logging())
+      cache_log("miss: kernel " + hex16(hash) + ": its library " + entry.library + " is gone");
     return std::nullopt;
   }
-  if (logging()) log("hit: kernel " + hex16(hash) + " in library " + entry.library);
+  if (cache_logging()) cache_log("hit: kernel " + hex16(hash) + " in library " + entry.library);
   return jit::KernelRecord{program_hash, std::move(entry.program), std::move(entry.key),
                            std::move(entry.symbol), std::move(image)};
 }

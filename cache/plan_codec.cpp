@@ -4,6 +4,7 @@
 
 #include "cache/elementwise_codec.h"
 #include "cache/serialize.h"
+#include "jit/hash_mix.h"
 
 namespace streamfuse::cache {
 namespace {
@@ -28,13 +29,6 @@ std::vector<stream::OpDesc> get_ops(InArchive& in, std::uint32_t min) {
   ops.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) ops.push_back(get_op(in));
   return ops;
-}
-
-// Same mix as the op hash: stable across processes and machines (file names depend on it).
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 31);
 }
 
 }  // namespace
@@ -93,7 +87,7 @@ std::uint64_t first_op_hash(const stream::OpDesc& first) { return stream::hash_o
 
 std::uint64_t plan_hash(std::span<const stream::OpDesc> ops) {
   std::uint64_t h = ops.size();
-  for (const stream::OpDesc& op : ops) h = mix(h, stream::hash_op(op));
+  for (const stream::OpDesc& op : ops) h = jit::hash_mix(h, stream::hash_op(op));
   return h;
 }
 

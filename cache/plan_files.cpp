@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "cache/cache_log.h"
 #include "cache/plan_codec.h"
 #include "stream/log.h"
 
@@ -10,11 +11,6 @@ namespace streamfuse::cache {
 namespace fs = std::filesystem;
 
 namespace {
-
-void log(const std::string& line) {
-  if (stream::log_enabled(stream::LogChannel::kCache))
-    stream::log_line(stream::LogChannel::kCache, line);
-}
 
 // Every PlanFiles alive, so that plans explored just before exit still reach the disk: the device
 // runtimes that own them are never destroyed.
@@ -64,8 +60,7 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
   std::error_code ec;
   fs::directory_iterator it(folder, ec);
   if (ec) {
-    if (stream::log_enabled(stream::LogChannel::kCache))
-      log("miss: no plans start with " + stream::to_string(first));
+    if (cache_logging()) cache_log("miss: no plans start with " + stream::to_string(first));
     return plans;
   }
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -81,10 +76,10 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
       dir_->reject_payload(path, e.what());
     }
   }
-  if (stream::log_enabled(stream::LogChannel::kCache))
-    log((plans.empty() ? "miss: no plans start with "
-                       : "hit: " + std::to_string(plans.size()) + " plan(s) start with ") +
-        stream::to_string(first));
+  if (cache_logging())
+    cache_log((plans.empty() ? "miss: no plans start with "
+                             : "hit: " + std::to_string(plans.size()) + " plan(s) start with ") +
+              stream::to_string(first));
   return plans;
 }
 

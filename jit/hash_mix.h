@@ -1,6 +1,8 @@
 // One step of the JIT's hashes (programs, specialization keys, kernel-cache buckets): folds `v`
 // into `h`, boost::hash_combine's shape followed by a splitmix64-style multiply and shift. Cheap,
-// and spreads bits well enough for in-memory tables; nothing persists these hashes.
+// and spreads bits well enough for tables. Cache file names derive from these hashes (program,
+// key, plan): changing the function only makes old cache files unused (and pruned in time), as
+// every file's contents are compared on load.
 #pragma once
 
 #include <cstdint>
