@@ -28,11 +28,11 @@ std::vector<CacheEntry> list_cache_entries(const fs::path& root) {
     if (!it->is_regular_file(ec) || !is_cache_file(it->path(), temporary)) continue;
     CacheEntry e;
     e.path = it->path();
-    e.bytes = it->file_size(ec);
-    e.used = it->last_write_time(ec);
     e.temporary = temporary;
-    if (!ec) out.push_back(std::move(e));
-    ec.clear();
+    std::error_code size_ec, time_ec;
+    e.bytes = it->file_size(size_ec);
+    e.used = it->last_write_time(time_ec);
+    if (!size_ec && !time_ec) out.push_back(std::move(e));  // else gone meanwhile
   }
   std::sort(out.begin(), out.end(),
             [](const CacheEntry& a, const CacheEntry& b) { return a.used < b.used; });

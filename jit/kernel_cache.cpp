@@ -79,6 +79,20 @@ std::string commented(const std::string& text) {
 
 std::string first_line_of(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// A library's name where it persists: its build key (source, command, compiler version) and the
+// fingerprint (which also tells compilers of one name and version apart), as 16 hex digits. Two
+// machines sharing a cache directory never write the same library file.
+std::string library_name(const std::string& build_key, const std::string& fingerprint) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const std::string* part : {&build_key, &fingerprint}) {
+    for (unsigned char c : *part) h = (h ^ c) * 0x100000001b3ULL;
+    h = (h ^ 0xff) * 0x100000001b3ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 }  // namespace
 
 std::size_t KernelCache::KeyHash::hash(std::uint64_t program_hash, const SpecializationKey& spec) {
@@ -405,7 +419,7 @@ void KernelCache::compile(std::vector<Request>& batch) {
     try {
       auto image = std::make_shared<LibraryImage>();
       library = build_library(source, path, reused, image->bytes);
-      image->name = fs::path(path).stem().string();
+      image->name = library_name(fs::path(path).stem().string(), fingerprint_);
       image->fingerprint = fingerprint_;
       image->source = std::move(source);
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -482,6 +496,10 @@ std::shared_ptr<void> KernelCache::build_library(const std::string& source, std:
   }
   std::shared_ptr<void> library = load_library(so);
   if (!read_file(so, bytes)) throw CompileError("jit: cannot read back " + so);
+  if (private_directory_) {  // loaded and kept in memory: nothing to leave in the temporary folder
+    fs::remove(so, ec);
+    fs::remove(path, ec);
+  }
   return library;
 }
 

@@ -1,0 +1,228 @@
+// tools/streamfuse-cache run as a process over a copy of a cache directory the test fills through
+// the public API: list, info of each kind, verify (and --remove), prune, and the exit statuses of
+// bad usage and of files that cannot be used. Bundles: streamfuse_cache_bundle_test.cpp.
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cache/cache_file.h"
+#include "tests/tools/cache_tool.h"
+
+namespace streamfuse::testing {
+namespace {
+
+TEST_F(StreamfuseCacheTool, ListsEveryFileWithItsStatusAndATotal) {
+  const Result r = run("list");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  std::string total;
+  const std::vector<Listed> all = listed(r, &total);
+  std::map<std::string, int> kinds;
+  for (const Listed& f : all) {
+    EXPECT_EQ(f.status, "ok") << f.path;
+    ++kinds[f.kind];
+  }
+  EXPECT_GE(kinds["plan"], 1) << r.out;
+  EXPECT_EQ(total.rfind("total: " + std::to_string(all.size()) + " files, ", 0), 0u) << total;
+  for (const Listed& f : all) {
+    if (f.kind == "plan") {
+      EXPECT_EQ(f.path.rfind("plans/cpu/", 0), 0u) << f.path;
+    }
+  }
+  if (kernels_compiled()) {
+    EXPECT_GE(kinds["cpu kernel"], 1) << r.out;
+    EXPECT_GE(kinds["cpu library"], 1) << r.out;
+  }
+  // An empty or missing directory lists nothing.
+  const Result missing = tool("--dir " + quoted(dir_.path() + "/none") + " list");
+  EXPECT_EQ(missing.code, 0) << describe(missing);
+  EXPECT_EQ(missing.out, "total: 0 files, 0 bytes\n");
+}
+
+TEST_F(StreamfuseCacheTool, InfoDecodesAPlan) {
+  const std::vector<std::string> plans = files("plan");
+  ASSERT_FALSE(plans.empty());
+  const Result r = run("info " + quoted(plans[0]));
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("kind:         plan\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(this streamfuse's)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checksum ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ops ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exp("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("triggers ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("optimization: elementwise"), std::string::npos) << r.out;
+  // An absolute path works too; --source is for libraries.
+  EXPECT_EQ(tool("info " + quoted(dir_.path() + "/" + plans[0])).out, r.out);
+  expect_failure(run("info --source " + quoted(plans[0])), 2);
+}
+
+TEST_F(StreamfuseCacheTool, InfoDecodesAKernelAndItsLibrary) {
+  if (!kernels_compiled()) GTEST_SKIP() << kNoKernels;
+  const std::vector<std::string> kernels = files("cpu kernel");
+  const std::vector<std::string> libraries = files("cpu library");
+  ASSERT_FALSE(kernels.empty());
+  ASSERT_FALSE(libraries.empty());
+  const Result k = run("info " + quoted(kernels[0]));
+  ASSERT_EQ(k.code, 0) << describe(k);
+  EXPECT_NE(k.out.find("kind:         cpu kernel\n"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("(this machine's)"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("key:          rank "), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("symbol:       "), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find(".lib: ok)"), std::string::npos) << k.out;
+  EXPECT_NE(k.out.find("program:\n"), std::string::npos) << k.out;
+
+  const Result l = run("info " + quoted(libraries[0]));
+  ASSERT_EQ(l.code, 0) << describe(l);
+  EXPECT_NE(l.out.find("kind:         cpu library\n"), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("shared object: "), std::string::npos) << l.out;
+  EXPECT_EQ(l.out.find("--- source ---"), std::string::npos) << l.out;
+  const Result source = run("info --source " + quoted(libraries[0]));
+  ASSERT_EQ(source.code, 0) << describe(source);
+  const std::size_t at = source.out.find("--- source ---\n");
+  ASSERT_NE(at, std::string::npos) << source.out;
+  EXPECT_NE(source.out.find("extern \"C\"", at), std::string::npos) << source.out.substr(at);
+}
+
+TEST_F(StreamfuseCacheTool, VerifyNamesACorruptFileAndRemovesIt) {
+  const Result good = run("verify");
+  ASSERT_EQ(good.code, 0) << describe(good);
+  EXPECT_NE(good.out.find(": 0 bad"), std::string::npos) << good.out;
+  EXPECT_EQ(good.err, "");
+
+  const std::string plan = files("plan").at(0);
+  const fs::path path = dir_.path() + "/" + plan;
+  std::string bytes = read_all(path);
+  bytes[bytes.size() - 3] ^= 0x20;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  const Result bad = run("verify");
+  expect_failure(bad, 1);
+  EXPECT_NE(bad.out.find(plan + ": checksum mismatch\n"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.err.find("1 of "), std::string::npos) << bad.err;
+  EXPECT_TRUE(fs::exists(path));  // only reported
+
+  const Result removed = run("verify --remove");
+  expect_failure(removed, 1);
+  EXPECT_NE(removed.out.find(plan + ": checksum mismatch (removed)"), std::string::npos)
+      << removed.out;
+  EXPECT_FALSE(fs::exists(path));
+  const Result clean = run("verify");
+  EXPECT_EQ(clean.code, 0) << describe(clean);
+}
+
+TEST_F(StreamfuseCacheTool, VerifyNamesAPlanOfAnotherStreamfuseVersion) {
+  const std::string plan = files("plan").at(0);
+  const fs::path path = dir_.path() + "/" + plan;
+  const sf::cache::ReadResult good = sf::cache::inspect_cache_file(path);
+  ASSERT_TRUE(good);
+  sf::cache::write_cache_file(path, sf::cache::FileKind::kPlan, "streamfuse 0.0.1 plans",
+                              good.payload);
+  const Result r = run("verify");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find(plan + ": written by another streamfuse (fingerprint 'streamfuse 0.0.1"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(StreamfuseCacheTool, ATemporaryOfAWriteInFlightIsListedButNotJudged) {
+  const std::string plan = files("plan").at(0);
+  const std::string temporary = plan + ".tmp.12345.0";
+  fs::copy_file(dir_.path() + "/" + plan, dir_.path() + "/" + temporary);
+  const std::vector<Listed> all = listed(run("list"));
+  const auto it =
+      std::find_if(all.begin(), all.end(), [&](const Listed& f) { return f.path == temporary; });
+  ASSERT_NE(it, all.end());
+  EXPECT_EQ(it->kind, "temporary");
+  const Result r = run("verify");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("(1 temporary file of a write in flight not checked)"), std::string::npos)
+      << r.out;
+  // One left over from a write an hour ago is an unfinished write: bad.
+  fs::last_write_time(dir_.path() + "/" + temporary,
+                      fs::file_time_type::clock::now() - std::chrono::hours(2));
+  const Result stale = run("verify");
+  expect_failure(stale, 1);
+  EXPECT_NE(stale.out.find(temporary + ": an unfinished write"), std::string::npos) << stale.out;
+}
+
+TEST_F(StreamfuseCacheTool, VerifyNamesAPlanItsOpsDoNotName) {
+  // A good plan file under another name is never found by the runtime.
+  const std::string plan = files("plan").at(0);
+  const std::string misplaced = fs::path(plan).parent_path().string() + "/0000000000000000.plan";
+  fs::copy_file(dir_.path() + "/" + plan, dir_.path() + "/" + misplaced);
+  const Result r = run("verify");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find(misplaced + ": in the wrong place: its ops belong at " + plan + "\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(plan + ":"), std::string::npos) << r.out;
+}
+
+TEST_F(StreamfuseCacheTool, VerifyReportsTheKernelsOfABadLibrary) {
+  if (!kernels_compiled()) GTEST_SKIP() << kNoKernels;
+  const std::string library = files("cpu library").at(0);
+  const std::string name = fs::path(library).stem().string();
+  fs::resize_file(dir_.path() + "/" + library, fs::file_size(dir_.path() + "/" + library) - 5);
+  const Result r = run("verify --remove");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find(library + ": truncated (removed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": its library " + name + ".lib is bad: truncated (removed)"),
+            std::string::npos)
+      << r.out;
+  const Result after = run("verify");
+  EXPECT_EQ(after.code, 0) << describe(after);
+}
+
+TEST_F(StreamfuseCacheTool, PruneToZeroEmptiesTheDirectory) {
+  const std::size_t before = listed(run("list")).size();
+  ASSERT_GT(before, 0u);
+  const Result r = run("prune --max-size 0");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("removed " + std::to_string(before) + " files"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" -> 0 bytes"), std::string::npos) << r.out;
+  EXPECT_EQ(run("list").out, "total: 0 files, 0 bytes\n");
+  // Sizes with suffixes parse; nothing is left to remove.
+  const Result suffixed = run("prune --max-size=1K");
+  EXPECT_EQ(suffixed.code, 0) << describe(suffixed);
+  EXPECT_NE(suffixed.out.find("at most 1024 bytes: removed 0 files"), std::string::npos)
+      << suffixed.out;
+}
+
+TEST(StreamfuseCacheToolUsage, BadUsageExitsWith2) {
+  for (const char* args :
+       {"", "lst", "list --bogus", "list extra", "info", "export", "import", "prune",
+        "prune --max-size", "prune --max-size 12Q", "prune --max-size -5", "verify --source",
+        "list --remove", "clear --max-size 1K", "--dir"}) {
+    SCOPED_TRACE(args);
+    expect_failure(tool(args), 2);
+  }
+}
+
+TEST(StreamfuseCacheToolUsage, FilesThatCannotBeUsedExitWith3) {
+  TempDir dir;
+  const std::string d = "--dir " + quoted(dir.path()) + " ";
+  const Result missing = tool(d + "import " + quoted(dir.path() + "/missing.sfplans"));
+  expect_failure(missing, 3);
+  EXPECT_NE(missing.err.find("missing.sfplans"), std::string::npos) << missing.err;
+  const std::string text = dir.write("notes.txt", "not a bundle");
+  expect_failure(tool(d + "import " + quoted(text)), 3);
+  expect_failure(tool(d + "info " + quoted(text)), 3);
+  expect_failure(tool(d + "info nothing-here.plan"), 3);
+  expect_failure(tool(d + "export " + quoted(dir.path() + "/no/such/folder/b.sfplans")), 3);
+  expect_failure(tool("--dir " + quoted(text) + " list"), 3);
+}
+
+TEST(StreamfuseCacheToolUsage, HelpDocumentsTheExitStatuses) {
+  const Result r = tool("--help");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.err, "");
+  for (const char* what : {"usage: streamfuse-cache", "list", "info FILE", "verify [--remove]",
+                           "prune --max-size SIZE", "export FILE", "import FILE", "clear",
+                           "Exit status:", "  1  verify", "  2  usage", "  3  operational"})
+    EXPECT_NE(r.out.find(what), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace streamfuse::testing

@@ -1,0 +1,67 @@
+// Checks of the files of a cache directory as the runtime reads them: the header and checksum,
+// the payload decodes, the file sits where its contents name it (so the runtime can find it), a
+// plan is of this streamfuse's format, and a kernel's library exists, is good and was built under
+// the kernel's fingerprint. Used by verify and export.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cache/cache_file.h"
+#include "cache/kernel_codec.h"
+#include "cache/prune.h"
+#include "fusion/plan.h"
+#include "jit/kernel_store.h"
+
+namespace streamfuse::tools {
+
+struct CheckedFile {
+  std::filesystem::path path;
+  std::string problem;   // why the file is bad; empty when it is good (or skipped)
+  bool skipped = false;  // a temporary of a write that may still be in flight: neither good nor bad
+  cache::FileKind kind = cache::FileKind::kPlan;  // good files
+  std::string fingerprint;                        // good files
+  std::string device;                             // good plans: their folder under plans/
+  std::optional<fusion::PlanDraft> plan;          // good plans
+  std::optional<cache::KernelEntry> kernel;       // good kernels
+
+  bool good() const { return problem.empty() && !skipped; }
+};
+
+class CacheChecker {
+ public:
+  // Checks files under `root`. With `keep_libraries`, the images of good libraries stay in memory
+  // for library() (export); without, only their verdicts do.
+  CacheChecker(std::filesystem::path root, bool keep_libraries);
+
+  CheckedFile check(const cache::CacheEntry& entry);
+  // The image of library `name` when it is good and libraries are kept, else nullptr. One image
+  // per name, shared by its kernels.
+  std::shared_ptr<const jit::LibraryImage> library(const std::string& name);
+
+ private:
+  struct LibraryVerdict {
+    std::string problem;  // empty: good
+    std::string fingerprint;
+    std::shared_ptr<const jit::LibraryImage> image;  // when kept
+  };
+  // The verdict on library `name`, read from `read` when the caller has read its file already.
+  const LibraryVerdict& library_verdict(const std::string& name, cache::ReadResult* read = nullptr);
+  void check_plan(CheckedFile& file, const std::string& payload);
+  void check_kernel(CheckedFile& file, const std::string& payload);
+
+  std::filesystem::path root_;
+  bool keep_libraries_;
+  std::map<std::string, LibraryVerdict> libraries_;  // by name
+};
+
+// The kind a file's extension says it holds (.plan, .kernel, .lib), or nullopt.
+std::optional<cache::FileKind> kind_by_extension(const std::filesystem::path& path);
+
+// "checksum mismatch", "fingerprint differs (file: ...)": a rejection with its detail.
+std::string rejection_text(const cache::ReadResult& r);
+
+}  // namespace streamfuse::tools

@@ -1,0 +1,173 @@
+// The info command: a cache file's header and decoded contents.
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "cache/bundle.h"
+#include "cache/cache_dir.h"
+#include "cache/cache_file.h"
+#include "cache/kernel_codec.h"
+#include "cache/plan_codec.h"
+#include "tools/streamfuse_cache.h"
+#include "tools/streamfuse_cache_check.h"
+
+namespace streamfuse::tools {
+namespace fs = std::filesystem;
+
+namespace {
+
+// `file` as given when it exists, else relative to the cache directory (as list prints it).
+fs::path resolve(const fs::path& root, const std::string& file) {
+  std::error_code ec;
+  const fs::path given(file);
+  if (fs::exists(fs::symlink_status(given, ec))) return given;
+  if (given.is_relative() && fs::exists(fs::symlink_status(root / given, ec))) return root / given;
+  throw ToolError(kExitFailure, "info: no file " + file +
+                                    (given.is_relative() ? " here or in " + root.string() : ""));
+}
+
+std::string whose_plans(const std::string& fingerprint) {
+  return fingerprint == cache::plan_fingerprint()
+             ? "this streamfuse's"
+             : "another streamfuse's; this one reads '" + cache::plan_fingerprint() + "'";
+}
+
+std::string whose_kernels(const std::string& fingerprint) {
+  return fingerprint == this_machine_fingerprint()
+             ? "this machine's"
+             : "not this machine's: another compiler, CPU level or streamfuse";
+}
+
+void print_indented(const std::string& text, const char* indent) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) std::cout << indent << line << '\n';
+}
+
+void print_ops(const std::vector<stream::OpDesc>& ops, const char* indent) {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    std::cout << indent << i << "  " << stream::to_string(ops[i]) << '\n';
+}
+
+void print_plan(const std::string& payload) {
+  const fusion::PlanDraft plan = cache::decode_plan(payload);
+  std::cout << "ops (" << plan.ops.size()
+            << "; relative form: tensors numbered from the plan's start, scalars are positional "
+               "placeholders):\n";
+  print_ops(plan.ops, "  ");
+  std::cout << "triggers (" << plan.triggers.size() << "):\n";
+  for (const fusion::Trigger& t : plan.triggers) {
+    switch (t.kind) {
+      case fusion::Trigger::Kind::kOnOperations:
+        std::cout << "  when the next ops are (" << t.ops.size() << "):\n";
+        print_ops(t.ops, "    ");
+        break;
+      case fusion::Trigger::Kind::kOnSync:
+        std::cout << "  on sync\n";
+        break;
+      case fusion::Trigger::Kind::kAlways:
+        std::cout << "  always\n";
+        break;
+    }
+  }
+  std::cout << "optimization: "
+            << (plan.optimization ? plan.optimization->describe() : "none (ops run one by one)")
+            << '\n';
+}
+
+// Whether the library a kernel names, next to the kernel's file, is one it can run with.
+std::string library_status(const fs::path& path, const std::string& fingerprint) {
+  const cache::ReadResult r = cache::inspect_cache_file(path);
+  if (!r) return rejection_text(r);
+  if (r.kind != cache::FileKind::kCpuLibrary)
+    return std::string("a ") + cache::file_kind_name(r.kind) + " file";
+  if (r.fingerprint != fingerprint) return "built under another fingerprint";
+  try {
+    const jit::LibraryImage image = cache::decode_library(r.payload);
+    if (path.stem() != image.name) return "holds library " + image.name;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "ok";
+}
+
+void print_kernel(const fs::path& path, const std::string& fingerprint,
+                  const std::string& payload) {
+  const cache::KernelEntry kernel = cache::decode_kernel_entry(payload);
+  const fs::path library = path.parent_path() / (kernel.library + ".lib");
+  std::cout << "program hash: " << cache::hex16(kernel.program_hash) << '\n'
+            << "key:          " << kernel.key.to_string() << '\n'
+            << "symbol:       " << kernel.symbol << '\n'
+            << "library:      " << kernel.library << " (" << library.string() << ": "
+            << library_status(library, fingerprint) << ")\n"
+            << "program:\n";
+  print_indented(kernel.program.to_string(), "  ");
+}
+
+void print_library(const std::string& payload, bool print_source) {
+  const jit::LibraryImage library = cache::decode_library(payload);
+  std::cout << "name:          " << library.name << '\n'
+            << "source:        " << library.source.size() << " bytes\n"
+            << "shared object: " << library.bytes.size() << " bytes\n";
+  if (print_source) std::cout << "--- source ---\n" << library.source;
+}
+
+void print_bundle(const std::string& payload) {
+  const std::vector<cache::BundleSection> sections = cache::decode_bundle(payload);
+  std::cout << "sections (" << sections.size() << "):\n";
+  for (const cache::BundleSection& s : sections) {
+    std::vector<const jit::LibraryImage*> libraries;
+    std::set<const jit::LibraryImage*> seen;
+    for (const jit::KernelRecord& k : s.kernels)
+      if (seen.insert(k.library.get()).second) libraries.push_back(k.library.get());
+    std::cout << "  " << s.device << ": " << s.drafts.size() << " plans, " << s.kernels.size()
+              << " kernels, " << libraries.size()
+              << (libraries.size() == 1 ? " library\n" : " libraries\n");
+    for (const jit::LibraryImage* l : libraries)
+      std::cout << "    library " << l->name << ": " << l->fingerprint << " ("
+                << whose_kernels(l->fingerprint) << ")\n";
+  }
+}
+
+}  // namespace
+
+int info_command(const fs::path& root, const std::string& file, bool print_source) {
+  const fs::path path = resolve(root, file);
+  const cache::ReadResult r = cache::inspect_cache_file(path);
+  if (!r)
+    throw ToolError(kExitFailure,
+                    "info: " + path.string() + " is not a usable cache file: " + rejection_text(r));
+  if (print_source && r.kind != cache::FileKind::kCpuLibrary)
+    throw ToolError(kExitUsage, "info: --source shows a library's source; " + path.string() +
+                                    " is a " + cache::file_kind_name(r.kind) + " file");
+  const bool plans = r.kind == cache::FileKind::kPlan || r.kind == cache::FileKind::kBundle;
+  std::cout << "file:         " << path.string() << '\n'
+            << "kind:         " << cache::file_kind_name(r.kind) << '\n'
+            << "fingerprint:  " << r.fingerprint << " ("
+            << (plans ? whose_plans(r.fingerprint) : whose_kernels(r.fingerprint)) << ")\n"
+            << "payload:      " << r.payload.size() << " bytes, checksum ok\n";
+  try {
+    switch (r.kind) {
+      case cache::FileKind::kPlan:
+        print_plan(r.payload);
+        break;
+      case cache::FileKind::kCpuKernel:
+        print_kernel(path, r.fingerprint, r.payload);
+        break;
+      case cache::FileKind::kCpuLibrary:
+        print_library(r.payload, print_source);
+        break;
+      case cache::FileKind::kBundle:
+        print_bundle(r.payload);
+        break;
+      default:
+        std::cout << "contents:     of a kind this streamfuse does not know\n";
+    }
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    throw ToolError(kExitFailure, "info: " + path.string() + ": " + e.what());
+  }
+  return kExitOk;
+}
+
+}  // namespace streamfuse::tools
