@@ -53,6 +53,14 @@ inline std::uint32_t get_size(InArchive& in, std::uint32_t max, const char* what
   return n;
 }
 
+// Bools travel as one byte, 0 or 1 (reading any other byte into a bool is undefined).
+inline bool get_bool(InArchive& in, const char* what) {
+  std::uint8_t b = 0;
+  in(b);
+  if (b > 1) bad_payload(std::string(what) + " flag " + std::to_string(b));
+  return b != 0;
+}
+
 // Byte strings: a u64 length, then the bytes.
 inline void put_bytes(OutArchive& out, std::string_view bytes) {
   out(static_cast<std::uint64_t>(bytes.size()));

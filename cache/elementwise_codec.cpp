@@ -132,7 +132,8 @@ std::shared_ptr<fusion::Optimization> decode(InArchive& in, std::span<const stre
   std::vector<ElementwiseOptimization::Tensor> tensors(get_size(in, kMaxItems, "tensor"));
   for (ElementwiseOptimization::Tensor& t : tensors) {
     t.source = get_source(in, ops);
-    in(t.publish, t.erase);
+    t.publish = get_bool(in, "publish");
+    t.erase = get_bool(in, "erase");
   }
   std::vector<ElementwiseKernel> kernels(get_size(in, kMaxItems, "kernel"));
   for (ElementwiseKernel& k : kernels) k = get_kernel(in, ops, tensors);

@@ -80,7 +80,8 @@ stream::OpDesc get_op(In& in) {
   }
   op.attrs.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
   op.attrs.scalar_side = get_enum<stream::ScalarSide>(in, 3, "scalar side");
-  in(op.attrs.axis, op.attrs.keepdim);
+  in(op.attrs.axis);
+  op.attrs.keepdim = get_bool(in, "keepdim");
   for (std::int8_t& p : op.attrs.perm) in(p);
   return op;
 }
