@@ -48,7 +48,7 @@ std::vector<BundleSection> decode_bundle(std::string_view payload) {
     for (BundleSection& s : sections) {
       s.device = get_bytes(in, 64);
       for (std::uint32_t n = get_size(in, kMaxItems, "plan"); n > 0; --n)
-        s.drafts.push_back(get_plan(in));
+        s.plans.push_back(fusion::make_plan(get_plan(in)));
       std::vector<std::shared_ptr<const jit::LibraryImage>> libraries;
       for (std::uint32_t n = get_size(in, kMaxItems, "library"); n > 0; --n) {
         std::string fingerprint = get_bytes(in, 1 << 16);

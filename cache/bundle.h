@@ -13,10 +13,9 @@
 namespace streamfuse::cache {
 
 struct BundleSection {
-  std::string device;                      // "cpu", "cuda:0"
-  std::vector<fusion::PlanRef> plans;      // to write (those that cannot persist are skipped)
-  std::vector<jit::KernelRecord> kernels;  // to write, and as read
-  std::vector<fusion::PlanDraft> drafts;   // as read
+  std::string device;                  // "cpu", "cuda:0"
+  std::vector<fusion::PlanRef> plans;  // written: those that cannot persist are skipped
+  std::vector<jit::KernelRecord> kernels;
 };
 
 // Writes atomically. Throws CacheError naming the path. Returns the plans written per section.

@@ -122,32 +122,31 @@ void PlanFiles::run() {
   idle_cv_.notify_all();
 }
 
+std::optional<std::vector<fusion::Trigger>> triggers_to_write(
+    const fs::path& path, std::span<const stream::OpDesc> ops,
+    const std::vector<fusion::Trigger>& triggers) {
+  const ReadResult existing = read_cache_file(path, FileKind::kPlan, plan_fingerprint());
+  if (!existing) return triggers;
+  try {
+    fusion::PlanDraft theirs = decode_plan(existing.payload);
+    if (!std::equal(ops.begin(), ops.end(), theirs.ops.begin(), theirs.ops.end())) return triggers;
+    if (fusion::merge_triggers(theirs.triggers, triggers) == 0) return std::nullopt;
+    return std::move(theirs.triggers);
+  } catch (const FormatError&) {  // replaced by ours
+    return triggers;
+  }
+}
+
 void PlanFiles::write(const fusion::ExecutionPlan& plan) {
   const fs::path path =
       plan_path(dir_->root(), device_, first_op_hash(plan.ops.front()), plan_hash(plan.ops));
-  // Another process may have saved the same plan with other triggers: keep theirs too.
+  std::optional<std::vector<fusion::Trigger>> triggers =
+      triggers_to_write(path, plan.ops, plan.triggers);
+  if (!triggers) return;  // nothing new to say
   fusion::ExecutionPlan merged;
   merged.ops = plan.ops;
   merged.optimization = plan.optimization;
-  merged.triggers = plan.triggers;
-  ReadResult existing = read_cache_file(path, FileKind::kPlan, plan_fingerprint());
-  if (existing) {
-    try {
-      fusion::PlanDraft theirs = decode_plan(existing.payload);
-      if (theirs.ops == plan.ops) {
-        bool news = false;  // whether ours says anything theirs does not
-        for (const fusion::Trigger& t : merged.triggers)
-          news |=
-              std::find(theirs.triggers.begin(), theirs.triggers.end(), t) == theirs.triggers.end();
-        if (!news) return;
-        for (fusion::Trigger& t : theirs.triggers)
-          if (merged.triggers.size() < fusion::kMaxTriggers &&
-              std::find(merged.triggers.begin(), merged.triggers.end(), t) == merged.triggers.end())
-            merged.triggers.push_back(std::move(t));
-      }
-    } catch (const FormatError&) {  // replaced below
-    }
-  }
+  merged.triggers = std::move(*triggers);
   try {
     dir_->write(path, FileKind::kPlan, plan_fingerprint(), encode_plan(merged));
   } catch (const FormatError& e) {

@@ -7,6 +7,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,13 @@
 #include "fusion/plan_persistence.h"
 
 namespace streamfuse::cache {
+
+// The triggers to write for a plan of `ops` with `triggers` at `path`, where another process may
+// have saved the same plan with other triggers: theirs and ours (ours kept past kMaxTriggers).
+// Nullopt when the file there holds every one of ours already.
+std::optional<std::vector<fusion::Trigger>> triggers_to_write(
+    const std::filesystem::path& path, std::span<const stream::OpDesc> ops,
+    const std::vector<fusion::Trigger>& triggers);
 
 class PlanFiles final : public fusion::PlanPersistence {
  public:

@@ -24,6 +24,26 @@ bool bind(boost::container::small_vector<std::int64_t, 32>& sizes, const stream:
 
 }  // namespace
 
+std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more) {
+  std::size_t added = 0;
+  for (Trigger& t : more) {
+    if (std::find(into.begin(), into.end(), t) != into.end()) continue;
+    into.push_back(std::move(t));
+    ++added;
+  }
+  if (into.size() > kMaxTriggers)
+    into.erase(into.begin(), into.end() - static_cast<std::ptrdiff_t>(kMaxTriggers));
+  return added;
+}
+
+std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
+  auto plan = std::make_shared<ExecutionPlan>();
+  plan->ops = std::move(draft.ops);
+  plan->optimization = std::move(draft.optimization);
+  merge_triggers(plan->triggers, std::move(draft.triggers));
+  return plan;
+}
+
 bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue) {
   if (queue.size() < plan.len()) return false;
   boost::container::small_vector<std::int64_t, 32> sizes;  // by size id

@@ -50,6 +50,13 @@ struct ExecutionPlan {
   std::size_t len() const { return ops.size(); }
 };
 
+// Adds to `into` the triggers of `more` it lacks; past kMaxTriggers the oldest go. Returns how
+// many were added.
+std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more);
+
+// The plan a draft describes (its triggers deduplicated and capped at kMaxTriggers).
+std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft);
+
 // Checks a matched plan against the segment's real sizes: relative size ids that were one size
 // at exploration must be one size now, and different ids different sizes (id 0 is size 1).
 // Relative forms make this hold by construction; the check keeps a stale or foreign plan from

@@ -55,14 +55,14 @@ PlanRef PlanStore::add(PlanDraft plan) {
   return stored;
 }
 
-void PlanStore::add_loaded(std::vector<PlanDraft> plans) {
+void PlanStore::add_loaded(const std::vector<PlanRef>& plans) {
   std::vector<PlanRef> changed_plans;
   std::shared_ptr<PlanPersistence> persistence;
   {
     std::unique_lock lock(mutex_);
-    for (PlanDraft& plan : plans) {
+    for (const PlanRef& plan : plans) {
       bool changed = false;
-      PlanRef stored = add_locked(std::move(plan), changed);
+      PlanRef stored = add_locked({plan->ops, plan->optimization, plan->triggers}, changed);
       if (changed) changed_plans.push_back(std::move(stored)), ++loaded_;
     }
     persistence = persistence_;
@@ -84,21 +84,9 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
   PlanRefs& bucket = index_[stream::hash_op(plan.ops.front())];
   for (PlanRef& existing : bucket) {
     if (existing->ops != plan.ops) continue;
-    std::vector<Trigger> added;
-    for (Trigger& t : plan.triggers)
-      if (std::find(existing->triggers.begin(), existing->triggers.end(), t) ==
-              existing->triggers.end() &&
-          std::find(added.begin(), added.end(), t) == added.end())
-        added.push_back(std::move(t));
-    if (added.empty()) return existing;
-    auto merged = std::make_shared<ExecutionPlan>();
-    merged->ops = existing->ops;
-    merged->optimization = existing->optimization;
-    merged->triggers = existing->triggers;
-    for (Trigger& t : added) merged->triggers.push_back(std::move(t));
-    if (merged->triggers.size() > kMaxTriggers)
-      merged->triggers.erase(merged->triggers.begin(),
-                             merged->triggers.end() - static_cast<std::ptrdiff_t>(kMaxTriggers));
+    std::vector<Trigger> triggers = existing->triggers;
+    if (merge_triggers(triggers, std::move(plan.triggers)) == 0) return existing;
+    auto merged = make_plan({existing->ops, existing->optimization, std::move(triggers)});
     merged->uses = existing->uses.load();
     merged->last_use = clock_.fetch_add(1);
     existing = merged;
@@ -108,11 +96,7 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
   if (count_ >= max_plans_) {
     evict_one();
   }
-  auto stored = std::make_shared<ExecutionPlan>();
-  stored->ops = std::move(plan.ops);
-  stored->optimization = std::move(plan.optimization);
-  stored->triggers = std::move(plan.triggers);
-  if (stored->triggers.size() > kMaxTriggers) stored->triggers.resize(kMaxTriggers);
+  std::shared_ptr<ExecutionPlan> stored = make_plan(std::move(plan));
   stored->last_use = clock_.fetch_add(1);
   index_[stream::hash_op(stored->ops.front())].push_back(stored);  // bucket may have moved
   ++count_;

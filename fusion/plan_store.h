@@ -39,7 +39,7 @@ class PlanStore {
   // plan to run. Evicts the least used plan when full.
   PlanRef add(PlanDraft plan);
   // Adds plans made elsewhere (a bundle) as add() does; counted as loaded, not explored.
-  void add_loaded(std::vector<PlanDraft> plans);
+  void add_loaded(const std::vector<PlanRef>& plans);
   // Every stored plan (for bundles).
   std::vector<PlanRef> plans() const;
   // Counts one use of `plan` (for eviction).

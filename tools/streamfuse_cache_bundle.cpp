@@ -13,6 +13,7 @@
 #include "cache/cache_dir.h"
 #include "cache/kernel_codec.h"
 #include "cache/plan_codec.h"
+#include "cache/plan_files.h"
 #include "jit/system_compiler.h"
 #include "streamfuse/error.h"
 #include "tools/streamfuse_cache.h"
@@ -53,23 +54,6 @@ void import_file(const fs::path& path, cache::FileKind kind, std::string_view fi
   write_file(path, kind, fingerprint, payload, "import");
 }
 
-// `draft` with the triggers of the plan already at `path` when it has the same ops (as PlanFiles
-// keeps another process's triggers), up to kMaxTriggers.
-void merge_existing(const fs::path& path, fusion::ExecutionPlan& plan) {
-  const cache::ReadResult existing =
-      cache::read_cache_file(path, cache::FileKind::kPlan, cache::plan_fingerprint());
-  if (!existing) return;
-  try {
-    fusion::PlanDraft theirs = cache::decode_plan(existing.payload);
-    if (theirs.ops != plan.ops) return;
-    for (fusion::Trigger& t : theirs.triggers)
-      if (plan.triggers.size() < fusion::kMaxTriggers &&
-          std::find(plan.triggers.begin(), plan.triggers.end(), t) == plan.triggers.end())
-        plan.triggers.push_back(std::move(t));
-  } catch (const Error&) {  // a bad file: replaced
-  }
-}
-
 // "1 plan", "2 plans".
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -98,11 +82,7 @@ int export_command(const fs::path& root, const fs::path& bundle) {
       continue;
     }
     if (file.plan) {
-      auto plan = std::make_shared<fusion::ExecutionPlan>();
-      plan->ops = std::move(file.plan->ops);
-      plan->optimization = std::move(file.plan->optimization);
-      plan->triggers = std::move(file.plan->triggers);
-      by_device[file.device].plans.push_back(std::move(plan));
+      by_device[file.device].plans.push_back(fusion::make_plan(std::move(*file.plan)));
     } else if (file.kernel) {  // CPU kernels: with the cpu section
       cache::KernelEntry& k = *file.kernel;
       libraries.insert(k.library);
@@ -158,22 +138,21 @@ int import_command(const fs::path& root, const fs::path& bundle) {
 
   std::size_t plans = 0;
   for (cache::BundleSection& s : sections) {
-    for (fusion::PlanDraft& draft : s.drafts) {
+    for (const fusion::PlanRef& plan : s.plans) {
       const fs::path path = cache::plan_path(
-          root, s.device, cache::first_op_hash(draft.ops.front()), cache::plan_hash(draft.ops));
-      fusion::ExecutionPlan plan;
-      plan.ops = std::move(draft.ops);
-      plan.optimization = std::move(draft.optimization);
-      plan.triggers = std::move(draft.triggers);
-      merge_existing(path, plan);
+          root, s.device, cache::first_op_hash(plan->ops.front()), cache::plan_hash(plan->ops));
+      std::optional<std::vector<fusion::Trigger>> triggers =
+          cache::triggers_to_write(path, plan->ops, plan->triggers);
+      ++plans;
+      if (!triggers) continue;  // the directory holds this plan with all its triggers already
       std::string payload;
       try {
-        payload = cache::encode_plan(plan);
+        payload = cache::encode_plan(
+            *fusion::make_plan({plan->ops, plan->optimization, std::move(*triggers)}));
       } catch (const Error& e) {
         throw ToolError(kExitFailure, std::string("import: ") + e.what());
       }
       import_file(path, cache::FileKind::kPlan, cache::plan_fingerprint(), payload);
-      ++plans;
     }
   }
 

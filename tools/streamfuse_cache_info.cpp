@@ -120,7 +120,7 @@ void print_bundle(const std::string& payload) {
     std::set<const jit::LibraryImage*> seen;
     for (const jit::KernelRecord& k : s.kernels)
       if (seen.insert(k.library.get()).second) libraries.push_back(k.library.get());
-    std::cout << "  " << s.device << ": " << s.drafts.size() << " plans, " << s.kernels.size()
+    std::cout << "  " << s.device << ": " << s.plans.size() << " plans, " << s.kernels.size()
               << " kernels, " << libraries.size()
               << (libraries.size() == 1 ? " library\n" : " libraries\n");
     for (const jit::LibraryImage* l : libraries)

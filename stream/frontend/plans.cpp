@@ -44,8 +44,8 @@ BundleSummary load_bundle(const std::string& path) {
       continue;
     }
     stream::DeviceRuntime& rt = stream::DeviceRuntime::get(Device::cpu());
-    summary.plans += s.drafts.size();
-    rt.plan_store().add_loaded(std::move(s.drafts));
+    summary.plans += s.plans.size();
+    rt.plan_store().add_loaded(s.plans);
     if (jit::KernelCache* kernels = rt.kernel_cache()) {
       const std::size_t ready = kernels->install(s.kernels);
       summary.kernels += ready;

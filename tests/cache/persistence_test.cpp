@@ -18,6 +18,7 @@
 #include "cache/cache_file.h"
 #include "cache/plan_codec.h"
 #include "stream/runtime.h"
+#include "tests/file_text.h"
 #include "tests/jit/chain_program.h"
 #include "tests/temp_dir.h"
 
@@ -27,6 +28,7 @@ namespace fs = std::filesystem;
 namespace streamfuse::cache {
 namespace {
 
+using streamfuse::testing::count_of;
 using streamfuse::testing::TempDir;
 
 // ---- the child: SF_PERSISTENCE_CHILD=run[,save:FILE][,load:FILE] --------------------------------
@@ -111,12 +113,6 @@ Child run_child(const std::string& cache_dir, const std::string& mode,
   return c;
 }
 
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
   TempDir dir;
   const Child cold = run_child(dir.path(), "run");
@@ -160,13 +156,6 @@ TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels)
   std::vector<BundleSection> sections = read_bundle(bundle);
   std::vector<std::shared_ptr<jit::LibraryImage>> foreign;
   for (BundleSection& s : sections) {
-    for (fusion::PlanDraft& d : s.drafts) {  // read as drafts, written as plans
-      auto plan = std::make_shared<fusion::ExecutionPlan>();
-      plan->ops = std::move(d.ops);
-      plan->optimization = std::move(d.optimization);
-      plan->triggers = std::move(d.triggers);
-      s.plans.push_back(std::move(plan));
-    }
     for (jit::KernelRecord& k : s.kernels) {
       auto image = std::make_shared<jit::LibraryImage>(*k.library);
       image->fingerprint = "streamfuse 0.1.0; cxx another compiler; -march=elsewhere";
@@ -178,7 +167,7 @@ TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels)
   EXPECT_EQ(loaded["explored"], 0) << loaded.err;  // plans are portable
   EXPECT_GT(loaded["compiled"], 0);                // kernels are not
   EXPECT_EQ(loaded["checksum"], made["checksum"]);
-  EXPECT_EQ(count(loaded.err, "compiled again here"), 1) << loaded.err;
+  EXPECT_EQ(count_of(loaded.err, "compiled again here"), 1) << loaded.err;
 }
 
 TEST(Persistence, CorruptFilesAreMissesWithOneWarningEachAndResultsStayTheSame) {
@@ -196,12 +185,12 @@ TEST(Persistence, CorruptFilesAreMissesWithOneWarningEachAndResultsStayTheSame) 
   const Child hurt = run_child(dir.path(), "run");
   EXPECT_EQ(hurt["checksum"], cold["checksum"]);
   EXPECT_GT(hurt["explored"], 0);
-  const int warnings = count(hurt.err, "warning: cache: ignored ");
+  const int warnings = count_of(hurt.err, "warning: cache: ignored ");
   EXPECT_GT(warnings, 0) << hurt.err;
   EXPECT_LE(warnings, corrupted) << hurt.err;         // at most once per file
   const Child healed = run_child(dir.path(), "run");  // rebuilt by the run before
   EXPECT_EQ(healed["explored"], 0) << healed.err;
-  EXPECT_EQ(count(healed.err, "warning:"), 0) << healed.err;
+  EXPECT_EQ(count_of(healed.err, "warning:"), 0) << healed.err;
 }
 
 TEST(Persistence, AnUnusableCacheDirectoryWorksWithoutPersistenceAndSaysSoOnce) {
@@ -209,7 +198,7 @@ TEST(Persistence, AnUnusableCacheDirectoryWorksWithoutPersistenceAndSaysSoOnce) 
   const std::string file = dir.write("not-a-directory", "x");
   const Child c = run_child(file + "/cache", "run");
   EXPECT_GT(c["explored"], 0);
-  EXPECT_EQ(count(c.err, "warning:"), 1) << c.err;
+  EXPECT_EQ(count_of(c.err, "warning:"), 1) << c.err;
   EXPECT_NE(c.err.find("not persisted"), std::string::npos) << c.err;
   const Child fine = run_child(dir.path() + "/cache", "run");
   EXPECT_EQ(fine["checksum"], c["checksum"]);

@@ -24,6 +24,7 @@
 #include "cache/bundle.h"
 #include "jit/system_compiler.h"
 #include "stream/runtime.h"
+#include "tests/file_text.h"
 #include "tests/temp_dir.h"
 
 namespace streamfuse::testing {
@@ -126,26 +127,6 @@ inline std::vector<Listed> listed(const Result& r, std::string* total = nullptr)
     if (fields.size() == 5) files.push_back({fields[0], fields[1], fields[4]});
   }
   return files;
-}
-
-inline std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The sections of the bundle at `path`, ready to be written again (plans made from the drafts).
-inline std::vector<sf::cache::BundleSection> rewritable(const std::string& path) {
-  std::vector<sf::cache::BundleSection> sections = sf::cache::read_bundle(path);
-  for (sf::cache::BundleSection& s : sections) {
-    for (const sf::fusion::PlanDraft& d : s.drafts) {
-      auto plan = std::make_shared<sf::fusion::ExecutionPlan>();
-      plan->ops = d.ops;
-      plan->optimization = d.optimization;
-      plan->triggers = d.triggers;
-      s.plans.push_back(std::move(plan));
-    }
-  }
-  return sections;
 }
 
 // Each test works on its own copy of the filled cache.

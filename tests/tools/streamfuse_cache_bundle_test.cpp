@@ -67,7 +67,7 @@ TEST_F(StreamfuseCacheTool, ImportSkipsKernelsBuiltForAnotherMachine) {
   const std::string bundle = out.path() + "/cache.sfplans";
   ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
   // The same bundle as another machine would have written it.
-  std::vector<sf::cache::BundleSection> sections = rewritable(bundle);
+  std::vector<sf::cache::BundleSection> sections = sf::cache::read_bundle(bundle);
   std::size_t kernels = 0;
   for (sf::cache::BundleSection& s : sections) {
     for (sf::jit::KernelRecord& k : s.kernels) {
@@ -96,7 +96,7 @@ TEST_F(StreamfuseCacheTool, ImportRefusesADeviceNameThatIsAPath) {
   TempDir out;
   const std::string bundle = out.path() + "/cache.sfplans";
   ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
-  std::vector<sf::cache::BundleSection> sections = rewritable(bundle);
+  std::vector<sf::cache::BundleSection> sections = sf::cache::read_bundle(bundle);
   ASSERT_FALSE(sections.empty());
   sections[0].device = "../../escaped";
   const std::string evil = out.path() + "/evil.sfplans";
