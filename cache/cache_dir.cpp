@@ -43,12 +43,6 @@ fs::path cache_directory(const Config& config) {
   return fs::temp_directory_path(ec) / "streamfuse";
 }
 
-std::string hex16(std::uint64_t v) {
-  char s[17];
-  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
-  return s;
-}
-
 fs::path plan_folder(const fs::path& root, std::string_view device, std::uint64_t first_op_hash) {
   return root / "plans" / device / hex16(first_op_hash);
 }
@@ -63,6 +57,14 @@ fs::path library_path(const fs::path& root, std::string_view name) {
   return root / "kernels" / "cpu" / (std::string(name) + ".lib");
 }
 fs::path claims_path(const fs::path& root) { return root / "claims"; }
+
+std::optional<FileKind> kind_by_extension(const fs::path& path) {
+  const fs::path ext = path.extension();
+  if (ext == ".plan") return FileKind::kPlan;
+  if (ext == ".kernel") return FileKind::kCpuKernel;
+  if (ext == ".lib") return FileKind::kCpuLibrary;
+  return std::nullopt;
+}
 
 CacheDir::CacheDir(fs::path root, std::uint64_t max_bytes)
     : root_(std::move(root)), max_bytes_(max_bytes) {
@@ -91,23 +93,22 @@ std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
 }
 
 void CacheDir::reject(const fs::path& path, Rejection rejection, const std::string& detail) {
-  const std::string why = std::string(rejection_name(rejection)) +
-                          (detail.empty() ? std::string() : " (" + detail + ")");
+  ignore(path, std::string(rejection_name(rejection)) + (detail.empty() ? "" : " (" + detail + ")"),
+         broken(rejection));
+}
+
+void CacheDir::reject_payload(const fs::path& path, const std::string& why) {
+  ignore(path, why, true);
+}
+
+void CacheDir::ignore(const fs::path& path, const std::string& why, bool broken_file) {
   cache_log("rejected " + path.string() + ": " + why);
-  const bool remove = broken(rejection) && writable();
+  const bool remove = broken_file && writable();
   stream::warn_once("cache-reject:" + path.string(),
                     "cache: ignored " + path.string() + ": " + why +
                         (remove ? "; removed, it is built again" : "; it is built again"));
   std::error_code ec;
   if (remove) fs::remove(path, ec);
-}
-
-void CacheDir::reject_payload(const fs::path& path, const std::string& why) {
-  cache_log("rejected " + path.string() + ": " + why);
-  stream::warn_once("cache-reject:" + path.string(), "cache: ignored " + path.string() + ": " +
-                                                         why + "; removed, it is built again");
-  std::error_code ec;
-  if (writable()) fs::remove(path, ec);
 }
 
 bool CacheDir::write(const fs::path& path, FileKind kind, std::string_view fingerprint,

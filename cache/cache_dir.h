@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "cache/cache_file.h"
+#include "jit/hash_mix.h"
 #include "streamfuse/config.h"
 
 namespace streamfuse::cache {
@@ -29,8 +30,7 @@ namespace streamfuse::cache {
 // ~/.cache/streamfuse, else a streamfuse folder in the system's temporary directory. Not created.
 std::filesystem::path cache_directory(const Config& config);
 
-// 16 lowercase hex digits.
-std::string hex16(std::uint64_t v);
+using jit::hex16;  // 16 lowercase hex digits: the hashes in file names
 
 std::filesystem::path plan_path(const std::filesystem::path& root, std::string_view device,
                                 std::uint64_t first_op_hash, std::uint64_t plan_hash);
@@ -39,6 +39,8 @@ std::filesystem::path plan_folder(const std::filesystem::path& root, std::string
 std::filesystem::path kernel_path(const std::filesystem::path& root, std::uint64_t kernel_hash);
 std::filesystem::path library_path(const std::filesystem::path& root, std::string_view name);
 std::filesystem::path claims_path(const std::filesystem::path& root);
+// The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib), or nullopt.
+std::optional<FileKind> kind_by_extension(const std::filesystem::path& path);
 
 class CacheDir {
  public:
@@ -64,6 +66,8 @@ class CacheDir {
 
  private:
   void reject(const std::filesystem::path& path, Rejection rejection, const std::string& detail);
+  // Logs and warns (once per file) that `path` is not used; removes it when `broken_file`.
+  void ignore(const std::filesystem::path& path, const std::string& why, bool broken_file);
   void maybe_prune(std::uint64_t written);
 
   std::filesystem::path root_;

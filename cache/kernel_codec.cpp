@@ -4,19 +4,9 @@
 #include "jit/hash_mix.h"
 
 namespace streamfuse::cache {
-namespace {
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-}  // namespace
-
 std::uint64_t kernel_hash(std::uint64_t program_hash, const jit::SpecializationKey& key,
                           std::string_view fingerprint) {
-  return jit::hash_mix(jit::hash_mix(program_hash, key.hash()), fnv1a(fingerprint));
+  return jit::hash_mix(jit::hash_mix(program_hash, key.hash()), jit::fnv1a(fingerprint));
 }
 
 bool valid_library_name(std::string_view name) {

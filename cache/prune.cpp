@@ -3,17 +3,17 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cache/cache_dir.h"
+
 namespace streamfuse::cache {
 namespace fs = std::filesystem;
 
 namespace {
 
+// Ours: a file of the layout, or a temporary of a write to one.
 bool is_cache_file(const fs::path& p, bool& temporary) {
-  const std::string name = p.filename().string();
-  temporary = name.find(".tmp.") != std::string::npos;
-  if (temporary) return true;
-  const fs::path ext = p.extension();
-  return ext == ".plan" || ext == ".kernel" || ext == ".lib" || ext == ".cpp" || ext == ".so";
+  temporary = p.filename().string().find(".tmp.") != std::string::npos;
+  return temporary || kind_by_extension(p).has_value();
 }
 
 }  // namespace

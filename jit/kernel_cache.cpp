@@ -83,14 +83,8 @@ std::string first_line_of(const std::string& text) { return text.substr(0, text.
 // fingerprint (which also tells compilers of one name and version apart), as 16 hex digits. Two
 // machines sharing a cache directory never write the same library file.
 std::string library_name(const std::string& build_key, const std::string& fingerprint) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const std::string* part : {&build_key, &fingerprint}) {
-    for (unsigned char c : *part) h = (h ^ c) * 0x100000001b3ULL;
-    h = (h ^ 0xff) * 0x100000001b3ULL;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  const std::string_view end("\0", 1);
+  return hex16(fnv1a(end, fnv1a(fingerprint, fnv1a(end, fnv1a(build_key)))));
 }
 
 }  // namespace
@@ -159,12 +153,7 @@ std::optional<ReadyKernel> KernelCache::find_or_request(std::uint64_t program_ha
     ++stats_.misses;
     return std::nullopt;
   }
-  while (!entries_.empty() && entries_.size() >= std::max<std::size_t>(options_.max_kernels, 1))
-    evict_one();
-  lru_.push_front(Key{program_hash, key});
-  Entry e;
-  e.lru = lru_.begin();
-  entries_.emplace(lru_.front(), std::move(e));
+  insert_pending(Key{program_hash, key});
   if (stored) {
     ++stats_.hits;
     const ReadyKernel ready{stored->fn, stored->library};
@@ -253,20 +242,22 @@ std::size_t KernelCache::install(std::span<const KernelRecord> kernels) {
     const Key key{k.program_hash, k.key};
     auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
     if (it != entries_.end() && it->second.state == State::kReady) continue;
-    if (it == entries_.end()) {
-      while (!entries_.empty() && entries_.size() >= std::max<std::size_t>(options_.max_kernels, 1))
-        evict_one();
-      lru_.push_front(key);
-      Entry e;
-      e.lru = lru_.begin();
-      entries_.emplace(key, std::move(e));
-    }
+    if (it == entries_.end()) insert_pending(key);
     if (store_) to_save_.push_back(loaded->record);
     install_ready(key, std::move(*loaded));
     ++installed;
   }
   work_cv_.notify_one();
   return installed;
+}
+
+void KernelCache::insert_pending(const Key& key) {
+  while (!entries_.empty() && entries_.size() >= std::max<std::size_t>(options_.max_kernels, 1))
+    evict_one();
+  lru_.push_front(key);
+  Entry e;
+  e.lru = lru_.begin();
+  entries_.emplace(key, std::move(e));
 }
 
 void KernelCache::evict_one() {

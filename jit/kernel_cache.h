@@ -160,6 +160,8 @@ class KernelCache {
               const std::shared_ptr<void>& library,
               const std::vector<std::shared_ptr<const KernelRecord>>& records);
   void fail_all(const std::vector<Request>& batch);  // requires mutex_
+  // A new pending entry for `key` (absent), most recently used; evicts to stay under the bound.
+  void insert_pending(const Key& key);  // requires mutex_
   void evict_one();
 
   const KernelCacheOptions options_;

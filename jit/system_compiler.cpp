@@ -17,6 +17,7 @@
 #include <filesystem>
 
 #include "backends/cpu/isa.h"
+#include "jit/hash_mix.h"
 #include "streamfuse/error.h"
 
 extern char** environ;
@@ -107,11 +108,6 @@ std::string error_lines(const std::string& output) {
   return n_errors ? errors : head;
 }
 
-std::uint64_t fnv1a(std::uint64_t h, std::string_view s) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 }  // namespace
 
 std::vector<std::string> kernel_compile_flags(int isa_level) {
@@ -176,12 +172,10 @@ std::string SystemCompiler::command_line() const {
 
 std::string SystemCompiler::library_key(std::string_view source) const {
   const std::string command = command_line();
-  std::uint64_t h = 0xcbf29ce484222325ULL;
+  std::uint64_t h = kFnvBasis;
   for (std::string_view part : {source, std::string_view(command), std::string_view(version_)})
-    h = fnv1a(fnv1a(h, part), std::string_view("\0", 1));
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+    h = fnv1a(std::string_view("\0", 1), fnv1a(part, h));
+  return hex16(h);
 }
 
 void SystemCompiler::compile(const std::string& source_path, const std::string& library_path,

@@ -24,14 +24,6 @@ bool same_path(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
-std::optional<cache::FileKind> kind_by_extension(const fs::path& path) {
-  const fs::path ext = path.extension();
-  if (ext == ".plan") return cache::FileKind::kPlan;
-  if (ext == ".kernel") return cache::FileKind::kCpuKernel;
-  if (ext == ".lib") return cache::FileKind::kCpuLibrary;
-  return std::nullopt;
-}
-
 std::string rejection_text(const cache::ReadResult& r) {
   return std::string(cache::rejection_name(r.rejection)) +
          (r.detail.empty() ? std::string() : " (" + r.detail + ")");
@@ -56,7 +48,7 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
     file.problem = rejection_text(r);
     return file;
   }
-  const std::optional<cache::FileKind> expected = kind_by_extension(entry.path);
+  const std::optional<cache::FileKind> expected = cache::kind_by_extension(entry.path);
   if (expected != r.kind) {
     file.problem = a_kind(r.kind) + " file " +
                    (expected ? "where " + a_kind(*expected) + " file belongs"

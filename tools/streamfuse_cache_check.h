@@ -58,9 +58,6 @@ class CacheChecker {
   std::map<std::string, LibraryVerdict> libraries_;  // by name
 };
 
-// The kind a file's extension says it holds (.plan, .kernel, .lib), or nullopt.
-std::optional<cache::FileKind> kind_by_extension(const std::filesystem::path& path);
-
 // "checksum mismatch", "fingerprint differs (file: ...)": a rejection with its detail.
 std::string rejection_text(const cache::ReadResult& r);
 

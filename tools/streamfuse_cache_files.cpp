@@ -54,7 +54,7 @@ int list_command(const fs::path& root) {
       status = "write in progress or abandoned";
     } else {
       const cache::ReadResult r = cache::inspect_cache_file(entry.path);
-      const std::optional<cache::FileKind> by_name = kind_by_extension(entry.path);
+      const std::optional<cache::FileKind> by_name = cache::kind_by_extension(entry.path);
       kind = r         ? cache::file_kind_name(r.kind)
              : by_name ? cache::file_kind_name(*by_name)
                        : "unknown";
