@@ -13,6 +13,7 @@
 #include "cache/claim_locks.h"
 #include "cache/kernel_codec.h"
 #include "cache/kernel_files.h"
+#include "tests/file_text.h"
 #include "tests/jit/chain_program.h"
 #include "tests/temp_dir.h"
 
@@ -26,6 +27,7 @@ using jit::flat_key;
 using jit::have_compiler;
 using jit::KernelCache;
 using jit::KernelCacheOptions;
+using streamfuse::testing::read_all;
 using streamfuse::testing::TempDir;
 
 // A kernel cache over its own KernelFiles: what one process has.
@@ -56,11 +58,6 @@ struct Process {
     return k.value_or(jit::ReadyKernel{});
   }
 };
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 TEST(KernelFiles, AKernelCompiledOnceIsLoadedAtItsFirstLookupAfterwards) {
   REQUIRE_COMPILER();

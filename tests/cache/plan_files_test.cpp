@@ -16,6 +16,7 @@
 #include "cache/plan_files.h"
 #include "cache/prune.h"
 #include "fusion/plan_store.h"
+#include "tests/file_text.h"
 #include "tests/fusion/recorded_segment.h"
 #include "tests/temp_dir.h"
 
@@ -25,7 +26,11 @@ namespace fs = std::filesystem;
 namespace streamfuse::cache {
 namespace {
 
+using streamfuse::testing::count_of;
+using streamfuse::testing::patch_file;
+using streamfuse::testing::read_all;
 using streamfuse::testing::TempDir;
+using streamfuse::testing::write_all;
 
 std::shared_ptr<const fusion::ExecutionPlan> small_plan(float scale = 2.0f) {
   const sf::Tensor x = sf::randn({8, 16});
@@ -36,20 +41,6 @@ std::shared_ptr<const fusion::ExecutionPlan> small_plan(float scale = 2.0f) {
   plan->optimization = std::move(built.optimization);
   plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
   return plan;
-}
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-void write_all(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 struct Saved {
@@ -104,34 +95,19 @@ struct Corruption {
 const Corruption kCorruptions[] = {
     {"truncated", [](const fs::path& p) { fs::resize_file(p, fs::file_size(p) - 7); }, true},
     {"checksum",
-     [](const fs::path& p) {
-       std::string b = read_all(p);
-       b[b.size() - 3] ^= 0x20;
-       write_all(p, b);
-     },
+     [](const fs::path& p) { patch_file(p, [](std::string& b) { b[b.size() - 3] ^= 0x20; }); },
      true},
-    {"wrong_magic",
-     [](const fs::path& p) {
-       std::string b = read_all(p);
-       b[0] = 'X';
-       write_all(p, b);
-     },
+    {"wrong_magic", [](const fs::path& p) { patch_file(p, [](std::string& b) { b[0] = 'X'; }); },
      true},
     {"older_format",
      [](const fs::path& p) {
-       std::string b = read_all(p);
-       b[8] = 0;  // format version, little-endian
-       write_all(p, b);
+       patch_file(p, [](std::string& b) { b[8] = 0; });  // format version, little-endian
      },
      true},
-    {"newer_format",
-     [](const fs::path& p) {
-       std::string b = read_all(p);
-       b[8] = 99;
-       write_all(p, b);
-     },
+    {"newer_format", [](const fs::path& p) { patch_file(p, [](std::string& b) { b[8] = 99; }); },
      false},
-    {"trailing_bytes", [](const fs::path& p) { write_all(p, read_all(p) + "x"); }, true},
+    {"trailing_bytes", [](const fs::path& p) { patch_file(p, [](std::string& b) { b += "x"; }); },
+     true},
     {"empty", [](const fs::path& p) { write_all(p, ""); }, true},
     {"directory_in_its_place",
      [](const fs::path& p) {
@@ -158,8 +134,8 @@ TEST_P(BadPlanFile, IsAMissWithOneWarning) {
   EXPECT_TRUE(s.load().empty());
   EXPECT_TRUE(s.load().empty());  // asked again: no second warning
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(count(err, "warning: cache: ignored " + s.path.string()), 1) << err;
-  EXPECT_EQ(count(err, "warning:"), 1) << err;
+  EXPECT_EQ(count_of(err, "warning: cache: ignored " + s.path.string()), 1) << err;
+  EXPECT_EQ(count_of(err, "warning:"), 1) << err;
   EXPECT_EQ(fs::exists(s.path), !GetParam().removed);
   if (GetParam().removed) {  // built again: the next save is read back
     PlanFiles files(s.cache, "cpu");
@@ -245,7 +221,7 @@ TEST(CacheDir, AnUnusableDirectoryDisablesWritingAndSaysSoOnce) {
   EXPECT_TRUE(files.load(plan->ops.front()).empty());
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(cache->writable());
-  EXPECT_EQ(count(err, "warning:"), 1) << err;
+  EXPECT_EQ(count_of(err, "warning:"), 1) << err;
   EXPECT_NE(err.find("not persisted"), std::string::npos) << err;
 }
 
