@@ -343,23 +343,6 @@ void BM_ColdStart(benchmark::State& state, Scenario scenario) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_ColdStart, empty_cache, Scenario::kEmptyCache)
-    ->Iterations(1)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_ColdStart, warm_cache, Scenario::kWarmCache)
-    ->Iterations(1)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_ColdStart, bundle, Scenario::kBundle)
-    ->Iterations(1)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_ColdStart, fusion_off, Scenario::kFusionOff)
-    ->Iterations(1)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond);
-
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]).starts_with("--child=")) {
@@ -371,6 +354,15 @@ int main(int argc, char** argv) {
       }
     }
   }
+  for (const auto& [name, scenario] :
+       {std::pair{"empty_cache", Scenario::kEmptyCache},
+        std::pair{"warm_cache", Scenario::kWarmCache}, std::pair{"bundle", Scenario::kBundle},
+        std::pair{"fusion_off", Scenario::kFusionOff}})
+    benchmark::RegisterBenchmark((std::string("BM_ColdStart/") + name).c_str(), BM_ColdStart,
+                                 scenario)
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
