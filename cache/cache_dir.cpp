@@ -87,8 +87,13 @@ std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
     reject(path, r.rejection, r.detail);
     return std::nullopt;
   }
-  std::error_code ec;
-  fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // used now (for pruning)
+  // Marked used (pruning goes by modification time), at most once per kUseMarkInterval: the
+  // mark is a metadata write, and a warm process reads its files on the first iteration.
+  const fs::file_time_type now = fs::file_time_type::clock::now();
+  if (now - r.modified > kUseMarkInterval) {
+    std::error_code ec;
+    fs::last_write_time(path, now, ec);
+  }
   return std::move(r.payload);
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -42,6 +43,10 @@ std::filesystem::path claims_path(const std::filesystem::path& root);
 // The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib), or nullopt.
 std::optional<FileKind> kind_by_extension(const std::filesystem::path& path);
 
+// Reading a file marks it used (its modification time, which pruning orders by) only when the
+// mark is older than this: least-recently-used to the hour is all pruning needs.
+inline constexpr std::chrono::hours kUseMarkInterval{1};
+
 class CacheDir {
  public:
   // Creates `root` when missing; when it cannot be made or written, reads still work where
@@ -51,7 +56,8 @@ class CacheDir {
   const std::filesystem::path& root() const { return root_; }
   bool writable() const { return writable_.load(std::memory_order_relaxed); }
 
-  // The payload of `path` when it is a good file of `kind` under `fingerprint`; marks it used.
+  // The payload of `path` when it is a good file of `kind` under `fingerprint`; marks it used
+  // (see kUseMarkInterval).
   // Missing: nullopt. Any other rejection: nullopt, logged (STREAMFUSE_LOG=cache) and warned
   // once per file; a broken file is removed so it is built again, one written by a newer
   // streamfuse or in another's place (a directory) is left alone.

@@ -1,16 +1,19 @@
 #include "cache/cache_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <system_error>
 
-#include <boost/crc.hpp>
-
+#include "cache/crc32.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::cache {
@@ -28,12 +31,6 @@ std::uint64_t get(const char* p, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
   return v;
-}
-
-std::uint32_t crc32(std::string_view bytes) {
-  boost::crc_32_type crc;
-  crc.process_bytes(bytes.data(), bytes.size());
-  return crc.checksum();
 }
 
 ReadResult reject(Rejection r, std::string detail = {}) {
@@ -118,18 +115,51 @@ void write_cache_file(const fs::path& path, FileKind kind, std::string_view fing
 
 namespace {
 
+// Reads all of `path` into `bytes` with one read of its size (a cache file does not change once
+// renamed into place); the rejection when it cannot.
+std::optional<ReadResult> read_whole_file(const fs::path& path, std::string& bytes,
+                                          fs::file_time_type& modified) {
+  // O_NONBLOCK: a FIFO put where a cache file belongs must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    // ENOTDIR: a folder on the way is a file (the cache directory is unusable): nothing there.
+    if (err == ENOENT || err == ENOTDIR) return reject(Rejection::kMissing);
+    return reject(Rejection::kUnreadable, std::strerror(err));
+  }
+  struct stat st {};
+  std::optional<ReadResult> failed;
+  if (::fstat(fd, &st) != 0) {
+    failed = reject(Rejection::kUnreadable, std::strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    failed = reject(Rejection::kNotAFile);
+  } else {
+    const std::chrono::sys_time<std::chrono::nanoseconds> mtime(
+        std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+    modified = fs::file_time_type::clock::from_sys(mtime);
+    bytes.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (!failed) {
+      if (got == bytes.size()) bytes.resize(got + 4096);  // grew since fstat: read to the end
+      const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) failed = reject(Rejection::kUnreadable, std::strerror(errno));
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    bytes.resize(got);
+  }
+  ::close(fd);
+  return failed;
+}
+
 // Reads and checks `path`; the kind and fingerprint only where given.
 ReadResult read_checked(const fs::path& path, const FileKind* kind,
                         const std::string_view* fingerprint) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (status.type() == fs::file_type::not_found) return reject(Rejection::kMissing);
-  if (ec) return reject(Rejection::kUnreadable, ec.message());
-  if (status.type() != fs::file_type::regular) return reject(Rejection::kNotAFile);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return reject(Rejection::kUnreadable, std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return reject(Rejection::kUnreadable, std::strerror(errno));
+  std::string bytes;
+  fs::file_time_type modified;
+  if (const std::optional<ReadResult> failed = read_whole_file(path, bytes, modified))
+    return *failed;
 
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return reject(bytes.size() < sizeof kMagic ? Rejection::kTruncated : Rejection::kWrongMagic);
@@ -159,6 +189,7 @@ ReadResult read_checked(const fs::path& path, const FileKind* kind,
   result.kind = static_cast<FileKind>(file_kind);
   result.fingerprint.assign(stored);
   result.payload.assign(payload);
+  result.modified = modified;
   return result;
 }
 

@@ -40,10 +40,11 @@ const char* rejection_name(Rejection r);
 
 struct ReadResult {
   Rejection rejection = Rejection::kNone;
-  FileKind kind = FileKind::kPlan;  // when rejection == kNone
-  std::string fingerprint;          // when rejection == kNone
-  std::string payload;              // when rejection == kNone
-  std::string detail;               // for logs: what differed
+  FileKind kind = FileKind::kPlan;           // when rejection == kNone
+  std::string fingerprint;                   // when rejection == kNone
+  std::string payload;                       // when rejection == kNone
+  std::filesystem::file_time_type modified;  // when rejection == kNone: the file's mtime
+  std::string detail;                        // for logs: what differed
   explicit operator bool() const { return rejection == Rejection::kNone; }
 };
 

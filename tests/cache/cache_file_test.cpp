@@ -1,6 +1,8 @@
 // Cache files: what is written reads back, and every kind of bad file is a rejection with its
 // reason, never an exception or a wrong payload.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -48,6 +50,7 @@ TEST_F(CacheFileTest, WhatIsWrittenReadsBack) {
   const ReadResult r = read_cache_file(p, FileKind::kPlan, "fp");
   ASSERT_TRUE(r) << rejection_name(r.rejection);
   EXPECT_EQ(r.payload, payload_);
+  EXPECT_EQ(r.modified, fs::last_write_time(p));
   write_cache_file(p, FileKind::kPlan, "fp", "");  // replaced in place, empty payloads too
   EXPECT_EQ(read_cache_file(p, FileKind::kPlan, "fp").payload, "");
   for (const auto& e : fs::directory_iterator(dir_))
@@ -58,6 +61,17 @@ TEST_F(CacheFileTest, MissingAndDirectoriesAreRejected) {
   EXPECT_EQ(read(dir_ / "none"), Rejection::kMissing);
   fs::create_directory(dir_ / "d");
   EXPECT_EQ(read(dir_ / "d"), Rejection::kNotAFile);
+  // A FIFO with no writer: rejected without blocking on the open.
+  ASSERT_EQ(::mkfifo((dir_ / "f").c_str(), 0600), 0);
+  EXPECT_EQ(read(dir_ / "f"), Rejection::kNotAFile);
+}
+
+TEST_F(CacheFileTest, UnreadableFilesAreRejected) {
+  const fs::path p = dir_ / "u";
+  write_cache_file(p, FileKind::kPlan, "fp", payload_);
+  fs::permissions(p, fs::perms::none);
+  if (::access(p.c_str(), R_OK) == 0) GTEST_SKIP() << "running with CAP_DAC_OVERRIDE (root)";
+  EXPECT_EQ(read(p), Rejection::kUnreadable);
 }
 
 TEST_F(CacheFileTest, EveryTruncationIsRejected) {

@@ -257,6 +257,11 @@ TEST(CacheDir, ReadingAFileMarksItUsed) {
   fs::last_write_time(p, old);
   EXPECT_EQ(cache.read(p, FileKind::kCpuKernel, "fp"), "payload");
   EXPECT_GT(fs::last_write_time(p), old + std::chrono::hours(4));
+  // A mark newer than kUseMarkInterval is left as it is (no metadata write per read).
+  const auto recent = fs::file_time_type::clock::now() - kUseMarkInterval / 2;
+  fs::last_write_time(p, recent);
+  EXPECT_EQ(cache.read(p, FileKind::kCpuKernel, "fp"), "payload");
+  EXPECT_EQ(fs::last_write_time(p), recent);
 }
 
 }  // namespace
