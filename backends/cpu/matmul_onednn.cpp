@@ -9,6 +9,7 @@
 // operands to dense f32 and its result back (round to nearest even).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -182,7 +183,20 @@ std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
 
 }  // namespace
 
+namespace {
+// oneDNN registers each JIT kernel with VTune's JIT API by default, which on the first kernel
+// searches the library path for libJitPI.so (~140 failed opens, 0.2-0.3 ms of the first matmul's
+// latency on a machine without VTune). Off unless the user asked for profiling through the
+// environment, which oneDNN then honours as usual.
+void configure_jit_profiling() {
+  if (!std::getenv("ONEDNN_JIT_PROFILE") && !std::getenv("DNNL_JIT_PROFILE"))
+    dnnl_set_jit_profiling_flags(DNNL_JIT_PROFILE_NONE);
+}
+}  // namespace
+
 struct OnednnMatmul::State {
+  State() { configure_jit_profiling(); }
+
   struct Entry {
     std::shared_ptr<const Plan> plan;
     std::uint64_t last_use = 0;
