@@ -45,9 +45,9 @@ std::uint32_t get_index(InArchive& in, std::size_t bound, const char* what) {
 // right, each of its dims is 0 or the same id.
 bool broadcasts_to(const Shape& s, const Shape& to) {
   if (s.rank() > to.rank()) return false;
-  const std::size_t offset = to.rank() - s.rank();
-  for (std::size_t d = 0; d < s.rank(); ++d)
-    if (s.dims()[d] != 0 && s.dims()[d] != to.dims()[offset + d]) return false;
+  const int offset = to.rank() - s.rank();
+  for (int d = 0; d < s.rank(); ++d)
+    if (s[d] != 0 && s[d] != to[offset + d]) return false;
   return true;
 }
 
