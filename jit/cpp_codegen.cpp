@@ -1,12 +1,8 @@
-// The per-instruction expressions here mirror backends/cpu/kernels/elementwise_ops.h (ops) and
-// convert.h (conversions) one for one: change one, change the other.
 #include "jit/cpp_codegen.h"
-
-#include "jit/program_optimizer.h"
 
 #include <string>
 
-#include "streamfuse/error.h"
+#include "jit/kernel_expressions.h"
 
 namespace streamfuse::jit {
 namespace detail {
@@ -15,156 +11,6 @@ extern const char* const kCpuKernelPrelude;
 }  // namespace detail
 
 namespace {
-
-using stream::OpCategory;
-using stream::OpKind;
-
-[[noreturn]] void fail(std::string_view function_name, const std::string& why) {
-  throw CompileError("jit: cannot generate kernel " + std::string(function_name) + ": " + why);
-}
-
-const char* c_type(ValueType t) {
-  switch (t) {
-    case ValueType::kI32:
-      return "int";
-    case ValueType::kI64:
-      return "long long";
-    case ValueType::kBool:
-      return "unsigned char";
-    default:
-      return "float";
-  }
-}
-
-const char* storage_c_type(DType d) {
-  switch (d) {
-    case kF16:
-    case kBF16:
-      return "unsigned short";
-    default:
-      return c_type(value_type_of(d));
-  }
-}
-
-std::string reg(std::int32_t r) { return "r" + std::to_string(r); }
-
-// `expr` of value type `from` as value type `to` (convert.h's convert<To, From>).
-std::string convert_value(const std::string& expr, ValueType from, ValueType to) {
-  if (from == to) return expr;
-  if (to == ValueType::kBool) return "(unsigned char)(" + expr + " != 0)";  // NaN is true
-  if (from == ValueType::kFloat && to == ValueType::kI32) return "sf_float_to_i32(" + expr + ")";
-  if (from == ValueType::kFloat && to == ValueType::kI64) return "sf_float_to_i64(" + expr + ")";
-  return "(" + std::string(c_type(to)) + ")(" + expr + ")";  // int/bool to float, int wraps
-}
-
-// An element of storage dtype `d` (expression `access`) as value type `to`.
-std::string load_value(const std::string& access, DType d, ValueType to) {
-  if (d == kF16) return convert_value("sf_half_to_float(" + access + ")", ValueType::kFloat, to);
-  if (d == kBF16) return convert_value("sf_bf16_to_float(" + access + ")", ValueType::kFloat, to);
-  return convert_value(access, value_type_of(d), to);
-}
-
-// Register value `expr` of type `from` as storage of dtype `d`.
-std::string store_value(const std::string& expr, ValueType from, DType d) {
-  const std::string v = convert_value(expr, from, value_type_of(d));
-  if (d == kF16) return "sf_float_to_half(" + v + ")";
-  if (d == kBF16) return "sf_float_to_bf16(" + v + ")";
-  return v;
-}
-
-std::string scalar_value(std::int32_t index, ValueType t) {
-  const std::string s = "scalars[" + std::to_string(index) + "]";
-  switch (t) {
-    case ValueType::kFloat:
-      return "__builtin_bit_cast(float, (unsigned int)" + s + ")";
-    case ValueType::kI32:
-      return "(int)" + s;
-    case ValueType::kI64:
-      return s;
-    case ValueType::kBool:
-      return "(unsigned char)" + s;
-  }
-  return s;
-}
-
-// The expression of op `k` computed in `t` over registers a, b, c; empty when `t` has no form.
-std::string op_expr(OpKind k, ValueType t, const std::string& a, const std::string& b,
-                    const std::string& c) {
-  const bool is_float = t == ValueType::kFloat;
-  const bool is_int = t == ValueType::kI32 || t == ValueType::kI64;
-  const auto call = [](const char* f, const std::string& x) {
-    return std::string(f) + "(" + x + ")";
-  };
-  const auto call2 = [&](const char* f) { return std::string(f) + "(" + a + ", " + b + ")"; };
-  const auto compare = [&](const char* op) {
-    return "(unsigned char)(" + a + " " + op + " " + b + ")";
-  };
-  switch (k) {
-    case OpKind::kNeg:
-      return is_float ? "-" + a : is_int ? call("sf_neg", a) : "";
-    case OpKind::kAbs:
-      return is_float || is_int ? call("sf_abs", a) : "";
-    case OpKind::kRelu:
-      return is_float || is_int ? call("sf_relu", a) : "";
-    case OpKind::kExp:
-      return is_float ? call("sf_exp", a) : "";
-    case OpKind::kLog:
-      return is_float ? call("sf_log", a) : "";
-    case OpKind::kSqrt:
-      return is_float ? call("sf_sqrt", a) : "";
-    case OpKind::kRsqrt:
-      return is_float ? call("sf_rsqrt", a) : "";
-    case OpKind::kRecip:
-      return is_float ? call("sf_recip", a) : "";
-    case OpKind::kSin:
-      return is_float ? call("sf_sin", a) : "";
-    case OpKind::kCos:
-      return is_float ? call("sf_cos", a) : "";
-    case OpKind::kTanh:
-      return is_float ? call("sf_tanh", a) : "";
-    case OpKind::kErf:
-      return is_float ? call("sf_erf", a) : "";
-    case OpKind::kSigmoid:
-      return is_float ? call("sf_sigmoid", a) : "";
-    case OpKind::kAdd:
-      return is_float ? a + " + " + b : is_int ? call2("sf_add") : "";
-    case OpKind::kSub:
-      return is_float ? a + " - " + b : is_int ? call2("sf_sub") : "";
-    case OpKind::kMul:
-      return is_float ? a + " * " + b : is_int ? call2("sf_mul") : "";
-    case OpKind::kDiv:
-      return is_float ? a + " / " + b : "";
-    case OpKind::kPow:
-      return is_float ? call2("sf_pow") : is_int ? call2("sf_ipow") : "";
-    case OpKind::kMaximum:
-      return call2("sf_max");  // float, int, long long, unsigned char
-    case OpKind::kMinimum:
-      return call2("sf_min");
-    case OpKind::kEq:
-      return compare("==");
-    case OpKind::kNe:
-      return compare("!=");
-    case OpKind::kLt:
-      return compare("<");
-    case OpKind::kLe:
-      return compare("<=");
-    case OpKind::kGt:
-      return compare(">");
-    case OpKind::kGe:
-      return compare(">=");
-    // Logical operands are bool registers (0 or 1).
-    case OpKind::kLogicalAnd:
-      return "(unsigned char)(" + a + " & " + b + ")";
-    case OpKind::kLogicalOr:
-      return "(unsigned char)(" + a + " | " + b + ")";
-    case OpKind::kLogicalNot:
-      return "(unsigned char)(" + a + " ^ 1)";
-    case OpKind::kWhere:
-      return a + " ? " + b + " : " + c;
-    default:
-      return "";
-  }
-}
 
 // How the kernel addresses one operand.
 struct Access {
@@ -184,11 +30,6 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
   for (std::size_t k = 0; k < ni + key.outputs.size(); ++k) {
     const bool out = k >= ni;
     const OperandKey& ok = out ? key.outputs[k - ni] : key.inputs[k];
-    const DType program_dtype = out ? p.outputs[k - ni].dtype : p.inputs[k];
-    if (ok.dtype != program_dtype)
-      fail(name, "operand " + std::to_string(k) + " is " + std::string(dtype_name(ok.dtype)) +
-                     " in the key but " + std::string(dtype_name(program_dtype)) +
-                     " in the program");
     Access a{storage_c_type(ok.dtype), out, true, "p" + std::to_string(k), {}};
     const StrideClass inner =
         rank ? ok.strides[static_cast<std::size_t>(rank - 1)] : StrideClass::kZero;
@@ -203,7 +44,7 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
   for (std::size_t o = 0; o < key.outputs.size(); ++o) {
     const int in = key.outputs[o].alias;
     if (in < 0) continue;
-    if (static_cast<std::size_t>(in) >= ni) fail(name, "output alias names no input");
+    if (static_cast<std::size_t>(in) >= ni) fail_generation(name, "output alias names no input");
     Access& a = acc[ni + o];
     Access& b = acc[static_cast<std::size_t>(in)];
     bool same_layout = std::string_view(a.c_type) == b.c_type;
@@ -219,65 +60,6 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
     }
   }
   return acc;
-}
-
-void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {
-  if (key.rank < 0 || key.rank > kMaxRank) fail(name, "rank " + std::to_string(key.rank));
-  if (key.inputs.size() != p.inputs.size() || key.outputs.size() != p.outputs.size())
-    fail(name, "the key has " + std::to_string(key.inputs.size()) + " inputs and " +
-                   std::to_string(key.outputs.size()) + " outputs, the program " +
-                   std::to_string(p.inputs.size()) + " and " + std::to_string(p.outputs.size()));
-  for (const Instruction& in : p.body) {
-    if (in.out < 0 || in.out >= p.num_registers) fail(name, "register out of range");
-    for (std::int32_t a : in.args)
-      if (a >= p.num_registers) fail(name, "register out of range");
-    if (in.kind == InstrKind::kLoad &&
-        (in.index < 0 || in.index >= static_cast<int>(p.inputs.size())))
-      fail(name, "load of input " + std::to_string(in.index));
-    if (in.kind == InstrKind::kScalar &&
-        (in.index < 0 || in.index >= static_cast<int>(p.scalars.size())))
-      fail(name, "scalar argument " + std::to_string(in.index));
-  }
-  for (const ProgramOutput& o : p.outputs)
-    if (o.reg < 0 || o.reg >= p.num_registers) fail(name, "output register out of range");
-}
-
-// `const T rN = expr;` for one instruction (not kScalar), reading operands through `acc`.
-std::string instruction_line(const FusedProgram& p, const Instruction& in,
-                             const std::vector<ValueType>& types, const std::vector<Access>& acc,
-                             std::string_view name) {
-  const auto arg = [&](int j) { return in.args[j] >= 0 ? reg(in.args[j]) : std::string(); };
-  const auto arg_type = [&](int j) { return types[static_cast<std::size_t>(in.args[j])]; };
-  std::string expr;
-  switch (in.kind) {
-    case InstrKind::kLoad: {
-      const auto j = static_cast<std::size_t>(in.index);
-      expr = load_value(acc[j].element, p.inputs[j], in.type);
-      break;
-    }
-    case InstrKind::kConvert:
-      expr = convert_value(arg(0), arg_type(0), in.type);
-      break;
-    case InstrKind::kRound:
-      if (in.round != kF16 && in.round != kBF16) fail(name, "round to a non-16-bit dtype");
-      expr = (in.round == kF16 ? "sf_round_f16(" : "sf_round_bf16(") + arg(0) + ")";
-      break;
-    case InstrKind::kOp: {
-      const int arity = stream::op_info(in.op).arity;
-      for (int j = 0; j < arity; ++j)
-        if (in.args[j] < 0)
-          fail(name, "op " + std::string(stream::op_name(in.op)) + " lacks operands");
-      expr = op_expr(in.op, in.type, arg(0), arg(1), arg(2));
-      if (expr.empty())
-        fail(name, "op " + std::string(stream::op_name(in.op)) + " has no " +
-                       value_type_name(in.type) + " form");
-      break;
-    }
-    case InstrKind::kScalar:
-      break;
-  }
-  return std::string("const ") + c_type(types[static_cast<std::size_t>(in.out)]) + " " +
-         reg(in.out) + " = " + expr + ";";
 }
 
 }  // namespace
@@ -320,10 +102,12 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   for (const Instruction& in : p.body) {
     if (in.kind != InstrKind::kScalar) continue;
     const ValueType from = p.scalars[static_cast<std::size_t>(in.index)].type;
-    entry += std::string("  const ") + c_type(in.type) + " " + reg(in.out) + " = " +
-             convert_value(scalar_value(in.index, from), from, in.type) + ";\n";
-    params.push_back(std::string("const ") + c_type(in.type) + " " + reg(in.out));
-    args.push_back(reg(in.out));
+    entry += std::string("  const ") + c_type(in.type) + " " + register_name(in.out) + " = " +
+             convert_value(scalar_value("scalars[" + std::to_string(in.index) + "]", from), from,
+                           in.type) +
+             ";\n";
+    params.push_back(std::string("const ") + c_type(in.type) + " " + register_name(in.out));
+    args.push_back(register_name(in.out));
   }
   for (int d = 0; d < rank; ++d)
     entry += "  const long long " + n(d) + " = sizes[" + std::to_string(d) + "];\n";
@@ -359,11 +143,15 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   s += ") {\n  for (long long i = 0; i < len; ++i) {\n";
   for (const Instruction& in : p.body)
     if (in.kind != InstrKind::kScalar)
-      s += "    " + instruction_line(p, in, types, acc, name) + "\n";
+      s += "    " +
+           instruction_line(
+               p, in, types, [&](std::size_t j) { return acc[j].element; }, name) +
+           "\n";
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];
     s += "    " + acc[ni + o].element + " = " +
-         store_value(reg(out.reg), types[static_cast<std::size_t>(out.reg)], out.dtype) + ";\n";
+         store_value(register_name(out.reg), types[static_cast<std::size_t>(out.reg)], out.dtype) +
+         ";\n";
   }
   s += "  }\n}\n";
 
@@ -396,15 +184,7 @@ std::string cpu_kernel_source(const FusedProgram& program, const SpecializationK
                               std::string_view name) {
   if (key.scalar_classes.empty() && key.exact_reciprocals == 0)
     return emit_kernel(program, key, name);
-  // Reciprocals first: their bits name the program's own argument indices.
-  FusedProgram specialized = program;
-  if (key.exact_reciprocals != 0) multiply_by_exact_reciprocals(specialized, key.exact_reciprocals);
-  if (!key.scalar_classes.empty()) {
-    if (key.scalar_classes.size() != program.scalars.size())
-      fail(name, "the key's scalar classes do not fit the program");
-    merge_equal_scalars(specialized, key.scalar_classes);
-  }
-  return emit_kernel(specialized, key, name);
+  return emit_kernel(specialize(program, key, name), key, name);
 }
 
 }  // namespace streamfuse::jit

@@ -1,0 +1,263 @@
+#include "jit/kernel_expressions.h"
+
+#include "jit/program_optimizer.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+
+using stream::OpCategory;
+using stream::OpKind;
+
+void fail_generation(std::string_view function_name, const std::string& why) {
+  throw CompileError("jit: cannot generate kernel " + std::string(function_name) + ": " + why);
+}
+
+const char* c_type(ValueType t) {
+  switch (t) {
+    case ValueType::kI32:
+      return "int";
+    case ValueType::kI64:
+      return "long long";
+    case ValueType::kBool:
+      return "unsigned char";
+    default:
+      return "float";
+  }
+}
+
+const char* storage_c_type(DType d) {
+  switch (d) {
+    case kF16:
+    case kBF16:
+      return "unsigned short";
+    default:
+      return c_type(value_type_of(d));
+  }
+}
+
+std::size_t storage_size(DType d) {
+  switch (d) {
+    case kI64:
+      return 8;
+    case kF32:
+    case kI32:
+      return 4;
+    case kF16:
+    case kBF16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+std::string register_name(std::int32_t r) { return "r" + std::to_string(r); }
+
+// `expr` of value type `from` as value type `to` (convert.h's convert<To, From>).
+std::string convert_value(const std::string& expr, ValueType from, ValueType to) {
+  if (from == to) return expr;
+  if (to == ValueType::kBool) return "(unsigned char)(" + expr + " != 0)";  // NaN is true
+  if (from == ValueType::kFloat && to == ValueType::kI32) return "sf_float_to_i32(" + expr + ")";
+  if (from == ValueType::kFloat && to == ValueType::kI64) return "sf_float_to_i64(" + expr + ")";
+  return "(" + std::string(c_type(to)) + ")(" + expr + ")";  // int/bool to float, int wraps
+}
+
+// An element of storage dtype `d` (expression `access`) as value type `to`.
+std::string load_value(const std::string& access, DType d, ValueType to) {
+  if (d == kF16) return convert_value("sf_half_to_float(" + access + ")", ValueType::kFloat, to);
+  if (d == kBF16) return convert_value("sf_bf16_to_float(" + access + ")", ValueType::kFloat, to);
+  return convert_value(access, value_type_of(d), to);
+}
+
+// Register value `expr` of type `from` as storage of dtype `d`.
+std::string store_value(const std::string& expr, ValueType from, DType d) {
+  const std::string v = convert_value(expr, from, value_type_of(d));
+  if (d == kF16) return "sf_float_to_half(" + v + ")";
+  if (d == kBF16) return "sf_float_to_bf16(" + v + ")";
+  return v;
+}
+
+std::string scalar_value(const std::string& bits, ValueType t) {
+  switch (t) {
+    case ValueType::kFloat:
+      return "SF_MATH_AS_FLOAT((unsigned int)" + bits + ")";  // a prelude macro, CPU or CUDA
+    case ValueType::kI32:
+      return "(int)" + bits;
+    case ValueType::kI64:
+      return bits;
+    case ValueType::kBool:
+      return "(unsigned char)" + bits;
+  }
+  return bits;
+}
+
+namespace {
+
+// The expression of op `k` computed in `t` over registers a, b, c; empty when `t` has no form.
+std::string op_expr(OpKind k, ValueType t, const std::string& a, const std::string& b,
+                    const std::string& c) {
+  const bool is_float = t == ValueType::kFloat;
+  const bool is_int = t == ValueType::kI32 || t == ValueType::kI64;
+  const auto call = [](const char* f, const std::string& x) {
+    return std::string(f) + "(" + x + ")";
+  };
+  const auto call2 = [&](const char* f) { return std::string(f) + "(" + a + ", " + b + ")"; };
+  const auto compare = [&](const char* op) {
+    return "(unsigned char)(" + a + " " + op + " " + b + ")";
+  };
+  switch (k) {
+    case OpKind::kNeg:
+      return is_float ? "-" + a : is_int ? call("sf_neg", a) : "";
+    case OpKind::kAbs:
+      return is_float || is_int ? call("sf_abs", a) : "";
+    case OpKind::kRelu:
+      return is_float || is_int ? call("sf_relu", a) : "";
+    case OpKind::kExp:
+      return is_float ? call("sf_exp", a) : "";
+    case OpKind::kLog:
+      return is_float ? call("sf_log", a) : "";
+    case OpKind::kSqrt:
+      return is_float ? call("sf_sqrt", a) : "";
+    case OpKind::kRsqrt:
+      return is_float ? call("sf_rsqrt", a) : "";
+    case OpKind::kRecip:
+      return is_float ? call("sf_recip", a) : "";
+    case OpKind::kSin:
+      return is_float ? call("sf_sin", a) : "";
+    case OpKind::kCos:
+      return is_float ? call("sf_cos", a) : "";
+    case OpKind::kTanh:
+      return is_float ? call("sf_tanh", a) : "";
+    case OpKind::kErf:
+      return is_float ? call("sf_erf", a) : "";
+    case OpKind::kSigmoid:
+      return is_float ? call("sf_sigmoid", a) : "";
+    case OpKind::kAdd:
+      return is_float ? a + " + " + b : is_int ? call2("sf_add") : "";
+    case OpKind::kSub:
+      return is_float ? a + " - " + b : is_int ? call2("sf_sub") : "";
+    case OpKind::kMul:
+      return is_float ? a + " * " + b : is_int ? call2("sf_mul") : "";
+    case OpKind::kDiv:
+      return is_float ? a + " / " + b : "";
+    case OpKind::kPow:
+      return is_float ? call2("sf_pow") : is_int ? call2("sf_ipow") : "";
+    case OpKind::kMaximum:
+      return call2("sf_max");  // float, int, long long, unsigned char
+    case OpKind::kMinimum:
+      return call2("sf_min");
+    case OpKind::kEq:
+      return compare("==");
+    case OpKind::kNe:
+      return compare("!=");
+    case OpKind::kLt:
+      return compare("<");
+    case OpKind::kLe:
+      return compare("<=");
+    case OpKind::kGt:
+      return compare(">");
+    case OpKind::kGe:
+      return compare(">=");
+    // Logical operands are bool registers (0 or 1).
+    case OpKind::kLogicalAnd:
+      return "(unsigned char)(" + a + " & " + b + ")";
+    case OpKind::kLogicalOr:
+      return "(unsigned char)(" + a + " | " + b + ")";
+    case OpKind::kLogicalNot:
+      return "(unsigned char)(" + a + " ^ 1)";
+    case OpKind::kWhere:
+      return a + " ? " + b + " : " + c;
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {
+  if (key.rank < 0 || key.rank > kMaxRank)
+    fail_generation(name, "rank " + std::to_string(key.rank));
+  if (key.inputs.size() != p.inputs.size() || key.outputs.size() != p.outputs.size())
+    fail_generation(name, "the key has " + std::to_string(key.inputs.size()) + " inputs and " +
+                              std::to_string(key.outputs.size()) + " outputs, the program " +
+                              std::to_string(p.inputs.size()) + " and " +
+                              std::to_string(p.outputs.size()));
+  for (std::size_t k = 0; k < p.inputs.size() + p.outputs.size(); ++k) {
+    const bool out = k >= p.inputs.size();
+    const DType program_dtype = out ? p.outputs[k - p.inputs.size()].dtype : p.inputs[k];
+    const DType key_dtype = out ? key.outputs[k - p.inputs.size()].dtype : key.inputs[k].dtype;
+    if (key_dtype != program_dtype)
+      fail_generation(name, "operand " + std::to_string(k) + " is " +
+                                std::string(dtype_name(key_dtype)) + " in the key but " +
+                                std::string(dtype_name(program_dtype)) + " in the program");
+  }
+  for (const Instruction& in : p.body) {
+    if (in.out < 0 || in.out >= p.num_registers) fail_generation(name, "register out of range");
+    for (std::int32_t a : in.args)
+      if (a >= p.num_registers) fail_generation(name, "register out of range");
+    if (in.kind == InstrKind::kLoad &&
+        (in.index < 0 || in.index >= static_cast<int>(p.inputs.size())))
+      fail_generation(name, "load of input " + std::to_string(in.index));
+    if (in.kind == InstrKind::kScalar &&
+        (in.index < 0 || in.index >= static_cast<int>(p.scalars.size())))
+      fail_generation(name, "scalar argument " + std::to_string(in.index));
+  }
+  for (const ProgramOutput& o : p.outputs)
+    if (o.reg < 0 || o.reg >= p.num_registers)
+      fail_generation(name, "output register out of range");
+}
+
+std::string instruction_line(const FusedProgram& p, const Instruction& in,
+                             const std::vector<ValueType>& types,
+                             const std::function<std::string(std::size_t)>& element,
+                             std::string_view name) {
+  const auto arg = [&](int j) {
+    return in.args[j] >= 0 ? register_name(in.args[j]) : std::string();
+  };
+  const auto arg_type = [&](int j) { return types[static_cast<std::size_t>(in.args[j])]; };
+  std::string expr;
+  switch (in.kind) {
+    case InstrKind::kLoad: {
+      const auto j = static_cast<std::size_t>(in.index);
+      expr = load_value(element(j), p.inputs[j], in.type);
+      break;
+    }
+    case InstrKind::kConvert:
+      expr = convert_value(arg(0), arg_type(0), in.type);
+      break;
+    case InstrKind::kRound:
+      if (in.round != kF16 && in.round != kBF16)
+        fail_generation(name, "round to a non-16-bit dtype");
+      expr = (in.round == kF16 ? "sf_round_f16(" : "sf_round_bf16(") + arg(0) + ")";
+      break;
+    case InstrKind::kOp: {
+      const int arity = stream::op_info(in.op).arity;
+      for (int j = 0; j < arity; ++j)
+        if (in.args[j] < 0)
+          fail_generation(name, "op " + std::string(stream::op_name(in.op)) + " lacks operands");
+      expr = op_expr(in.op, in.type, arg(0), arg(1), arg(2));
+      if (expr.empty())
+        fail_generation(name, "op " + std::string(stream::op_name(in.op)) + " has no " +
+                                  value_type_name(in.type) + " form");
+      break;
+    }
+    case InstrKind::kScalar:
+      break;
+  }
+  return std::string("const ") + c_type(types[static_cast<std::size_t>(in.out)]) + " " +
+         register_name(in.out) + " = " + expr + ";";
+}
+
+FusedProgram specialize(const FusedProgram& program, const SpecializationKey& key,
+                        std::string_view name) {
+  // Reciprocals first: their bits name the program's own argument indices.
+  FusedProgram specialized = program;
+  if (key.exact_reciprocals != 0) multiply_by_exact_reciprocals(specialized, key.exact_reciprocals);
+  if (!key.scalar_classes.empty()) {
+    if (key.scalar_classes.size() != program.scalars.size())
+      fail_generation(name, "the key's scalar classes do not fit the program");
+    merge_equal_scalars(specialized, key.scalar_classes);
+  }
+  return specialized;
+}
+
+}  // namespace streamfuse::jit

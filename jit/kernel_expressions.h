@@ -1,0 +1,56 @@
+// The C expressions of a FusedProgram, shared by the C++ (CPU) and CUDA code generators: each
+// instruction's expression, the conversions to and from storage, and the checks that a program
+// fits its key. Both generators emit calls to the sf_* functions of the kernel prelude
+// (backends/scalar_ops.h, backends/cpu/vector_math.h), so a CPU kernel, a CUDA kernel and the eager
+// kernels compute the same bits.
+//
+// The expressions mirror backends/cpu/kernels/elementwise_ops.h (ops) and convert.h
+// (conversions) one for one: change one, change the other.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jit/program.h"
+#include "jit/specialization.h"
+
+namespace streamfuse::jit {
+
+// Throws CompileError "jit: cannot generate kernel <name>: <why>".
+[[noreturn]] void fail_generation(std::string_view function_name, const std::string& why);
+
+const char* c_type(ValueType t);            // float, int, long long, unsigned char
+const char* storage_c_type(DType d);        // c_type of the value type; unsigned short for f16/bf16
+std::size_t storage_size(DType d);          // bytes per element
+std::string register_name(std::int32_t r);  // "r7"
+
+// `expr` of value type `from` as value type `to` (convert.h's convert<To, From>).
+std::string convert_value(const std::string& expr, ValueType from, ValueType to);
+// An element of storage dtype `d` (expression `access`) as value type `to`.
+std::string load_value(const std::string& access, DType d, ValueType to);
+// Register value `expr` of type `from` as storage of dtype `d`.
+std::string store_value(const std::string& expr, ValueType from, DType d);
+// Scalar argument bits (a long long expression, see jit::scalar_bits) as a value of type `t`.
+std::string scalar_value(const std::string& bits, ValueType t);
+
+// Throws CompileError when the key does not fit the program (operand counts, dtypes, rank) or
+// the program reads or writes a register, input or scalar it does not have.
+void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name);
+
+// `const T rN = expr;` for one instruction (not kScalar); `element(j)` is the expression that
+// reads input j's element. Throws CompileError for an op without a form for its type.
+std::string instruction_line(const FusedProgram& p, const Instruction& in,
+                             const std::vector<ValueType>& types,
+                             const std::function<std::string(std::size_t)>& element,
+                             std::string_view name);
+
+// `program` with what `key` knows about its scalars applied: exact reciprocals multiply, equal
+// scalars are read once (jit/program_optimizer.h).
+FusedProgram specialize(const FusedProgram& program, const SpecializationKey& key,
+                        std::string_view name);
+
+}  // namespace streamfuse::jit
