@@ -10,20 +10,22 @@ if(STREAMFUSE_OPENMP)
   find_package(OpenMP REQUIRED COMPONENTS CXX)
 endif()
 
-# CUDA is optional at build time; devices are detected at run time. NVRTC's imported target
-# CUDA::nvrtc drags in the driver stub (libcuda.so from stubs/), and a sanitizer build linked to
-# that stub fails to start on a machine without a driver, so link the NVRTC library alone.
-set(STREAMFUSE_HAVE_NVRTC OFF)
+# CUDA is optional at build time; devices are detected at run time. Only the Toolkit's headers
+# are used: the driver (libcuda.so.1), NVRTC and cuBLAS are loaded with dlopen when a CUDA device
+# is first used, so one build runs on machines with and without a GPU or a Toolkit (linking
+# NVRTC, or CUDA::nvrtc with its driver stub, would make the library fail to load on a machine
+# without them, and a sanitizer build linked to the stub fails to start without a driver).
+set(STREAMFUSE_HAVE_CUDA OFF)
 if(STREAMFUSE_WITH_CUDA)
   find_package(CUDAToolkit QUIET)
-  if(CUDAToolkit_FOUND AND CUDA_nvrtc_LIBRARY)
-    add_library(streamfuse_nvrtc INTERFACE)
-    target_include_directories(streamfuse_nvrtc INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
-    target_link_libraries(streamfuse_nvrtc INTERFACE ${CUDA_nvrtc_LIBRARY})
-    set(STREAMFUSE_HAVE_NVRTC ON)
+  if(CUDAToolkit_FOUND AND EXISTS "${CUDAToolkit_INCLUDE_DIRS}/cuda.h"
+     AND EXISTS "${CUDAToolkit_INCLUDE_DIRS}/nvrtc.h")
+    add_library(streamfuse_cuda_headers INTERFACE)
+    target_include_directories(streamfuse_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+    set(STREAMFUSE_HAVE_CUDA ON)
   endif()
 endif()
-message(STATUS "streamfuse: NVRTC ${STREAMFUSE_HAVE_NVRTC}, OpenMP ${STREAMFUSE_OPENMP}")
+message(STATUS "streamfuse: CUDA headers ${STREAMFUSE_HAVE_CUDA}, OpenMP ${STREAMFUSE_OPENMP}")
 
 if(STREAMFUSE_BUILD_TESTS)
   find_package(GTest REQUIRED)
