@@ -83,7 +83,7 @@ void CpuLauncher::launch(const FusedProgram& program, const ProgramFacts& facts,
       long long sizes[kMaxRank];
       for (int d = 0; d < it.rank; ++d) sizes[d] = it.sizes[static_cast<std::size_t>(d)];
       boost::container::small_vector<long long, 8> scalar_args(scalars.begin(), scalars.end());
-      const CpuKernelFn fn = kernel->fn;
+      const CpuKernelFn fn = kernel->cpu();
       backends::cpu::parallel_for(it.numel, kGrain, threads, [&](std::int64_t lo, std::int64_t hi) {
         fn(data.data(), sizes, flat_strides.data(), scalar_args.data(), lo, hi);
       });

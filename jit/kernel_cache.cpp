@@ -1,73 +1,17 @@
 #include "jit/kernel_cache.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "backends/cpu/isa.h"
-#include "cache/cache_file.h"
-#include "jit/cpp_codegen.h"
+#include "jit/cpu_toolchain.h"
 #include "jit/hash_mix.h"
 #include "stream/log.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
 namespace {
-
-namespace fs = std::filesystem;
-
-// Writes `text` to `path` atomically (temp file + rename). Throws CompileError.
-void write_file(const std::string& path, const std::string& text) {
-  try {
-    cache::write_file_atomically(path, text);
-  } catch (const Error& e) {
-    throw CompileError(std::string("jit: kernel source: ") + e.what());
-  }
-}
-
-bool read_file(const std::string& path, std::string& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream os;
-  os << in.rdbuf();
-  bytes = std::move(os).str();
-  return static_cast<bool>(in);
-}
-
-bool file_equals(const std::string& path, const std::string& text) {
-  std::string bytes;
-  return read_file(path, bytes) && bytes == text;
-}
-
-// `directory` when it exists (or can be made) and is writable, else (or when empty) a new private
-// directory.
-std::string usable_directory(const std::string& directory, bool& is_private) {
-  std::error_code ec;
-  if (!directory.empty()) {
-    fs::create_directories(directory, ec);
-    if (fs::is_directory(directory, ec) && access(directory.c_str(), W_OK | X_OK) == 0) {
-      is_private = false;
-      return directory;
-    }
-  }
-  std::string pattern = (fs::temp_directory_path(ec) / "streamfuse-jit-XXXXXX").string();
-  if (!mkdtemp(pattern.data()))
-    throw CacheError(
-        "jit: kernel directory '" + directory +
-        "' is not writable and no temporary directory can be made: " + std::strerror(errno));
-  is_private = true;
-  if (directory.empty()) return pattern;  // asked for a private one
-  stream::warn_once("jit-dir:" + directory, "jit: kernel directory '" + directory +
-                                                "' is not writable; compiled kernels " + "go to " +
-                                                pattern + " for this process");
-  return pattern;
-}
 
 // The program's pseudo-code as comment lines, so a kernel file explains itself.
 std::string commented(const std::string& text) {
@@ -95,12 +39,21 @@ std::size_t KernelCache::KeyHash::hash(std::uint64_t program_hash, const Special
 
 KernelCache::KernelCache(std::string directory, KernelCacheOptions options)
     : options_(std::move(options)),
-      directory_(std::move(directory)),
       store_(options_.store),
       fingerprint_(options_.fingerprint.empty() ? kernel_fingerprint(backends::cpu::isa_level())
                                                 : options_.fingerprint) {
   if (options_.mode == JitMode::kInterpret) return;
-  directory_ = usable_directory(directory_, private_directory_);
+  auto cpu =
+      std::make_unique<CpuToolchain>(std::move(directory), fingerprint_, options_.compile_timeout);
+  directory_ = cpu->directory();
+  toolchain_ = std::move(cpu);
+  thread_ = std::thread(&KernelCache::run, this);
+}
+
+KernelCache::KernelCache(std::unique_ptr<KernelToolchain> toolchain, KernelCacheOptions options)
+    : options_(std::move(options)), store_(options_.store), fingerprint_(toolchain->fingerprint()) {
+  if (options_.mode == JitMode::kInterpret) return;
+  toolchain_ = std::move(toolchain);
   thread_ = std::thread(&KernelCache::run, this);
 }
 
@@ -111,10 +64,6 @@ KernelCache::~KernelCache() {
   }
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  if (private_directory_) {
-    std::error_code ec;
-    fs::remove_all(directory_, ec);  // loaded libraries stay mapped
-  }
 }
 
 std::optional<ReadyKernel> KernelCache::find_or_request(std::uint64_t program_hash,
@@ -131,7 +80,7 @@ std::optional<ReadyKernel> KernelCache::find_or_request(std::uint64_t program_ha
       return std::optional<ReadyKernel>();
     }
     ++stats_.hits;
-    return std::optional<ReadyKernel>(ReadyKernel{e.fn, e.library});
+    return std::optional<ReadyKernel>(ReadyKernel{e.entry, e.library});
   };
   {
     std::lock_guard lock(mutex_);
@@ -149,14 +98,14 @@ std::optional<ReadyKernel> KernelCache::find_or_request(std::uint64_t program_ha
   }
   std::lock_guard lock(mutex_);
   if (auto found = known()) return *found;  // another thread got here first
-  if (!stored && (no_compiler_ || stop_)) {
+  if (!stored && (no_toolchain_ || stop_)) {
     ++stats_.misses;
     return std::nullopt;
   }
   insert_pending(Key{program_hash, key});
   if (stored) {
     ++stats_.hits;
-    const ReadyKernel ready{stored->fn, stored->library};
+    const ReadyKernel ready{stored->entry, stored->library};
     install_ready(lru_.front(), std::move(*stored));
     return ready;
   }
@@ -167,6 +116,7 @@ std::optional<ReadyKernel> KernelCache::find_or_request(std::uint64_t program_ha
 }
 
 std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record) {
+  if (!toolchain_) return std::nullopt;
   const LibraryImage& image = *record.library;
   std::shared_ptr<void> library;
   {
@@ -176,7 +126,7 @@ std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record)
   }
   if (!library) {
     try {
-      library = load_library_image(image.bytes, image.name);
+      library = toolchain_->load(image);
     } catch (const CompileError& e) {
       stream::warn_once("jit-load:" + image.name,
                         std::string(e.what()) + "; its kernels are compiled again");
@@ -187,14 +137,14 @@ std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record)
       boost::unordered::erase_if(libraries_, [](const auto& kv) { return kv.second.expired(); });
     libraries_[image.name] = library;
   }
-  const auto fn = reinterpret_cast<CpuKernelFn>(find_symbol(library, record.symbol.c_str()));
-  if (!fn) {
+  void* const entry = toolchain_->find(library, record.symbol);
+  if (!entry) {
     stream::warn_once("jit-symbol:" + image.name + record.symbol,
                       "jit: kernel library " + image.name + " lacks " + record.symbol +
                           "; the kernel is compiled again");
     return std::nullopt;
   }
-  return Loaded{fn, std::move(library), std::make_shared<const KernelRecord>(std::move(record))};
+  return Loaded{entry, std::move(library), std::make_shared<const KernelRecord>(std::move(record))};
 }
 
 void KernelCache::install_ready(const Key& key, Loaded loaded) {
@@ -202,7 +152,7 @@ void KernelCache::install_ready(const Key& key, Loaded loaded) {
   if (it == entries_.end()) return;  // evicted meanwhile
   Entry& e = it->second;
   e.state = State::kReady;
-  e.fn = loaded.fn;
+  e.entry = loaded.entry;
   e.library = std::move(loaded.library);
   e.record = std::move(loaded.record);
   ++stats_.loaded;
@@ -284,21 +234,15 @@ KernelCacheStats KernelCache::stats() const {
 }
 
 void KernelCache::run() {
-  std::optional<SystemCompiler> compiler = SystemCompiler::probe();
+  std::string why;
+  const bool prepared = toolchain_->prepare(why);
   std::unique_lock lock(mutex_);
-  if (compiler) {
-    compiler_ = std::move(compiler);
+  if (prepared) {
     if (stream::log_enabled(stream::LogChannel::kJit))
-      stream::log_line(stream::LogChannel::kJit, "compiler: " + compiler_->version() + " (" +
-                                                     compiler_->command_line() + ")");
+      stream::log_line(stream::LogChannel::kJit, toolchain_->describe());
   } else {
-    no_compiler_ = true;
-    const char* env = std::getenv("STREAMFUSE_CXX");
-    stream::warn_once("jit-no-compiler",
-                      std::string("jit: no C++ compiler found (") +
-                          (env && *env ? "STREAMFUSE_CXX=" + std::string(env)
-                                       : std::string("tried c++, g++, clang++ on PATH")) +
-                          "); fused programs run in the interpreter");
+    no_toolchain_ = true;
+    stream::warn_once("jit-no-toolchain:" + why, why);
   }
   auto idle = [&] { return queue_.empty() && to_save_.empty(); };
   for (;;) {
@@ -315,7 +259,7 @@ void KernelCache::run() {
       if (idle()) idle_cv_.notify_all();
       continue;
     }
-    if (no_compiler_) {  // requests made before the probe finished
+    if (no_toolchain_) {  // requests made before prepare() finished
       fail_all(queue_);
       queue_.clear();
       idle_cv_.notify_all();
@@ -386,15 +330,15 @@ void KernelCache::compile_batch(std::vector<Request>& batch) {
 
 void KernelCache::compile(std::vector<Request>& batch) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<CpuKernelFn> fns(batch.size(), nullptr);
+  std::vector<void*> entries(batch.size(), nullptr);
   std::vector<std::string> names(batch.size());
   std::string source =
-      "// streamfuse JIT: " + std::to_string(batch.size()) + " kernels\n" + cpu_kernel_prelude();
+      "// streamfuse JIT: " + std::to_string(batch.size()) + " kernels\n" + toolchain_->prelude();
   std::size_t generated = 0;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const std::string name = "sf_kernel_" + std::to_string(i);
     try {
-      const std::string text = cpu_kernel_source(batch[i].program, batch[i].key.spec, name);
+      const std::string text = toolchain_->kernel_source(batch[i].program, batch[i].key.spec, name);
       source += "\n" + commented(batch[i].program.to_string()) + text;
       names[i] = name;
       ++generated;
@@ -402,28 +346,32 @@ void KernelCache::compile(std::vector<Request>& batch) {
       stream::warn_once(e.what(), std::string(e.what()) + "; the program runs interpreted");
     }
   }
-  std::string path;
+  std::string path;  // what logs call the translation unit
   std::shared_ptr<void> library;
   std::vector<std::shared_ptr<const KernelRecord>> records(batch.size());
   bool reused = false;
   if (generated) {
     try {
       auto image = std::make_shared<LibraryImage>();
-      library = build_library(source, path, reused, image->bytes);
-      image->name = library_name(fs::path(path).stem().string(), fingerprint_);
+      BuiltLibrary built = toolchain_->build(source);
+      library = std::move(built.library);
+      path = std::move(built.label);
+      reused = built.reused;
+      image->bytes = std::move(built.bytes);
+      image->name = library_name(built.key, fingerprint_);
       image->fingerprint = fingerprint_;
       image->source = std::move(source);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (names[i].empty()) continue;
-        fns[i] = reinterpret_cast<CpuKernelFn>(find_symbol(library, names[i].c_str()));
-        if (!fns[i]) throw CompileError("jit: " + path + " lacks " + names[i]);
+        entries[i] = toolchain_->find(library, names[i]);
+        if (!entries[i]) throw CompileError("jit: " + path + " lacks " + names[i]);
         records[i] = std::make_shared<const KernelRecord>(KernelRecord{
             batch[i].key.program_hash, batch[i].program, batch[i].key.spec, names[i], image});
       }
       std::lock_guard lock(mutex_);
       libraries_[image->name] = library;
     } catch (const CompileError& e) {
-      std::fill(fns.begin(), fns.end(), nullptr);
+      std::fill(entries.begin(), entries.end(), nullptr);
       std::fill(records.begin(), records.end(), nullptr);
       library.reset();
       const std::string message = std::string(e.what()) + "\n(" + std::to_string(generated) +
@@ -445,7 +393,7 @@ void KernelCache::compile(std::vector<Request>& batch) {
   ++stats_.batches;
   stats_.reused += reused;
   stats_.compile_ms += ms;
-  finish(batch, fns, library, records);
+  finish(batch, entries, library, records);
   if (stream::log_enabled(stream::LogChannel::kJit)) {
     char line[64];
     std::snprintf(line, sizeof line, " kernels in %.1f ms%s: ", ms, reused ? " (reused)" : "");
@@ -455,55 +403,16 @@ void KernelCache::compile(std::vector<Request>& batch) {
   }
 }
 
-std::shared_ptr<void> KernelCache::build_library(const std::string& source, std::string& path,
-                                                 bool& reused, std::string& bytes) {
-  const std::string base = (fs::path(directory_) / compiler_->library_key(source)).string();
-  path = base + ".cpp";
-  const std::string so = base + ".so";
-  std::error_code ec;
-  if (fs::exists(so, ec) && file_equals(path, source)) {  // built before, maybe by another process
-    try {
-      std::shared_ptr<void> library = load_library(so);
-      if (read_file(so, bytes)) {
-        reused = true;
-        return library;
-      }
-    } catch (const CompileError&) {
-      fs::remove(so, ec);  // unusable: rebuild
-    }
-  }
-  write_file(path, source);
-  const std::string tmp = cache::temporary_beside(so).string();
-  try {
-    compiler_->compile(path, tmp, options_.compile_timeout);
-  } catch (...) {
-    fs::remove(tmp, ec);
-    throw;
-  }
-  if (std::rename(tmp.c_str(), so.c_str()) != 0) {
-    fs::remove(tmp, ec);
-    throw CompileError("jit: cannot move the library of " + path +
-                       " into place: " + std::strerror(errno));
-  }
-  std::shared_ptr<void> library = load_library(so);
-  if (!read_file(so, bytes)) throw CompileError("jit: cannot read back " + so);
-  if (private_directory_) {  // loaded and kept in memory: nothing to leave in the temporary folder
-    fs::remove(so, ec);
-    fs::remove(path, ec);
-  }
-  return library;
-}
-
-void KernelCache::finish(const std::vector<Request>& batch, const std::vector<CpuKernelFn>& fns,
+void KernelCache::finish(const std::vector<Request>& batch, const std::vector<void*>& entries,
                          const std::shared_ptr<void>& library,
                          const std::vector<std::shared_ptr<const KernelRecord>>& records) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto it = entries_.find(KeyRef{batch[i].key.program_hash, &batch[i].key.spec});
     if (it == entries_.end() || it->second.state != State::kPending) continue;  // evicted
     Entry& e = it->second;
-    if (fns[i]) {
+    if (entries[i]) {
       e.state = State::kReady;
-      e.fn = fns[i];
+      e.entry = entries[i];
       e.library = library;
       e.record = records[i];
       ++stats_.compiled;

@@ -1,12 +1,13 @@
-// KernelCache: compiled CPU kernels by (program, specialization), compiled in the background.
+// KernelCache: compiled kernels by (program, specialization), built in the background by a
+// KernelToolchain (the CPU's system compiler, or NVRTC for a CUDA device).
 //
 // A lookup never waits for a compiler. The first lookup of a kernel asks the KernelStore (the
 // cache directory) for it and loads it from there when a process built it before; otherwise it
 // is queued and the caller runs the interpreter meanwhile. One background thread compiles
 // everything requested since its last compile in one translation unit (a compiler start costs
 // ~50-100 ms, so per-kernel cost falls with batch size) under the kernels' cross-process claims,
-// writes `<directory>/<key>.cpp` and `<key>.so` (temp file + rename), loads the library, installs
-// the kernels and hands them to the store. Invariants:
+// has the toolchain build and load it, installs the kernels and hands them to the store.
+// Invariants:
 // - an entry is pending, ready or failed; a failed entry is never retried (until evicted), and
 //   each failure is warned about once, naming the source file;
 // - a kernel another process is compiling is waited for and loaded, not compiled twice;
@@ -29,16 +30,18 @@
 
 #include "jit/kernel_abi.h"
 #include "jit/kernel_store.h"
+#include "jit/kernel_toolchain.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
-#include "jit/system_compiler.h"
 #include "streamfuse/config.h"
 
 namespace streamfuse::jit {
 
 struct ReadyKernel {
-  CpuKernelFn fn = nullptr;
-  std::shared_ptr<void> library;  // keeps fn's code loaded while the caller holds it
+  void* entry = nullptr;          // the toolchain's handle: a CpuKernelFn, a CUfunction
+  std::shared_ptr<void> library;  // keeps the kernel loaded while the caller holds it
+
+  CpuKernelFn cpu() const { return reinterpret_cast<CpuKernelFn>(entry); }
 };
 
 struct KernelCacheOptions {
@@ -51,7 +54,7 @@ struct KernelCacheOptions {
   std::chrono::milliseconds compile_timeout = std::chrono::minutes(5);
   // Where kernels persist between processes (not owned; outlives the cache), or null.
   KernelStore* store = nullptr;
-  // What libraries built here are tagged with; empty: kernel_fingerprint(isa_level()).
+  // CPU kernels: what libraries built here are tagged with; empty: kernel_fingerprint(isa_level()).
   std::string fingerprint;
 };
 
@@ -70,11 +73,15 @@ struct KernelCacheStats {
 
 class KernelCache {
  public:
-  // Kernels are built in `directory` (created; empty, or one that cannot be written: a private
-  // temporary directory, removed at destruction, with a warning for the latter). In kCompile mode a
-  // background thread starts and probes for a compiler (SystemCompiler::probe); none found is
-  // warned about once.
+  // CPU kernels, built in `directory` (CpuToolchain: created; empty, or one that cannot be
+  // written: a private temporary directory, removed at destruction, with a warning for the
+  // latter). In kCompile mode a background thread starts and probes for a compiler
+  // (SystemCompiler::probe); none found is warned about once.
   explicit KernelCache(std::string directory, KernelCacheOptions options = {});
+  // Kernels built by `toolchain` (its prepare() runs on the cache's thread; a failure is warned
+  // about once and every kernel is interpreted). options.fingerprint is ignored: the
+  // toolchain's is used.
+  KernelCache(std::unique_ptr<KernelToolchain> toolchain, KernelCacheOptions options);
   // Drops pending requests, waits for a compile in flight, joins the thread.
   ~KernelCache();
   KernelCache(const KernelCache&) = delete;
@@ -98,7 +105,8 @@ class KernelCache {
   const std::string& fingerprint() const { return fingerprint_; }
 
   KernelCacheStats stats() const;
-  // The directory kernels are written to (the fallback one when the given one is unusable).
+  // CPU kernels: the directory they are built in (the fallback one when the given one is
+  // unusable); empty for other toolchains and in kInterpret mode.
   const std::string& directory() const { return directory_; }
 
  private:
@@ -128,7 +136,7 @@ class KernelCache {
   enum class State : std::uint8_t { kPending, kReady, kFailed };
   struct Entry {
     State state = State::kPending;
-    CpuKernelFn fn = nullptr;
+    void* entry = nullptr;
     std::shared_ptr<void> library;
     std::shared_ptr<const KernelRecord> record;  // when ready: how to persist or export it
     std::list<Key>::iterator lru;                // position in lru_, most recent first
@@ -139,7 +147,7 @@ class KernelCache {
     bool waited = false;  // another process held its claim and saved nothing: compile it here
   };
   struct Loaded {
-    CpuKernelFn fn = nullptr;
+    void* entry = nullptr;
     std::shared_ptr<void> library;
     std::shared_ptr<const KernelRecord> record;
   };
@@ -152,11 +160,7 @@ class KernelCache {
   void install_ready(const Key& key, Loaded loaded);  // requires mutex_
   void compile_batch(std::vector<Request>& batch);
   void compile(std::vector<Request>& batch);
-  // Builds (or finds in directory_) the library of `source`, setting `path` to its source file,
-  // `reused` when it was found, and `bytes` to the shared object. Throws CompileError.
-  std::shared_ptr<void> build_library(const std::string& source, std::string& path, bool& reused,
-                                      std::string& bytes);
-  void finish(const std::vector<Request>& batch, const std::vector<CpuKernelFn>& fns,
+  void finish(const std::vector<Request>& batch, const std::vector<void*>& entries,
               const std::shared_ptr<void>& library,
               const std::vector<std::shared_ptr<const KernelRecord>>& records);
   void fail_all(const std::vector<Request>& batch);  // requires mutex_
@@ -165,11 +169,10 @@ class KernelCache {
   void evict_one();
 
   const KernelCacheOptions options_;
+  std::unique_ptr<KernelToolchain> toolchain_;  // null in kInterpret mode
   std::string directory_;
-  bool private_directory_ = false;
   KernelStore* store_;
   std::string fingerprint_;
-  std::optional<SystemCompiler> compiler_;  // set by the thread before its first batch
 
   mutable std::mutex mutex_;
   std::condition_variable work_cv_;  // requests queued, stop, or a flush wanted
@@ -180,7 +183,7 @@ class KernelCache {
   std::vector<std::shared_ptr<const KernelRecord>> to_save_;  // installed kernels to persist
   boost::unordered_flat_map<std::string, std::weak_ptr<void>> libraries_;  // loaded, by name
   bool compiling_ = false;
-  bool no_compiler_ = false;
+  bool no_toolchain_ = false;  // prepare() failed: every request fails
   bool stop_ = false;
   int flush_waiters_ = 0;
   KernelCacheStats stats_;

@@ -47,13 +47,13 @@ inline SpecializationKey flat_key() {
 
 // Runs kernel `fn` of chain(n) on a few elements and checks out == in + (n + 1).
 inline void expect_chain_result(const ReadyKernel& k, int n) {
-  ASSERT_NE(k.fn, nullptr);
+  ASSERT_NE(k.cpu(), nullptr);
   std::vector<float> in = {0.0f, 1.0f, -7.0f, 100.0f, 2.5f}, out(in.size(), -1.0f);
   char* data[] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(out.data())};
   const long long sizes[] = {static_cast<long long>(in.size())};
   const long long strides[] = {1, 1};
   const long long scalars[] = {0x3f800000};  // 1.0f
-  k.fn(data, sizes, strides, scalars, 0, static_cast<long long>(in.size()));
+  k.cpu()(data, sizes, strides, scalars, 0, static_cast<long long>(in.size()));
   for (std::size_t i = 0; i < in.size(); ++i) EXPECT_EQ(out[i], in[i] + static_cast<float>(n + 1));
 }
 

@@ -156,7 +156,7 @@ TEST(KernelCache, ConcurrentRequestsCompileEachKernelOnce) {
           std::vector<float> in = {3.0f}, out = {0.0f};
           char* data[] = {reinterpret_cast<char*>(in.data()), reinterpret_cast<char*>(out.data())};
           const long long sizes[] = {1}, strides[] = {1, 1}, scalars[] = {0x3f800000};
-          k->fn(data, sizes, strides, scalars, 0, 1);
+          k->cpu()(data, sizes, strides, scalars, 0, 1);
           if (out[0] != 3.0f + static_cast<float>(left[i] + 1)) ++wrong;
           left.erase(left.begin() + static_cast<std::ptrdiff_t>(i));
         } else if (rng() % 8 == 0) {
