@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -116,6 +117,21 @@ const std::string& Nvrtc::unavailable_reason() { return NvrtcLoader::loaded().re
 const Nvrtc& Nvrtc::require() {
   if (const Nvrtc* n = get()) return *n;
   throw CompileError("jit: cannot compile CUDA kernels: " + unavailable_reason());
+}
+
+std::optional<NvrtcTarget> choose_target(int device_arch, const std::vector<int>& supported) {
+  if (supported.empty()) return std::nullopt;
+  if (std::find(supported.begin(), supported.end(), device_arch) != supported.end())
+    return NvrtcTarget{device_arch, false};
+  const int newest = *std::max_element(supported.begin(), supported.end());
+  if (device_arch > newest) return NvrtcTarget{newest, true};
+  // Between two known architectures (a minor revision NVRTC does not list): the newest known
+  // one below it runs there as PTX of the same major version.
+  int best = 0;
+  for (int a : supported)
+    if (a < device_arch && a / 10 == device_arch / 10 && a > best) best = a;
+  if (best) return NvrtcTarget{best, true};
+  return std::nullopt;
 }
 
 std::string Nvrtc::version() const { return std::to_string(major_) + "." + std::to_string(minor_); }

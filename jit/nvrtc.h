@@ -6,11 +6,23 @@
 // libnvrtc.so.<major of the Toolkit built against>, then libnvrtc.so.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace streamfuse::jit {
+
+// What to compile for a GPU of compute capability `device_arch` (major * 10 + minor): a cubin for
+// sm_<arch> when NVRTC knows the architecture; PTX for the newest compute_<arch> it knows when the
+// GPU is newer than NVRTC (the driver compiles PTX for it); nothing when the GPU is older than
+// every architecture NVRTC supports.
+struct NvrtcTarget {
+  int arch = 0;
+  bool ptx = false;
+  friend bool operator==(const NvrtcTarget&, const NvrtcTarget&) = default;
+};
+std::optional<NvrtcTarget> choose_target(int device_arch, const std::vector<int>& supported);
 
 struct NvrtcOutput {
   std::string image;  // the cubin, or NUL-terminated PTX text

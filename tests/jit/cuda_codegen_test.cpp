@@ -156,6 +156,16 @@ TEST(CudaCodegen, RejectsOpsWithoutAFormForTheirType) {
   EXPECT_THROW(cuda_kernel_source(gelu(kF32), key, "k"), CompileError);
 }
 
+TEST(Nvrtc, ChoosesACubinWhenItKnowsTheGpuAndPtxWhenTheGpuIsNewer) {
+  const std::vector<int> known = {75, 80, 86, 87, 89, 90, 100, 120};
+  EXPECT_EQ(choose_target(90, known), (NvrtcTarget{90, false}));
+  EXPECT_EQ(choose_target(86, known), (NvrtcTarget{86, false}));
+  EXPECT_EQ(choose_target(130, known), (NvrtcTarget{120, true}));  // newer than NVRTC
+  EXPECT_EQ(choose_target(121, known), (NvrtcTarget{120, true}));  // an unlisted minor revision
+  EXPECT_EQ(choose_target(70, known), std::nullopt);               // older than NVRTC supports
+  EXPECT_EQ(choose_target(90, {}), std::nullopt);
+}
+
 // Run by CTest in processes of their own with STREAMFUSE_NVRTC pointing at a missing file and at
 // a library that is not NVRTC (tests/jit/CMakeLists.txt): the reason names what went wrong.
 TEST(NvrtcEnvironment, AnUnusableLibraryIsReportedWithTheReason) {
