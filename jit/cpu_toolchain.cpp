@@ -75,7 +75,12 @@ CpuToolchain::CpuToolchain(std::string directory, std::string fingerprint,
     : directory_(usable_directory(directory, private_directory_)),
       fingerprint_(fingerprint.empty() ? kernel_fingerprint(backends::cpu::isa_level())
                                        : std::move(fingerprint)),
-      compile_timeout_(compile_timeout) {}
+      compile_timeout_(compile_timeout) {
+  if (private_directory_) {  // named now (mkdtemp), made again by each build
+    std::error_code ec;
+    fs::remove(directory_, ec);
+  }
+}
 
 CpuToolchain::~CpuToolchain() {
   if (private_directory_) {
@@ -107,6 +112,22 @@ std::string CpuToolchain::kernel_source(const FusedProgram& program, const Speci
 }
 
 BuiltLibrary CpuToolchain::build(const std::string& source) {
+  if (!private_directory_) return build_in_directory(source);
+  // A private directory holds files only while a build runs: the device runtime's cache lives
+  // until the process exits, and leaving even an empty folder per process in /tmp adds up.
+  std::error_code ec;
+  fs::create_directories(directory_, ec);
+  struct Remove {
+    const std::string& dir;
+    ~Remove() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } remove{directory_};
+  return build_in_directory(source);
+}
+
+BuiltLibrary CpuToolchain::build_in_directory(const std::string& source) {
   BuiltLibrary out;
   out.key = compiler_->library_key(source);
   const std::string base = (fs::path(directory_) / out.key).string();
@@ -140,10 +161,6 @@ BuiltLibrary CpuToolchain::build(const std::string& source) {
   }
   out.library = load_library(so);
   if (!read_file(so, out.bytes)) throw CompileError("jit: cannot read back " + so);
-  if (private_directory_) {  // loaded and kept in memory: nothing to leave in the temporary folder
-    fs::remove(so, ec);
-    fs::remove(path, ec);
-  }
   return out;
 }
 

@@ -15,8 +15,8 @@ namespace streamfuse::jit {
 class CpuToolchain final : public KernelToolchain {
  public:
   // Builds in `directory` (created; empty, or one that cannot be written: a private temporary
-  // directory, removed at destruction, with a warning for the latter). `fingerprint` empty:
-  // kernel_fingerprint(isa_level()).
+  // directory that exists only while a build runs, with a warning for the latter). `fingerprint`
+  // empty: kernel_fingerprint(isa_level()).
   CpuToolchain(std::string directory, std::string fingerprint,
                std::chrono::milliseconds compile_timeout);
   ~CpuToolchain() override;
@@ -33,10 +33,13 @@ class CpuToolchain final : public KernelToolchain {
   std::shared_ptr<void> load(const LibraryImage& image) override;
   void* find(const std::shared_ptr<void>& library, const std::string& name) override;
 
-  // Where sources and libraries are built (the private fallback when the given one is unusable).
+  // Where sources and libraries are built (the private fallback when the given one is unusable;
+  // a private one exists only during builds).
   const std::string& directory() const { return directory_; }
 
  private:
+  BuiltLibrary build_in_directory(const std::string& source);
+
   bool private_directory_ = false;  // before directory_: its initializer sets it
   std::string directory_;
   std::string fingerprint_;

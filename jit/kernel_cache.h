@@ -74,7 +74,7 @@ struct KernelCacheStats {
 class KernelCache {
  public:
   // CPU kernels, built in `directory` (CpuToolchain: created; empty, or one that cannot be
-  // written: a private temporary directory, removed at destruction, with a warning for the
+  // written: a private temporary directory that exists only during builds, with a warning for the
   // latter). In kCompile mode a background thread starts and probes for a compiler
   // (SystemCompiler::probe); none found is warned about once.
   explicit KernelCache(std::string directory, KernelCacheOptions options = {});
