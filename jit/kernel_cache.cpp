@@ -156,6 +156,7 @@ void KernelCache::install_ready(const Key& key, Loaded loaded) {
   e.library = std::move(loaded.library);
   e.record = std::move(loaded.record);
   ++stats_.loaded;
+  settled_cv_.notify_all();
 }
 
 bool KernelCache::install_from_store(const Request& r) {
@@ -215,6 +216,25 @@ void KernelCache::evict_one() {
   entries_.erase(it);  // a library no entry and no caller holds is dlclosed here
   lru_.pop_back();
   ++stats_.evicted;
+  settled_cv_.notify_all();
+}
+
+std::optional<ReadyKernel> KernelCache::wait_for(std::uint64_t program_hash,
+                                                 const FusedProgram& program,
+                                                 const SpecializationKey& key) {
+  if (std::optional<ReadyKernel> ready = find_or_request(program_hash, program, key)) return ready;
+  std::unique_lock lock(mutex_);
+  ++flush_waiters_;  // the compile thread starts the batch now
+  work_cv_.notify_all();
+  std::optional<ReadyKernel> out;
+  settled_cv_.wait(lock, [&] {
+    const auto it = entries_.find(KeyRef{program_hash, &key});
+    if (it == entries_.end() || stop_ || no_toolchain_) return true;
+    if (it->second.state == State::kReady) out = ReadyKernel{it->second.entry, it->second.library};
+    return it->second.state != State::kPending;
+  });
+  --flush_waiters_;
+  return out;
 }
 
 void KernelCache::wait_idle() {
@@ -290,6 +310,7 @@ void KernelCache::run() {
   }
   queue_.clear();
   idle_cv_.notify_all();
+  settled_cv_.notify_all();
 }
 
 void KernelCache::fail_all(const std::vector<Request>& batch) {
@@ -298,6 +319,7 @@ void KernelCache::fail_all(const std::vector<Request>& batch) {
     if (it != entries_.end() && it->second.state == State::kPending)
       it->second.state = State::kFailed, ++stats_.failed;
   }
+  settled_cv_.notify_all();
 }
 
 void KernelCache::compile_batch(std::vector<Request>& batch) {
@@ -421,6 +443,7 @@ void KernelCache::finish(const std::vector<Request>& batch, const std::vector<vo
       ++stats_.failed;
     }
   }
+  settled_cv_.notify_all();
 }
 
 }  // namespace streamfuse::jit

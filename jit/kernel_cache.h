@@ -93,6 +93,11 @@ class KernelCache {
   std::optional<ReadyKernel> find_or_request(std::uint64_t program_hash,
                                              const FusedProgram& program,
                                              const SpecializationKey& key);
+  // find_or_request, then, while the kernel is being built, waits for it (without the batch
+  // window): for targets with no interpreter to fall back on (CUDA), whose launches need the
+  // kernel. nullopt when it failed to build, there are no tools, or in kInterpret mode.
+  std::optional<ReadyKernel> wait_for(std::uint64_t program_hash, const FusedProgram& program,
+                                      const SpecializationKey& key);
   // Returns when no request is queued or compiling (for tests and benchmarks).
   void wait_idle();
 
@@ -175,8 +180,9 @@ class KernelCache {
   std::string fingerprint_;
 
   mutable std::mutex mutex_;
-  std::condition_variable work_cv_;  // requests queued, stop, or a flush wanted
-  std::condition_variable idle_cv_;  // nothing queued nor compiling
+  std::condition_variable work_cv_;     // requests queued, stop, or a flush wanted
+  std::condition_variable idle_cv_;     // nothing queued nor compiling
+  std::condition_variable settled_cv_;  // an entry left kPending (ready, failed or evicted)
   boost::unordered_flat_map<Key, Entry, KeyHash, KeyEq> entries_;
   std::list<Key> lru_;
   std::vector<Request> queue_;

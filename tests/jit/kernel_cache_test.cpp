@@ -212,6 +212,47 @@ TEST(KernelCache, InterpretModeNeverCompiles) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/unused"));
 }
 
+// wait_for: the batch starts at once (not after the 30 s window) and the kernel comes back ready;
+// callers on several threads wait for the same kernel, which compiles once.
+TEST(KernelCache, WaitForBuildsTheKernelAndReturnsIt) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  KernelCache cache(dir.path(), long_window());
+  const FusedProgram p = chain(7);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  std::atomic<int> ready{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      if (const std::optional<ReadyKernel> k = cache.wait_for(p.hash(), p, flat_key())) {
+        expect_chain_result(*k, 7);
+        ++ready;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ready.load(), 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(cache.stats().compiled, 1u);
+  EXPECT_TRUE(cache.wait_for(p.hash(), p, flat_key()).has_value());  // ready: no wait
+}
+
+TEST(KernelCache, WaitForAKernelThatCannotBeBuiltReturnsNothing) {
+  {
+    ScopedEnv cxx("STREAMFUSE_CXX", "/nonexistent");
+    ::testing::internal::CaptureStderr();
+    TempDir dir;
+    KernelCache cache(dir.path(), long_window());
+    const FusedProgram p = chain(1);
+    EXPECT_FALSE(cache.wait_for(p.hash(), p, flat_key()).has_value());  // no compiler
+    ::testing::internal::GetCapturedStderr();
+  }
+  KernelCacheOptions interpret = long_window();
+  interpret.mode = JitMode::kInterpret;
+  KernelCache cache(std::string(), interpret);
+  const FusedProgram p = chain(1);
+  EXPECT_FALSE(cache.wait_for(p.hash(), p, flat_key()).has_value());
+}
+
 TEST(KernelCache, NoCompilerFallsBackWithOneWarning) {
   ScopedEnv cxx("STREAMFUSE_CXX", "/nonexistent");
   TempDir dir;
