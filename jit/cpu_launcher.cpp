@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/views.h"
 #include "jit/interpreter.h"
+#include "jit/launch_key.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -18,20 +19,6 @@ using backends::cpu::Operand;
 namespace {
 
 constexpr std::int64_t kGrain = 16384;  // elements a thread must have before another starts
-
-OperandKey key_of(const Iteration& it, int k, DType dtype) {
-  OperandKey key;
-  key.dtype = dtype;
-  std::int64_t dense = 1;
-  for (int d = it.rank - 1; d >= 0; --d) {
-    const std::int64_t s = it.strides[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
-    key.strides[static_cast<std::size_t>(d)] = s == 0       ? StrideClass::kZero
-                                               : s == dense ? StrideClass::kContiguous
-                                                            : StrideClass::kArgument;
-    dense *= it.sizes[static_cast<std::size_t>(d)];
-  }
-  return key;
-}
 
 }  // namespace
 
@@ -56,22 +43,7 @@ void CpuLauncher::launch(const FusedProgram& program, const ProgramFacts& facts,
   const int threads = num_threads_.load(std::memory_order_relaxed);
 
   if (cache_ && compile_.load(std::memory_order_relaxed)) {
-    SpecializationKey key;
-    key.rank = static_cast<std::int8_t>(it.rank);
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-      key.inputs.push_back(key_of(it, static_cast<int>(k), inputs[k].dtype));
-    for (std::size_t o = 0; o < outputs.size(); ++o) {
-      const int k = static_cast<int>(inputs.size() + o);
-      OperandKey out = key_of(it, k, outputs[o].dtype);
-      for (std::size_t i = 0; i < inputs.size(); ++i)
-        if (ops[i].data == ops[static_cast<std::size_t>(k)].data &&
-            std::equal(it.strides[i].begin(), it.strides[i].begin() + it.rank,
-                       it.strides[static_cast<std::size_t>(k)].begin()))
-          out.alias = static_cast<std::int8_t>(i);
-      key.outputs.push_back(out);
-    }
-    key.scalar_classes = equal_scalar_classes(program.scalars, scalars);
-    key.exact_reciprocals = exact_reciprocal_scalars(facts.divisor_scalars, scalars);
+    const SpecializationKey key = launch_key(program, facts, it, ops, inputs, outputs, scalars);
     if (std::optional<ReadyKernel> kernel = cache_->find_or_request(facts.hash, program, key)) {
       boost::container::small_vector<char*, 16> data;
       boost::container::small_vector<long long, 64> flat_strides;
