@@ -87,6 +87,13 @@ void expect_reason(const char* library, const char* fake_version, const std::str
       ::testing::ExitedWithCode(0), pattern);
 }
 
+// The stand-in driver: where the build put it, or $SF_TEST_FAKE_DRIVER (tools/gpu-check runs a
+// build made elsewhere, from another folder).
+const char* fake_driver() {
+  const char* moved = std::getenv("SF_TEST_FAKE_DRIVER");
+  return moved && *moved ? moved : STREAMFUSE_TEST_FAKE_DRIVER;
+}
+
 TEST(CudaDriverOverride, AMissingFileIsNamed) {
   expect_reason("/nonexistent/libcuda.so.1", "0",
                 "cuda: cannot use cuda:0: /nonexistent/libcuda.so.1 could not be loaded "
@@ -98,13 +105,13 @@ TEST(CudaDriverOverride, ALibraryThatIsNotADriverNamesTheMissingEntryPoint) {
 }
 
 TEST(CudaDriverOverride, AnOldDriverSaysWhichVersionItSupportsAndWhichIsNeeded) {
-  expect_reason(STREAMFUSE_TEST_FAKE_DRIVER, "12040",
+  expect_reason(fake_driver(), "12040",
                 "supports CUDA 12.4, older than the " + std::to_string(CUDA_VERSION / 1000) +
                     ".0 this build's kernels need; update the NVIDIA driver");
 }
 
 TEST(CudaDriverOverride, AFailingCuInitGivesTheDriversError) {
-  expect_reason(STREAMFUSE_TEST_FAKE_DRIVER, std::to_string(CUDA_VERSION).c_str(),
+  expect_reason(fake_driver(), std::to_string(CUDA_VERSION).c_str(),
                 "cuInit failed in .*: CUDA_ERROR_NO_DEVICE \\(no CUDA-capable device is "
                 "detected\\); check that nvidia-smi lists a GPU");
 }
