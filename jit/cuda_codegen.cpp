@@ -134,7 +134,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   bool vectorizable = rank > 0;
   for (const Operand& o : ops) {
     if (o.layout == Layout::kIndexed) vectorizable = false;
-    if (o.layout == Layout::kContiguous) widest = std::max(widest, storage_size(o.dtype));
+    if (o.layout == Layout::kContiguous) widest = std::max(widest, element_size(o.dtype));
   }
   vectorizable = vectorizable && widest > 0;
   if (vectorizable) {
@@ -144,7 +144,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     for (std::size_t k = 0; k < ops.size(); ++k) {
       if (ops[k].layout != Layout::kContiguous) continue;
       aligned += std::string(aligned.empty() ? "" : " && ") + "((unsigned long long)a.data[" +
-                 std::to_string(k) + "] % " + std::to_string(vec * storage_size(ops[k].dtype)) +
+                 std::to_string(k) + "] % " + std::to_string(vec * element_size(ops[k].dtype)) +
                  " == 0)";
     }
     s += "  I start = first;\n  if (" + aligned + ") {\n";

@@ -35,21 +35,6 @@ const char* storage_c_type(DType d) {
   }
 }
 
-std::size_t storage_size(DType d) {
-  switch (d) {
-    case kI64:
-      return 8;
-    case kF32:
-    case kI32:
-      return 4;
-    case kF16:
-    case kBF16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 std::string register_name(std::int32_t r) { return "r" + std::to_string(r); }
 
 // `expr` of value type `from` as value type `to` (convert.h's convert<To, From>).

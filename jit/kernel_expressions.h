@@ -25,7 +25,6 @@ namespace streamfuse::jit {
 
 const char* c_type(ValueType t);            // float, int, long long, unsigned char
 const char* storage_c_type(DType d);        // c_type of the value type; unsigned short for f16/bf16
-std::size_t storage_size(DType d);          // bytes per element
 std::string register_name(std::int32_t r);  // "r7"
 
 // `expr` of value type `from` as value type `to` (convert.h's convert<To, From>).
