@@ -101,11 +101,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   std::vector<std::string> params = {"long long len"}, args = {"len"};
   for (const Instruction& in : p.body) {
     if (in.kind != InstrKind::kScalar) continue;
-    const ValueType from = p.scalars[static_cast<std::size_t>(in.index)].type;
-    entry += std::string("  const ") + c_type(in.type) + " " + register_name(in.out) + " = " +
-             convert_value(scalar_value("scalars[" + std::to_string(in.index) + "]", from), from,
-                           in.type) +
-             ";\n";
+    entry += "  " + scalar_line(p, in, "scalars") + "\n";
     params.push_back(std::string("const ") + c_type(in.type) + " " + register_name(in.out));
     args.push_back(register_name(in.out));
   }

@@ -107,14 +107,8 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   // The body, templated on the index type.
   s += "template <class I>\nstatic __device__ __forceinline__ void " + fn + "_body(const " + fn +
        "_args& a) {\n";
-  for (const Instruction& in : p.body) {
-    if (in.kind != InstrKind::kScalar) continue;
-    const ValueType from = p.scalars[static_cast<std::size_t>(in.index)].type;
-    s += std::string("  const ") + c_type(in.type) + " " + register_name(in.out) + " = " +
-         convert_value(scalar_value("a.scalars[" + std::to_string(in.index) + "]", from), from,
-                       in.type) +
-         ";\n";
-  }
+  for (const Instruction& in : p.body)
+    if (in.kind == InstrKind::kScalar) s += "  " + scalar_line(p, in, "a.scalars") + "\n";
   s += "  const I numel = (I)a.numel;\n";
   s += "  const I first = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;\n";
   s += "  const I step = (I)gridDim.x * (I)blockDim.x;\n";

@@ -232,6 +232,13 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
          register_name(in.out) + " = " + expr + ";";
 }
 
+std::string scalar_line(const FusedProgram& p, const Instruction& in, std::string_view scalars) {
+  const ValueType from = p.scalars[static_cast<std::size_t>(in.index)].type;
+  const std::string bits = std::string(scalars) + "[" + std::to_string(in.index) + "]";
+  return std::string("const ") + c_type(in.type) + " " + register_name(in.out) + " = " +
+         convert_value(scalar_value(bits, from), from, in.type) + ";";
+}
+
 FusedProgram specialize(const FusedProgram& program, const SpecializationKey& key,
                         std::string_view name) {
   // Reciprocals first: their bits name the program's own argument indices.

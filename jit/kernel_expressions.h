@@ -47,6 +47,10 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
                              const std::function<std::string(std::size_t)>& element,
                              std::string_view name);
 
+// `const T rN = value;` for a kScalar instruction, reading the argument bits from the array
+// `scalars` ("scalars", "a.scalars").
+std::string scalar_line(const FusedProgram& p, const Instruction& in, std::string_view scalars);
+
 // `program` with what `key` knows about its scalars applied: exact reciprocals multiply, equal
 // scalars are read once (jit/program_optimizer.h).
 FusedProgram specialize(const FusedProgram& program, const SpecializationKey& key,
