@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "backends/storage.h"
 #include "stream/ir.h"
@@ -25,6 +27,18 @@ struct TensorHandle {
 std::array<std::int64_t, kMaxRank> contiguous_strides(const Shape& shape);
 // True when `h` lays out `shape` densely in row-major order (size-1 dimensions ignored).
 bool is_contiguous(const TensorHandle& h, const Shape& shape);
+
+// An op a backend can prepare before its first run, for exactly these shapes, dtypes and strides
+// (the CPU's: a oneDNN matmul primitive, whose creation JIT-compiles kernels). The op is in
+// global form (its tensor ids mean nothing here); `input_strides[i]` are the element strides the
+// op reads input i with. Persisted (cache/prepared_op_files.h, bundles), so that a later process
+// prepares them while it starts instead of in its first iteration.
+struct PreparedOp {
+  stream::OpDesc op;
+  std::vector<std::array<std::int64_t, kMaxRank>> input_strides;
+
+  friend bool operator==(const PreparedOp&, const PreparedOp&) = default;
+};
 
 // The settings of Config that concern a backend.
 struct BackendSettings {
@@ -50,6 +64,19 @@ class Backend {
   virtual TensorHandle from_host(const void* host, DType dtype, const Shape& shape) = 0;
   // Copies the elements of `h` to `host` in row-major order.
   virtual void to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) = 0;
+
+  // Prepares `p` so that its first run starts at once; thread-safe, and safe beside execute()
+  // (a run that needs what is being prepared waits for it). Returns false for an op this
+  // backend prepares nothing for. Throws Error for an op that is not well formed.
+  virtual bool prepare(const PreparedOp& p) {
+    (void)p;
+    return false;
+  }
+  // Sets what is called, on the executing thread, the first time a run in this process uses
+  // something prepared (ahead, or by that run): the op to prepare ahead next time.
+  virtual void set_prepared_listener(std::function<void(const PreparedOp&)> listener) {
+    (void)listener;
+  }
 
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory_stats() = 0;

@@ -128,7 +128,37 @@ void CpuBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, Te
   }
   const TensorDesc& od = op.outputs[0];
   out = allocate(od.shape, od.dtype);
-  matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, threads());
+  if (!matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, threads())) return;
+  // The first run of this primitive in the process: worth preparing ahead next time.
+  std::function<void(const PreparedOp&)> listener;
+  {
+    std::lock_guard lock(listener_mutex_);
+    listener = listener_;
+  }
+  if (!listener) return;
+  PreparedOp p{op, {m[0].strides, m[1].strides}};
+  for (TensorDesc* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) {
+    t->id = 0;
+    t->status = stream::TensorStatus::kReadOnly;
+  }
+  for (std::size_t i = 0; i < 2; ++i) p.op.inputs[i].dtype = dtype;  // as the product reads them
+  p.op.outputs[0].status = stream::TensorStatus::kNotInit;
+  listener(p);
+}
+
+bool CpuBackend::prepare(const PreparedOp& p) {
+  const OpDesc& op = p.op;
+  if (op.kind != OpKind::kMatmul) return false;
+  if (op.inputs.size() != 2 || op.outputs.size() != 1 || p.input_strides.size() != 2)
+    throw Error("prepare: " + stream::to_string(op) + " is not a well-formed matmul");
+  const MatmulOperand a{nullptr, op.inputs[0].shape, p.input_strides[0]};
+  const MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
+  return matmul_.prepare(op.attrs.dtype, a, b, op.outputs[0].shape, threads());
+}
+
+void CpuBackend::set_prepared_listener(std::function<void(const PreparedOp&)> listener) {
+  std::lock_guard lock(listener_mutex_);
+  listener_ = std::move(listener);
 }
 
 void CpuBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {

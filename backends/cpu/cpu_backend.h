@@ -2,7 +2,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 
 #include "backends/backend.h"
 #include "backends/caching_allocator.h"
@@ -25,6 +27,9 @@ class CpuBackend final : public Backend {
   MemoryStats memory_stats() const override { return allocator_.stats(); }
   void reset_peak_memory_stats() override { allocator_.reset_peak(); }
   void empty_cache() override { allocator_.empty_cache(); }
+  // Matmuls of float dtypes: their oneDNN primitive.
+  bool prepare(const PreparedOp& p) override;
+  void set_prepared_listener(std::function<void(const PreparedOp&)> listener) override;
 
   TensorHandle allocate(const Shape& shape, DType dtype) override;
   // The kernels this CPU runs (for tests and logs).
@@ -44,6 +49,8 @@ class CpuBackend final : public Backend {
   MatmulEngine matmul_;
   const KernelTable& kernels_;
   std::atomic<int> num_threads_{0};
+  std::mutex listener_mutex_;  // set once at start-up, read on first uses: never contended
+  std::function<void(const PreparedOp&)> listener_;
 };
 
 // The CPU backend, for the device runtime.

@@ -2,6 +2,7 @@
 // rest to oneDNN (float dtypes) or the integer loop; oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -27,6 +28,39 @@ std::string describe_call(DType dtype, const MatmulOperand& a, const MatmulOpera
                           const Shape& out_shape) {
   return "matmul of " + std::string(dtype_name(dtype)) + " operands " + describe(a) + " and " +
          describe(b) + " into " + out_shape.to_string();
+}
+
+// Throws ShapeError unless `out_shape` is the NumPy product of operands of these shapes, with
+// strides small enough that no address computation overflows. The API checks this before it
+// records a product; prepared ops come from files, so they are checked again.
+void check_product_shapes(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
+                          const Shape& out_shape) {
+  constexpr std::int64_t kMaxSize = std::int64_t{1} << 31, kMaxStride = std::int64_t{1} << 40;
+  const int ra = a.shape.rank(), rb = b.shape.rank(), ro = out_shape.rank();
+  auto fail = [&](const std::string& why) {
+    throw ShapeError(describe_call(dtype, a, b, out_shape) + ": " + why);
+  };
+  if (ra < 1 || rb < 1) fail("operands need at least one dimension");
+  for (const MatmulOperand* x : {&a, &b})
+    for (int d = 0; d < x->shape.rank(); ++d) {
+      const std::int64_t size = x->shape[d], stride = x->strides[static_cast<std::size_t>(d)];
+      if (size < 0 || size > kMaxSize || stride < -kMaxStride || stride > kMaxStride)
+        fail("a size or stride is out of range");
+    }
+  if (a.shape[ra - 1] != (rb >= 2 ? b.shape[rb - 2] : b.shape[0]))
+    fail("the inner dimensions differ");
+  const int batch_a = std::max(ra - 2, 0), batch_b = std::max(rb - 2, 0);
+  const int batch = std::max(batch_a, batch_b);
+  if (ro != batch + (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0)) fail("the result has the wrong rank");
+  for (int d = 0; d < batch; ++d) {
+    const std::int64_t sa = d - (batch - batch_a) >= 0 ? a.shape[d - (batch - batch_a)] : 1;
+    const std::int64_t sb = d - (batch - batch_b) >= 0 ? b.shape[d - (batch - batch_b)] : 1;
+    if ((sa != sb && sa != 1 && sb != 1) || out_shape[d] != (sa == 1 ? sb : sa))
+      fail("the batch dimensions do not broadcast to the result's");
+  }
+  if ((ra >= 2 && out_shape[batch] != a.shape[ra - 2]) ||
+      (rb >= 2 && out_shape[ro - 1] != b.shape[rb - 1]))
+    fail("the result's matrix dimensions differ from the operands'");
 }
 
 }  // namespace
@@ -83,7 +117,7 @@ struct MatmulEngine::Impl {
 MatmulEngine::MatmulEngine() : impl_(std::make_unique<Impl>()) {}
 MatmulEngine::~MatmulEngine() = default;
 
-void MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
+bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
                        const Shape& out_shape, int num_threads) {
   if (dtype == kBool)
     throw DTypeError(describe_call(dtype, a, b, out_shape) +
@@ -92,23 +126,38 @@ void MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand&
     throw ShapeError(describe_call(dtype, a, b, out_shape) +
                      ": operands need at least one dimension");
   const std::int64_t numel = out_shape.numel();
-  if (numel == 0) return;  // M, N or a batch dimension is 0: nothing to write
+  if (numel == 0) return false;  // M, N or a batch dimension is 0: nothing to write
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
   if (layout.k == 0) {  // an empty sum; all-zero bits are 0 in every dtype
     std::memset(out, 0, static_cast<std::size_t>(numel) * element_size(dtype));
-    return;
+    return false;
   }
   if (is_integral(dtype)) {
     integer_matmul(dtype, layout, a.data, b.data, out, num_threads);
-    return;
+    return false;
   }
   try {
-    impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads);
+    return impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads);
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " failed in oneDNN: " + e.what() +
                 " (status " + std::to_string(static_cast<int>(e.status)) +
                 "); a contiguous copy of the operands may work around an unsupported layout");
   }
+}
+
+bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
+                           const Shape& out_shape, int num_threads) {
+  if (is_integral(dtype) || dtype == kBool) return false;
+  check_product_shapes(dtype, a, b, out_shape);
+  if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
+  const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
+  try {
+    impl_->onednn.prepare(dtype, layout, num_threads);
+  } catch (const dnnl::error& e) {
+    throw Error(describe_call(dtype, a, b, out_shape) + " could not be prepared in oneDNN: " +
+                e.what() + " (status " + std::to_string(static_cast<int>(e.status)) + ")");
+  }
+  return true;
 }
 
 std::size_t MatmulEngine::cached_primitives() const { return impl_->onednn.cached_primitives(); }

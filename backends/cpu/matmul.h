@@ -29,9 +29,17 @@ class MatmulEngine {
   // out = a @ b with NumPy semantics: a 1-D `a` is a row and a 1-D `b` a column, the added
   // dimension absent from `out_shape`; batch dimensions broadcast. `out` is contiguous, of
   // `out_shape`; both operands hold `dtype` (f32, f16, bf16, i32 or i64). f16 and bf16
-  // accumulate in f32; integers wrap. Thread-safe. Throws Error if oneDNN fails.
-  void run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
+  // accumulate in f32; integers wrap. Thread-safe. Throws Error if oneDNN fails. Returns true
+  // when this was the process's first run of a oneDNN primitive (created by it or by prepare()).
+  bool run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
            const Shape& out_shape, int num_threads);
+
+  // Creates the oneDNN primitive run() would use for operands of these shapes and strides
+  // (their data is not read), unless it exists. Returns false where run() uses none (integer
+  // dtypes, empty products). Throws Error when the shapes are not those of a product into
+  // `out_shape` or oneDNN fails.
+  bool prepare(DType dtype, const MatmulOperand& a, const MatmulOperand& b, const Shape& out_shape,
+               int num_threads);
 
   // Primitives currently cached (for tests of the cache bound).
   std::size_t cached_primitives() const;

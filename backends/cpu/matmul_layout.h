@@ -80,8 +80,13 @@ class OnednnMatmul {
   OnednnMatmul(const OnednnMatmul&) = delete;
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;
 
-  void run(DType dtype, const MatmulLayout& layout, const void* a, const void* b, void* out,
+  // Returns true when this is the process's first run of the primitive for (dtype, layout,
+  // thread count), whether that run or prepare() created it.
+  bool run(DType dtype, const MatmulLayout& layout, const void* a, const void* b, void* out,
            int num_threads);
+  // Creates the primitive run() with these arguments will use; returns at once if it exists,
+  // waits if another thread is creating it.
+  void prepare(DType dtype, const MatmulLayout& layout, int num_threads);
   std::size_t cached_primitives() const;
 
  private:

@@ -9,6 +9,7 @@
 // operands to dense f32 and its result back (round to nearest even).
 #include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 
 #include <boost/container_hash/hash.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 #ifdef STREAMFUSE_OPENMP
 #include <omp.h>
@@ -195,38 +197,78 @@ void configure_jit_profiling() {
 }  // namespace
 
 struct OnednnMatmul::State {
-  State() { configure_jit_profiling(); }
+  State() {
+    configure_jit_profiling();
+    // oneDNN makes its primitive cache on first use, and destroys it at exit in the reverse
+    // order of construction. Made now, with the backend, it outlives the exit handlers of the
+    // threads that prepare primitives (stream/preparer.cpp), which are registered later.
+    int capacity = 0;
+    dnnl_get_primitive_cache_capacity(&capacity);
+  }
 
   struct Entry {
     std::shared_ptr<const Plan> plan;
     std::uint64_t last_use = 0;
+    bool used = false;  // by run(), in this process
+  };
+  struct Found {
+    std::shared_ptr<const Plan> plan;
+    bool first_use = false;  // the first run() that uses this plan
   };
 
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  mutable std::mutex mutex;  // guards `plans` and `clock`
-  std::mutex create_mutex;   // one plan built at a time, so racing threads don't build it twice
+  mutable std::mutex mutex;  // guards `plans`, `building` and `clock`
+  std::condition_variable built;
   boost::unordered_flat_map<PlanKey, Entry, PlanKeyHash> plans;
+  // Keys whose plan a thread is building: others that need one wait rather than build it twice,
+  // while plans for other keys are built at the same time (a preparing thread and a running one).
+  boost::unordered_flat_set<PlanKey, PlanKeyHash> building;
   std::uint64_t clock = 0;
 
-  std::shared_ptr<const Plan> find(const PlanKey& key) {
-    std::lock_guard lock(mutex);
-    auto it = plans.find(key);
-    if (it == plans.end()) return nullptr;
-    it->second.last_use = ++clock;
-    return it->second.plan;
+  // The plan for `key`, built by `make()` unless it exists or another thread is building it
+  // (then this one waits for it). `for_run`: the caller runs it (counts as a use).
+  template <class Make>
+  Found find_or_build(const PlanKey& key, bool for_run, Make&& make) {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      if (auto it = plans.find(key); it != plans.end()) {
+        it->second.last_use = ++clock;
+        const bool first_use = for_run && !it->second.used;
+        if (for_run) it->second.used = true;
+        return {it->second.plan, first_use};
+      }
+      if (!building.contains(key)) break;
+      built.wait(lock);
+    }
+    building.insert(key);
+    lock.unlock();
+    std::shared_ptr<const Plan> plan;
+    try {
+      plan = make();
+    } catch (...) {
+      lock.lock();
+      building.erase(key);
+      built.notify_all();  // a waiter builds it (and meets the same error) itself
+      throw;
+    }
+    lock.lock();
+    building.erase(key);
+    insert(key, plan, for_run);
+    built.notify_all();
+    return {std::move(plan), for_run};
   }
 
-  // Evicting scans every entry for the least recently used; at 256 entries that costs far less
-  // than the primitive creation that precedes it, and keeps lookups to one hash probe.
-  void insert(const PlanKey& key, std::shared_ptr<const Plan> plan) {
-    std::lock_guard lock(mutex);
+  // Requires `mutex`. Evicting scans every entry for the least recently used; at 256 entries
+  // that costs far less than the primitive creation that precedes it, and keeps lookups to one
+  // hash probe.
+  void insert(const PlanKey& key, std::shared_ptr<const Plan> plan, bool used) {
     if (plans.size() >= kMaxCachedPrimitives) {
       auto oldest = plans.begin();
       for (auto it = plans.begin(); it != plans.end(); ++it)
         if (it->second.last_use < oldest->second.last_use) oldest = it;
       plans.erase(oldest);
     }
-    plans.insert_or_assign(key, Entry{std::move(plan), ++clock});
+    plans.insert_or_assign(key, Entry{std::move(plan), ++clock, used});
   }
 
   // A plan with this primitive, or nullptr where oneDNN has no kernel better than its reference
@@ -279,6 +321,18 @@ struct OnednnMatmul::State {
     }
     if (dtype != kF32) return try_plan(kF32, l, true, true, true);
     return try_plan(kF32, l, !dense_a, !dense_b, true);
+  }
+
+  // The plan for (dtype, l) at the calling thread's OpenMP thread count (set by ScopedThreads).
+  Found find_plan(DType dtype, const MatmulLayout& l, int num_threads, bool for_run) {
+    const PlanKey key = make_key(dtype, l, max_threads(num_threads));
+    return find_or_build(key, for_run, [&] {
+      std::shared_ptr<const Plan> plan = build(dtype, l);
+      if (stream::log_enabled(stream::LogChannel::kCache))
+        stream::log_line(stream::LogChannel::kCache,
+                         std::string(for_run ? "" : "prepared ") + describe_plan(dtype, l, *plan));
+      return plan;
+    });
   }
 };
 
@@ -394,22 +448,16 @@ std::size_t OnednnMatmul::cached_primitives() const {
   return state_->plans.size();
 }
 
-void OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
+void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads) {
+  ScopedThreads threads(num_threads);
+  state_->find_plan(dtype, l, num_threads, false);
+}
+
+bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
                        int num_threads) {
   ScopedThreads threads(num_threads);
-  const int thread_count = max_threads(num_threads);
-  const PlanKey key = make_key(dtype, l, thread_count);
-  std::shared_ptr<const Plan> plan = state_->find(key);
-  if (!plan) {
-    std::lock_guard create_lock(state_->create_mutex);
-    plan = state_->find(key);
-    if (!plan) {
-      plan = state_->build(dtype, l);
-      if (stream::log_enabled(stream::LogChannel::kCache))
-        stream::log_line(stream::LogChannel::kCache, describe_plan(dtype, l, *plan));
-      state_->insert(key, plan);
-    }
-  }
+  const State::Found found = state_->find_plan(dtype, l, num_threads, true);
+  const Plan* plan = found.plan.get();
 
   Buffer a_copy, b_copy, c_f32;
   if (plan->copy_a) {
@@ -443,6 +491,7 @@ void OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
   stream.wait();
   if (plan->compute != dtype)
     round_result(dtype, static_cast<const float*>(c), out, numel, num_threads);
+  return found.first_use;
 }
 
 }  // namespace streamfuse::backends::cpu

@@ -1,0 +1,127 @@
+// Preparing matmuls ahead of their first run: prepare() makes the oneDNN primitive that a later
+// run() with the same shapes and strides uses (run reports the process's first use of each), it
+// checks the shapes it is given (they come from files), and racing threads build a primitive once.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <streamfuse/streamfuse.h>
+
+#include "backends/cpu/matmul.h"
+#include "stream/runtime.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::backends::cpu {
+namespace {
+
+struct Product {
+  std::int64_t m, k, n;
+  std::vector<float> a = std::vector<float>(static_cast<std::size_t>(m * k), 1.0f);
+  std::vector<float> b = std::vector<float>(static_cast<std::size_t>(k * n), 0.5f);
+  std::vector<float> out = std::vector<float>(static_cast<std::size_t>(m * n), -1.0f);
+
+  MatmulOperand lhs() const { return {a.data(), Shape{m, k}, {k, 1}}; }
+  MatmulOperand rhs() const { return {b.data(), Shape{k, n}, {n, 1}}; }
+  Shape out_shape() const { return Shape{m, n}; }
+  bool run(MatmulEngine& e) { return e.run(kF32, lhs(), rhs(), out.data(), out_shape(), 0); }
+  bool prepare(MatmulEngine& e) const { return e.prepare(kF32, lhs(), rhs(), out_shape(), 0); }
+};
+
+TEST(MatmulPrepare, MakesThePrimitiveTheFirstRunUses) {
+  MatmulEngine engine;
+  Product p{16, 32, 8};
+  EXPECT_TRUE(p.prepare(engine));
+  EXPECT_EQ(engine.cached_primitives(), 1u);
+  EXPECT_TRUE(p.prepare(engine));  // again: found, nothing new
+  EXPECT_EQ(engine.cached_primitives(), 1u);
+  EXPECT_TRUE(p.run(engine));  // the first run of the prepared primitive
+  EXPECT_EQ(engine.cached_primitives(), 1u);
+  EXPECT_FLOAT_EQ(p.out[0], 16.0f);  // 32 * 1 * 0.5
+  EXPECT_FALSE(p.run(engine));       // not the first any more
+}
+
+TEST(MatmulPrepare, ARunWithoutPreparationReportsItsFirstUseOnce) {
+  MatmulEngine engine;
+  Product p{4, 8, 4};
+  EXPECT_TRUE(p.run(engine));
+  EXPECT_FALSE(p.run(engine));
+  Product other{4, 8, 5};  // another shape: another primitive
+  EXPECT_TRUE(other.run(engine));
+  EXPECT_EQ(engine.cached_primitives(), 2u);
+}
+
+TEST(MatmulPrepare, IntegerAndEmptyProductsPrepareNothing) {
+  MatmulEngine engine;
+  const Shape a{4, 8}, b{8, 2};
+  EXPECT_FALSE(engine.prepare(kI32, {nullptr, a, {8, 1}}, {nullptr, b, {2, 1}}, Shape{4, 2}, 0));
+  EXPECT_FALSE(
+      engine.prepare(kF32, {nullptr, Shape{0, 8}, {8, 1}}, {nullptr, b, {2, 1}}, Shape{0, 2}, 0));
+  EXPECT_EQ(engine.cached_primitives(), 0u);
+}
+
+TEST(MatmulPrepare, ShapesThatAreNotAProductAreShapeErrors) {
+  MatmulEngine engine;
+  const MatmulOperand a{nullptr, Shape{4, 8}, {8, 1}};
+  EXPECT_THROW(engine.prepare(kF32, a, {nullptr, Shape{7, 2}, {2, 1}}, Shape{4, 2}, 0),
+               ShapeError);  // inner dimensions differ
+  EXPECT_THROW(engine.prepare(kF32, a, {nullptr, Shape{8, 2}, {2, 1}}, Shape{4, 3}, 0),
+               ShapeError);  // wrong result
+  EXPECT_THROW(engine.prepare(kF32, a, {nullptr, Shape{8, 2}, {2, 1}}, Shape{4}, 0),
+               ShapeError);  // wrong rank
+  EXPECT_THROW(
+      engine.prepare(kF32, a, {nullptr, Shape{8, 2}, {std::int64_t{1} << 50, 1}}, Shape{4, 2}, 0),
+      ShapeError);  // a stride no tensor has
+  EXPECT_THROW(engine.prepare(kF32, {nullptr, Shape{3, 4, 8}, {32, 8, 1}},
+                              {nullptr, Shape{2, 8, 2}, {16, 2, 1}}, Shape{3, 4, 2}, 0),
+               ShapeError);  // batch dimensions that do not broadcast
+  EXPECT_EQ(engine.cached_primitives(), 0u);
+  // A broadcast batch is fine.
+  EXPECT_TRUE(engine.prepare(kF32, {nullptr, Shape{3, 4, 8}, {32, 8, 1}},
+                             {nullptr, Shape{8, 2}, {2, 1}}, Shape{3, 4, 2}, 0));
+}
+
+TEST(MatmulPrepare, ThreadsThatRaceForOnePrimitiveBuildItOnce) {
+  MatmulEngine engine;
+  constexpr int kThreads = 8;
+  std::vector<Product> products(kThreads, Product{32, 64, 48});
+  std::vector<int> first_uses(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      if (t % 2 == 0) products[static_cast<std::size_t>(t)].prepare(engine);
+      first_uses[static_cast<std::size_t>(t)] = products[static_cast<std::size_t>(t)].run(engine);
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(engine.cached_primitives(), 1u);
+  int firsts = 0;
+  for (int f : first_uses) firsts += f;
+  EXPECT_EQ(firsts, 1);  // exactly one run was the first
+  for (const Product& p : products) EXPECT_FLOAT_EQ(p.out.back(), 32.0f);
+}
+
+// Through the device runtime: the first run of each matmul is remembered with the shapes and
+// strides the product read, for the cache directory and bundles.
+TEST(MatmulPrepare, TheRuntimeRemembersTheMatmulsItUsed) {
+  Tensor a = randn({6, 10}), b = randn({5, 10});
+  Tensor c = matmul(a, transpose(b, 0, 1));  // b read through a transposed view
+  synchronize();
+  const auto used = stream::DeviceRuntime::get(Device::cpu()).used_prepared_ops();
+  const PreparedOp* found = nullptr;
+  for (const PreparedOp& p : used)
+    if (p.op.inputs[0].shape == Shape{6, 10} && p.op.inputs[1].shape == Shape{10, 5}) found = &p;
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->op.kind, stream::OpKind::kMatmul);
+  EXPECT_EQ(found->op.outputs[0].shape, (Shape{6, 5}));
+  EXPECT_EQ(found->input_strides[1][0], 1);  // the transposed view's strides
+  EXPECT_EQ(found->input_strides[1][1], 10);
+  // A backend that has not seen it prepares it from that description.
+  MatmulEngine fresh;
+  EXPECT_TRUE(fresh.prepare(kF32, {nullptr, found->op.inputs[0].shape, found->input_strides[0]},
+                            {nullptr, found->op.inputs[1].shape, found->input_strides[1]},
+                            found->op.outputs[0].shape, 0));
+}
+
+}  // namespace
+}  // namespace streamfuse::backends::cpu
