@@ -179,6 +179,7 @@ int run_child(int argc, char** argv) {
       {"kernels_compiled", static_cast<double>(s.kernels_compiled)},
       {"kernels_loaded", static_cast<double>(s.kernels_loaded)},
       {"kernels_failed", static_cast<double>(s.kernels_failed)},
+      {"ops_prepared", static_cast<double>(after_first.ops_prepared)},
       {"compile_ms", s.compile_ms},
       {"compile_ms_per_kernel",
        s.kernels_compiled > 0 ? s.compile_ms / static_cast<double>(s.kernels_compiled) : 0.0},

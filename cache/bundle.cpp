@@ -6,6 +6,7 @@
 #include "cache/cache_file.h"
 #include "cache/kernel_codec.h"
 #include "cache/plan_codec.h"
+#include "cache/prepared_op_codec.h"
 
 namespace streamfuse::cache {
 
@@ -38,6 +39,7 @@ std::string encode_bundle(const std::vector<BundleSection>& sections,
         put_kernel_entry(out,
                          KernelEntry{k.program_hash, k.program, k.key, k.symbol, k.library->name});
       }
+      put_prepared_ops(out, s.prepared);
     }
   });
 }
@@ -66,6 +68,7 @@ std::vector<BundleSection> decode_bundle(std::string_view payload) {
                                               std::move(e.key), std::move(e.symbol),
                                               libraries[library]});
       }
+      s.prepared = get_prepared_ops(in);
     }
     return sections;
   });

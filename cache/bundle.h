@@ -1,12 +1,13 @@
-// Plan bundles: the plans and kernels of one or more devices in one file (FileKind::kBundle, under
-// the portable plan fingerprint). Each library inside keeps the fingerprint it was built under,
-// so a loader can tell which kernels run on its machine.
+// Plan bundles: the plans, kernels and prepared ops of one or more devices in one file
+// (FileKind::kBundle, under the portable plan fingerprint). Each library inside keeps the
+// fingerprint it was built under, so a loader can tell which kernels run on its machine.
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "fusion/plan_store.h"
 #include "jit/kernel_store.h"
 
@@ -16,6 +17,7 @@ struct BundleSection {
   std::string device;                  // "cpu", "cuda:0"
   std::vector<fusion::PlanRef> plans;  // written: those that cannot persist are skipped
   std::vector<jit::KernelRecord> kernels;
+  std::vector<backends::PreparedOp> prepared;  // library ops to prepare at load
 };
 
 // Writes atomically. Throws CacheError naming the path. Returns the plans written per section.

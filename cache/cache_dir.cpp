@@ -50,19 +50,26 @@ fs::path plan_path(const fs::path& root, std::string_view device, std::uint64_t 
                    std::uint64_t plan_hash) {
   return plan_folder(root, device, first_op_hash) / (hex16(plan_hash) + ".plan");
 }
-fs::path kernel_path(const fs::path& root, std::uint64_t kernel_hash) {
-  return root / "kernels" / "cpu" / (hex16(kernel_hash) + ".kernel");
+fs::path kernel_folder(const fs::path& root, std::uint64_t program_hash) {
+  return root / "kernels" / "cpu" / hex16(program_hash);
+}
+fs::path kernel_path(const fs::path& root, std::uint64_t program_hash, std::uint64_t kernel_hash) {
+  return kernel_folder(root, program_hash) / (hex16(kernel_hash) + ".kernel");
 }
 fs::path library_path(const fs::path& root, std::string_view name) {
   return root / "kernels" / "cpu" / (std::string(name) + ".lib");
 }
 fs::path claims_path(const fs::path& root) { return root / "claims"; }
+fs::path prepared_ops_path(const fs::path& root, std::string_view device) {
+  return root / "prepared" / (std::string(device) + ".ops");
+}
 
 std::optional<FileKind> kind_by_extension(const fs::path& path) {
   const fs::path ext = path.extension();
   if (ext == ".plan") return FileKind::kPlan;
   if (ext == ".kernel") return FileKind::kCpuKernel;
   if (ext == ".lib") return FileKind::kCpuLibrary;
+  if (ext == ".ops") return FileKind::kPreparedOps;
   return std::nullopt;
 }
 
@@ -80,9 +87,10 @@ CacheDir::CacheDir(fs::path root, std::uint64_t max_bytes)
 }
 
 std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
-                                          std::string_view fingerprint) {
+                                          std::string_view fingerprint, Foreign foreign) {
   ReadResult r = read_cache_file(path, kind, fingerprint);
   if (r.rejection == Rejection::kMissing) return std::nullopt;
+  if (r.rejection == Rejection::kOtherFingerprint && foreign == Foreign::kMiss) return std::nullopt;
   if (!r) {
     reject(path, r.rejection, r.detail);
     return std::nullopt;

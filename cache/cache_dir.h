@@ -4,8 +4,9 @@
 // the least recently used files.
 //
 //   <root>/plans/<device>/<first op hash>/<plan hash>.plan   one plan (portable)
-//   <root>/kernels/cpu/<kernel hash>.kernel                  one compiled kernel's record
+//   <root>/kernels/cpu/<program hash>/<kernel hash>.kernel   one compiled kernel's record
 //   <root>/kernels/cpu/<library name>.lib                    a kernel library: source and .so
+//   <root>/prepared/<device>.ops                             ops the backend prepares at start
 //   <root>/claims                                            byte locks: who compiles what
 //
 // Hashes are 16 hex digits. A file is used when it was read (its modification time is set then),
@@ -37,10 +38,16 @@ std::filesystem::path plan_path(const std::filesystem::path& root, std::string_v
                                 std::uint64_t first_op_hash, std::uint64_t plan_hash);
 std::filesystem::path plan_folder(const std::filesystem::path& root, std::string_view device,
                                   std::uint64_t first_op_hash);
-std::filesystem::path kernel_path(const std::filesystem::path& root, std::uint64_t kernel_hash);
+// The kernels of one program (under every key and fingerprint) share a folder, so that they can
+// be read ahead knowing only the program.
+std::filesystem::path kernel_folder(const std::filesystem::path& root, std::uint64_t program_hash);
+std::filesystem::path kernel_path(const std::filesystem::path& root, std::uint64_t program_hash,
+                                  std::uint64_t kernel_hash);
 std::filesystem::path library_path(const std::filesystem::path& root, std::string_view name);
 std::filesystem::path claims_path(const std::filesystem::path& root);
-// The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib), or nullopt.
+std::filesystem::path prepared_ops_path(const std::filesystem::path& root, std::string_view device);
+// The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib, .ops), or
+// nullopt.
 std::optional<FileKind> kind_by_extension(const std::filesystem::path& path);
 
 // Reading a file marks it used (its modification time, which pruning orders by) only when the
@@ -61,8 +68,11 @@ class CacheDir {
   // Missing: nullopt. Any other rejection: nullopt, logged (STREAMFUSE_LOG=cache) and warned
   // once per file; a broken file is removed so it is built again, one written by a newer
   // streamfuse or in another's place (a directory) is left alone.
+  // kMiss: a file of another fingerprint is an ordinary miss (where another machine's files
+  // share a folder with this one's).
+  enum class Foreign : std::uint8_t { kReject, kMiss };
   std::optional<std::string> read(const std::filesystem::path& path, FileKind kind,
-                                  std::string_view fingerprint);
+                                  std::string_view fingerprint, Foreign foreign = Foreign::kReject);
   // A file whose payload did not decode (FormatError `why`): warned once, removed.
   void reject_payload(const std::filesystem::path& path, const std::string& why);
   // Writes a cache file atomically. False when the directory cannot be written (warned once for

@@ -211,6 +211,8 @@ const char* file_kind_name(FileKind kind) {
       return "bundle";
     case FileKind::kCpuLibrary:
       return "cpu library";
+    case FileKind::kPreparedOps:
+      return "prepared ops";
   }
   return "unknown";
 }

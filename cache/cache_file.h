@@ -1,5 +1,5 @@
-// One file of the persistent cache (a plan, a kernel, a bundle): a fixed header, a fingerprint,
-// then the payload.
+// One file of the persistent cache (a plan, a kernel, a bundle, a device's prepared ops): a fixed
+// header, a fingerprint, then the payload.
 //
 //   magic "SFCACHE\n" | format version u32 | kind u32 | fingerprint size u32 | payload size u64 |
 //   payload CRC-32 u32 | fingerprint bytes | payload bytes            (integers little-endian)
@@ -17,9 +17,16 @@
 
 namespace streamfuse::cache {
 
-inline constexpr std::uint32_t kFormatVersion = 1;
+// 2: bundles carry prepared ops; prepared-op files.
+inline constexpr std::uint32_t kFormatVersion = 2;
 
-enum class FileKind : std::uint32_t { kPlan = 1, kCpuKernel = 2, kBundle = 3, kCpuLibrary = 4 };
+enum class FileKind : std::uint32_t {
+  kPlan = 1,
+  kCpuKernel = 2,
+  kBundle = 3,
+  kCpuLibrary = 4,
+  kPreparedOps = 5,
+};
 
 // Why a file was not used. kMissing is the ordinary miss; every other reason is worth a warning.
 enum class Rejection : std::uint8_t {

@@ -14,10 +14,32 @@ std::optional<jit::KernelRecord> KernelFiles::load(std::uint64_t program_hash,
                                                    const jit::FusedProgram& program,
                                                    const jit::SpecializationKey& key) {
   const std::uint64_t hash = kernel_hash(program_hash, key, fingerprint_);
-  const std::filesystem::path path = kernel_path(dir_->root(), hash);
-  std::optional<std::string> payload = dir_->read(path, FileKind::kCpuKernel, fingerprint_);
+  return read_record(kernel_path(dir_->root(), program_hash, hash), program_hash, program, &key);
+}
+
+std::vector<jit::KernelRecord> KernelFiles::load_program(std::uint64_t program_hash,
+                                                         const jit::FusedProgram& program) {
+  std::vector<jit::KernelRecord> records;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(kernel_folder(dir_->root(), program_hash), ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::filesystem::path& path = it->path();
+    if (path.extension() != ".kernel") continue;  // temporaries of writes in flight
+    if (auto record = read_record(path, program_hash, program, nullptr))
+      records.push_back(std::move(*record));
+  }
+  return records;
+}
+
+std::optional<jit::KernelRecord> KernelFiles::read_record(const std::filesystem::path& path,
+                                                          std::uint64_t program_hash,
+                                                          const jit::FusedProgram& program,
+                                                          const jit::SpecializationKey* key) {
+  const std::string name = path.stem().string();
+  std::optional<std::string> payload =
+      dir_->read(path, FileKind::kCpuKernel, fingerprint_, CacheDir::Foreign::kMiss);
   if (!payload) {
-    if (cache_logging()) cache_log("miss: kernel " + hex16(hash));
+    if (cache_logging()) cache_log("miss: kernel " + name);
     return std::nullopt;
   }
   KernelEntry entry;
@@ -27,18 +49,22 @@ std::optional<jit::KernelRecord> KernelFiles::load(std::uint64_t program_hash,
     dir_->reject_payload(path, e.what());
     return std::nullopt;
   }
-  if (entry.program_hash != program_hash || entry.program != program || entry.key != key) {
+  // Its name must be its own (program, key, fingerprint): else it is another kernel whose name
+  // collides, or a file put in the wrong place.
+  if (entry.program_hash != program_hash || entry.program != program ||
+      (key && entry.key != *key) ||
+      name != hex16(kernel_hash(program_hash, entry.key, fingerprint_))) {
     if (cache_logging())
-      cache_log("miss: kernel " + hex16(hash) + " holds another kernel (hash collision)");
+      cache_log("miss: kernel " + name + " holds another kernel (hash collision)");
     return std::nullopt;
   }
   std::shared_ptr<const jit::LibraryImage> image = library(entry.library);
   if (!image) {
     if (cache_logging())
-      cache_log("miss: kernel " + hex16(hash) + ": its library " + entry.library + " is gone");
+      cache_log("miss: kernel " + name + ": its library " + entry.library + " is gone");
     return std::nullopt;
   }
-  if (cache_logging()) cache_log("hit: kernel " + hex16(hash) + " in library " + entry.library);
+  if (cache_logging()) cache_log("hit: kernel " + name + " in library " + entry.library);
   return jit::KernelRecord{program_hash, std::move(entry.program), std::move(entry.key),
                            std::move(entry.symbol), std::move(image)};
 }
@@ -88,7 +114,8 @@ void KernelFiles::save(std::span<const std::shared_ptr<const jit::KernelRecord>>
       return;
     }
     const KernelEntry entry{k->program_hash, k->program, k->key, k->symbol, image.name};
-    if (!dir_->write(kernel_path(dir_->root(), kernel_hash(k->program_hash, k->key, fingerprint_)),
+    if (!dir_->write(kernel_path(dir_->root(), k->program_hash,
+                                 kernel_hash(k->program_hash, k->key, fingerprint_)),
                      FileKind::kCpuKernel, fingerprint_, encode_kernel_entry(entry)))
       return;
   }

@@ -25,6 +25,8 @@ class KernelFiles final : public jit::KernelStore {
   std::optional<jit::KernelRecord> load(std::uint64_t program_hash,
                                         const jit::FusedProgram& program,
                                         const jit::SpecializationKey& key) override;
+  std::vector<jit::KernelRecord> load_program(std::uint64_t program_hash,
+                                              const jit::FusedProgram& program) override;
   void save(std::span<const std::shared_ptr<const jit::KernelRecord>> kernels) override;
   bool try_claim(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
   void release(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
@@ -32,6 +34,13 @@ class KernelFiles final : public jit::KernelStore {
 
  private:
   std::shared_ptr<const jit::LibraryImage> library(const std::string& name);
+  // The record at `path` when it holds a kernel of `program` (and `key`, when given) whose
+  // library is good; nullopt otherwise (logged, bad files rejected; another machine's kernels
+  // are a quiet miss).
+  std::optional<jit::KernelRecord> read_record(const std::filesystem::path& path,
+                                               std::uint64_t program_hash,
+                                               const jit::FusedProgram& program,
+                                               const jit::SpecializationKey* key);
 
   std::shared_ptr<CacheDir> dir_;
   std::string fingerprint_;

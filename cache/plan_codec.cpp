@@ -46,6 +46,8 @@ void put_plan(OutArchive& out, const fusion::ExecutionPlan& plan) {
     put_enum(out, t.kind);
     put_ops(out, t.ops);
   }
+  out(static_cast<std::uint32_t>(plan.successors.size()));
+  for (const stream::OpDesc& op : plan.successors) put_op(out, op);
   const OptimizationCodec* codec = nullptr;
   if (plan.optimization) {
     codec = codec_named(plan.optimization->codec());
@@ -66,6 +68,8 @@ fusion::PlanDraft get_plan(InArchive& in) {
     t.ops = get_ops(in, 0);
     plan.triggers.push_back(std::move(t));
   }
+  for (std::uint32_t n = get_size(in, fusion::kMaxSuccessors, "successor"); n > 0; --n)
+    plan.successors.push_back(get_op(in));
   const std::string name = get_bytes(in, 256);
   if (!name.empty()) {
     const OptimizationCodec* codec = codec_named(name);

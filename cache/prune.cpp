@@ -50,7 +50,10 @@ PruneResult prune_cache(const fs::path& root, std::uint64_t target_bytes) {
     if (fs::remove(e.path, ec)) {
       r.bytes_after -= e.bytes;
       ++r.removed;
-      if (e.path.extension() == ".plan") fs::remove(e.path.parent_path(), ec);  // if now empty
+      // A plan's first-op folder and a kernel's program folder go when they are left empty
+      // (remove() leaves a non-empty folder alone).
+      if (e.path.extension() == ".plan" || e.path.extension() == ".kernel")
+        fs::remove(e.path.parent_path(), ec);
     }
   };
   for (const CacheEntry& e : entries)

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "fusion/context.h"
+#include "jit/kernel_cache.h"
 
 namespace streamfuse::fusion {
 
@@ -24,6 +25,9 @@ class Optimization {
   // The name of the codec that persists it (cache/plan_codec.cpp), or empty when plans holding
   // it are kept in memory only.
   virtual std::string_view codec() const { return {}; }
+  // Loads the kernels it runs that `kernels` can find on disk (reading ahead, off the thread
+  // that will run it).
+  virtual void read_ahead(jit::KernelCache& kernels) const { (void)kernels; }
 };
 
 }  // namespace streamfuse::fusion

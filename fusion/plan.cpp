@@ -36,11 +36,25 @@ std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more
   return added;
 }
 
+std::size_t merge_successors(std::vector<stream::OpDesc>& into,
+                             const std::vector<stream::OpDesc>& more) {
+  std::size_t added = 0;
+  for (const stream::OpDesc& op : more) {
+    if (std::find(into.begin(), into.end(), op) != into.end()) continue;
+    into.push_back(op);
+    ++added;
+  }
+  if (into.size() > kMaxSuccessors)
+    into.erase(into.begin(), into.end() - static_cast<std::ptrdiff_t>(kMaxSuccessors));
+  return added;
+}
+
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
   auto plan = std::make_shared<ExecutionPlan>();
   plan->ops = std::move(draft.ops);
   plan->optimization = std::move(draft.optimization);
   merge_triggers(plan->triggers, std::move(draft.triggers));
+  merge_successors(plan->successors, draft.successors);
   return plan;
 }
 

@@ -31,11 +31,15 @@ struct Trigger {
 // collect one per continuation. Past it the oldest trigger goes (it may be learned again).
 inline constexpr std::size_t kMaxTriggers = 64;
 
+// Successors a plan keeps: the first ops of the segments that ran after it, newest last.
+inline constexpr std::size_t kMaxSuccessors = 4;
+
 // A plan as exploration makes it, before the store shares it.
 struct PlanDraft {
   std::vector<stream::OpDesc> ops;
   std::shared_ptr<Optimization> optimization;
   std::vector<Trigger> triggers;
+  std::vector<stream::OpDesc> successors;
 };
 
 struct ExecutionPlan {
@@ -43,6 +47,9 @@ struct ExecutionPlan {
   // Null: the Operations strategy (run the ops one by one). Else it covers all of `ops`.
   std::shared_ptr<Optimization> optimization;
   std::vector<Trigger> triggers;
+  // The first ops (relative form) of the segments that ran after this one: when the store reads
+  // this plan from disk, it reads theirs ahead, off the calling thread.
+  std::vector<stream::OpDesc> successors;
   // Use statistics for eviction (updated from any stream).
   mutable std::atomic<std::uint64_t> uses{0};
   mutable std::atomic<std::uint64_t> last_use{0};
@@ -54,7 +61,12 @@ struct ExecutionPlan {
 // many were added.
 std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more);
 
-// The plan a draft describes (its triggers deduplicated and capped at kMaxTriggers).
+// Adds to `into` the successors of `more` it lacks; past kMaxSuccessors the oldest go. Returns
+// how many were added.
+std::size_t merge_successors(std::vector<stream::OpDesc>& into,
+                             const std::vector<stream::OpDesc>& more);
+
+// The plan a draft describes (its triggers and successors deduplicated and capped).
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft);
 
 // Checks a matched plan against the segment's real sizes: relative size ids that were one size

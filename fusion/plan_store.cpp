@@ -17,23 +17,58 @@ void PlanStore::set_persistence(std::shared_ptr<PlanPersistence> persistence) {
 // costs one directory lookup per op).
 constexpr std::size_t kMaxConsulted = 1 << 16;
 
+void PlanStore::set_background(std::function<void(std::function<void()>)> run,
+                               std::function<void(const ExecutionPlan&)> read_ahead) {
+  std::unique_lock lock(mutex_);
+  background_ = std::move(run);
+  read_ahead_ = std::move(read_ahead);
+}
+
+void PlanStore::consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead) const {
+  {
+    std::unique_lock lock(mutex_);
+    consulted_cv_.wait(lock, [&] { return !consulting_.contains(hash); });
+    if (consulted_.contains(hash)) return;
+    consulting_.insert(hash);
+  }
+  std::vector<PlanDraft> persisted;
+  try {
+    persisted = persistence_->load(op);  // no lock held while reading
+  } catch (...) {
+    std::unique_lock lock(mutex_);
+    consulting_.erase(hash);
+    consulted_cv_.notify_all();
+    throw;
+  }
+  std::vector<stream::OpDesc> next_ops;
+  std::vector<PlanRef> added;
+  {
+    std::unique_lock lock(mutex_);
+    consulting_.erase(hash);
+    if (consulted_.size() >= kMaxConsulted) consulted_.clear();
+    consulted_.insert(hash);
+    for (PlanDraft& plan : persisted) {
+      for (const stream::OpDesc& next : plan.successors)
+        if (!consulted_.contains(stream::hash_op(next))) next_ops.push_back(next);
+      bool changed = false;
+      PlanRef stored = add_locked(std::move(plan), changed);
+      loaded_ += changed;
+      if (ahead && read_ahead_) added.push_back(std::move(stored));
+    }
+    consulted_cv_.notify_all();
+  }
+  for (const PlanRef& plan : added) read_ahead_(*plan);
+  if (!background_) return;
+  for (stream::OpDesc& next : next_ops)
+    background_([this, next = std::move(next)] { consult(next, stream::hash_op(next), true); });
+}
+
 void PlanStore::starting_with(const stream::OpDesc& op, PlanRefs& out) const {
   const std::uint64_t hash = stream::hash_op(op);
   std::shared_lock lock(mutex_);
   if (persistence_ && !consulted_.contains(hash)) {
     lock.unlock();
-    std::vector<PlanDraft> persisted = persistence_->load(op);  // no lock held while reading
-    {
-      std::unique_lock write(mutex_);
-      if (consulted_.size() >= kMaxConsulted) consulted_.clear();
-      if (consulted_.insert(hash).second) {
-        for (PlanDraft& plan : persisted) {
-          bool changed = false;
-          add_locked(std::move(plan), changed);
-          loaded_ += changed;
-        }
-      }
-    }
+    consult(op, hash, false);
     lock.lock();
   }
   auto it = index_.find(hash);
@@ -62,7 +97,8 @@ void PlanStore::add_loaded(const std::vector<PlanRef>& plans) {
     std::unique_lock lock(mutex_);
     for (const PlanRef& plan : plans) {
       bool changed = false;
-      PlanRef stored = add_locked({plan->ops, plan->optimization, plan->triggers}, changed);
+      PlanRef stored =
+          add_locked({plan->ops, plan->optimization, plan->triggers, plan->successors}, changed);
       if (changed) changed_plans.push_back(std::move(stored)), ++loaded_;
     }
     persistence = persistence_;
@@ -85,8 +121,13 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
   for (PlanRef& existing : bucket) {
     if (existing->ops != plan.ops) continue;
     std::vector<Trigger> triggers = existing->triggers;
-    if (merge_triggers(triggers, std::move(plan.triggers)) == 0) return existing;
-    auto merged = make_plan({existing->ops, existing->optimization, std::move(triggers)});
+    std::vector<stream::OpDesc> successors = existing->successors;
+    if (merge_triggers(triggers, std::move(plan.triggers)) +
+            merge_successors(successors, plan.successors) ==
+        0)
+      return existing;
+    auto merged = make_plan(
+        {existing->ops, existing->optimization, std::move(triggers), std::move(successors)});
     merged->uses = existing->uses.load();
     merged->last_use = clock_.fetch_add(1);
     existing = merged;
@@ -130,6 +171,38 @@ void PlanStore::evict_one() const {
 void PlanStore::touch(const ExecutionPlan& plan) {
   plan.uses.fetch_add(1, std::memory_order_relaxed);
   plan.last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+void PlanStore::note_successor(const PlanRef& plan, const stream::OpDesc& next) {
+  // Plans are immutable once shared: reading this one's successors needs no lock. A plan that
+  // has all it keeps learns no more (a segment followed by ever other ones would otherwise be
+  // copied and saved again and again).
+  if (plan->successors.size() >= kMaxSuccessors) return;
+  if (std::find(plan->successors.begin(), plan->successors.end(), next) != plan->successors.end())
+    return;
+  PlanRef changed;
+  std::shared_ptr<PlanPersistence> persistence;
+  {
+    std::unique_lock lock(mutex_);
+    auto bucket = index_.find(stream::hash_op(plan->ops.front()));
+    if (bucket == index_.end()) return;  // evicted meanwhile
+    for (PlanRef& stored : bucket->second) {
+      if (stored->ops != plan->ops) continue;
+      // The caller's copy may be older than the stored plan: the cap holds for the stored one.
+      if (stored->successors.size() >= kMaxSuccessors) return;
+      std::vector<stream::OpDesc> successors = stored->successors;
+      if (merge_successors(successors, {next}) == 0) return;  // another stream added it
+      auto copy =
+          make_plan({stored->ops, stored->optimization, stored->triggers, std::move(successors)});
+      copy->uses = stored->uses.load();
+      copy->last_use = stored->last_use.load();
+      stored = copy;
+      changed = std::move(copy);
+      break;
+    }
+    persistence = persistence_;
+  }
+  if (changed && persistence) persistence->save(std::move(changed));
 }
 
 bool PlanStore::try_explore() {

@@ -1,12 +1,16 @@
 // The plans of one device, shared by its streams: indexed by the hash of their first relative
 // op, bounded in number (the least used go first), with a cap on explorations. With a
 // PlanPersistence, the plans starting with an op are read from it the first time a segment starts
-// with that op (never in bulk), and every new plan is handed to it to be saved.
+// with that op (never in bulk), and every new plan is handed to it to be saved. Plans remember
+// which segments followed them; reading a plan from disk reads theirs ahead on a background
+// thread (given by set_background), so a program's later segments find their plans in memory.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <vector>
@@ -29,6 +33,10 @@ class PlanStore {
 
   // Set once, before streams use the store.
   void set_persistence(std::shared_ptr<PlanPersistence> persistence);
+  // Set once, before streams use the store: runs a job off the calling thread (reads ahead), and
+  // what to do there with each plan read ahead (load its kernels).
+  void set_background(std::function<void(std::function<void()>)> run,
+                      std::function<void(const ExecutionPlan&)> read_ahead = {});
 
   // Appends to `out` every plan whose first op equals `op` (relative form). The first time for
   // an op, reads the persisted plans that start with it.
@@ -44,6 +52,9 @@ class PlanStore {
   std::vector<PlanRef> plans() const;
   // Counts one use of `plan` (for eviction).
   void touch(const ExecutionPlan& plan);
+  // Records that a segment starting with `next` (relative form) ran after `plan`; a new
+  // successor replaces the stored plan with a copy that has it, and is saved. Cheap when known.
+  void note_successor(const PlanRef& plan, const stream::OpDesc& next);
 
   // Whether another exploration is allowed, counting it if so. Past the cap, streams run
   // unknown segments op by op instead of exploring them.
@@ -56,6 +67,10 @@ class PlanStore {
  private:
   // add() under mutex_ (exclusive); `changed` when the store's plans changed.
   PlanRef add_locked(PlanDraft plan, bool& changed) const;
+  // Reads the persisted plans that start with `op` (hash `hash`) unless that was done, or waits
+  // while another thread does it; then reads ahead their successors' plans in the background.
+  // `ahead`: this is that background work (the plans' kernels are read ahead too).
+  void consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead) const;
   void evict_one() const;  // requires mutex_ (exclusive)
 
   mutable std::shared_mutex mutex_;
@@ -68,7 +83,11 @@ class PlanStore {
   mutable std::size_t count_ = 0;
   mutable std::uint64_t loaded_ = 0;
   std::shared_ptr<PlanPersistence> persistence_;
-  mutable boost::unordered_flat_set<std::uint64_t> consulted_;  // first-op hashes asked about
+  mutable boost::unordered_flat_set<std::uint64_t> consulted_;   // first-op hashes asked about
+  mutable boost::unordered_flat_set<std::uint64_t> consulting_;  // being read by some thread
+  mutable std::condition_variable_any consulted_cv_;
+  std::function<void(std::function<void()>)> background_;
+  std::function<void(const ExecutionPlan&)> read_ahead_;
 };
 
 }  // namespace streamfuse::fusion

@@ -37,6 +37,10 @@ void Processor::start_segment() {
 
 void Processor::process(SegmentQueue& queue, ExecutionContext& context, ExecutionMode mode) {
   while (queue.size() > 0) {
+    if (previous_) {  // the segment after it starts with the queue's first op
+      store_.note_successor(previous_, queue.relative(0));
+      previous_.reset();
+    }
     if (!exploring_) {
       Action action{Action::Kind::kDefer, nullptr};
       while (fed_ < queue.size()) {
@@ -50,7 +54,7 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
       if (action.kind == Action::Kind::kExecute) {
         if (bindings_match(*action.plan, queue)) {
           if (logging()) log("matched plan: " + describe(*action.plan, queue));
-          execute(*action.plan, queue, context);
+          execute(action.plan, queue, context);
           continue;
         }
         if (logging())
@@ -73,11 +77,12 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
     if (!draft) return;  // lazy: builders still open, wait for more ops
     PlanRef plan = store_.add(std::move(*draft));
     if (logging()) log("explored plan: " + describe(*plan, queue));
-    execute(*plan, queue, context);
+    execute(plan, queue, context);
   }
 }
 
-void Processor::execute(const ExecutionPlan& plan, SegmentQueue& queue, ExecutionContext& context) {
+void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionContext& context) {
+  const ExecutionPlan& plan = *plan_ref;
   store_.touch(plan);
   bool fell_back = false;
   if (plan.optimization) {
@@ -99,6 +104,7 @@ void Processor::execute(const ExecutionPlan& plan, SegmentQueue& queue, Executio
     log(std::string(fell_back ? "executed op by op: " : "executed: ") + describe(plan, queue));
   queue.drain_front(plan.len());
   start_segment();
+  previous_ = plan_ref;
 }
 
 }  // namespace streamfuse::fusion

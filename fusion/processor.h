@@ -29,11 +29,14 @@ class Processor {
   // Runs what `mode` requires of `queue`'s ops; ops that ran are drained from it.
   void process(SegmentQueue& queue, ExecutionContext& context, ExecutionMode mode);
   // Forgets the ops seen so far (the queue changed behind the processor's back).
-  void reset() { start_segment(); }
+  void reset() {
+    start_segment();
+    previous_.reset();
+  }
 
  private:
   // Runs `plan` on the head of the queue and starts a new segment after it.
-  void execute(const ExecutionPlan& plan, SegmentQueue& queue, ExecutionContext& context);
+  void execute(const PlanRef& plan, SegmentQueue& queue, ExecutionContext& context);
   void start_segment();
 
   PlanStore& store_;
@@ -41,6 +44,7 @@ class Processor {
   Explorer explorer_;
   std::size_t fed_ = 0;
   bool exploring_ = false;
+  PlanRef previous_;  // the plan that ran last, until the next segment's first op is seen
 };
 
 }  // namespace streamfuse::fusion

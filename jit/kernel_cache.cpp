@@ -171,6 +171,27 @@ bool KernelCache::install_from_store(const Request& r) {
   return true;
 }
 
+void KernelCache::read_ahead(std::uint64_t program_hash, const FusedProgram& program) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!store_ || options_.mode == JitMode::kInterpret || stop_) return;
+  }
+  for (KernelRecord& record : store_->load_program(program_hash, program)) {
+    const Key key{program_hash, record.key};
+    {
+      std::lock_guard lock(mutex_);
+      if (entries_.contains(KeyRef{key.program_hash, &key.spec})) continue;  // known already
+    }
+    std::optional<Loaded> loaded = load_record(std::move(record));
+    if (!loaded) continue;
+    std::lock_guard lock(mutex_);
+    const auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
+    if (it != entries_.end() && it->second.state != State::kPending) continue;
+    if (it == entries_.end()) insert_pending(key);
+    install_ready(key, std::move(*loaded));  // a pending request for it is served too
+  }
+}
+
 std::vector<KernelRecord> KernelCache::ready_kernels() const {
   std::lock_guard lock(mutex_);
   std::vector<KernelRecord> out;
@@ -192,7 +213,10 @@ std::size_t KernelCache::install(std::span<const KernelRecord> kernels) {
     std::lock_guard lock(mutex_);
     const Key key{k.program_hash, k.key};
     auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
-    if (it != entries_.end() && it->second.state == State::kReady) continue;
+    if (it != entries_.end() && it->second.state == State::kReady) {
+      ++installed;  // ready already (this process built or loaded it): counts as ready
+      continue;
+    }
     if (it == entries_.end()) insert_pending(key);
     if (store_) to_save_.push_back(loaded->record);
     install_ready(key, std::move(*loaded));

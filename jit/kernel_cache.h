@@ -98,6 +98,10 @@ class KernelCache {
   // kernel. nullopt when it failed to build, there are no tools, or in kInterpret mode.
   std::optional<ReadyKernel> wait_for(std::uint64_t program_hash, const FusedProgram& program,
                                       const SpecializationKey& key);
+  // Loads every kernel of `program` the store holds for this machine, whatever its key, so that
+  // their first lookups find them ready (reading ahead, off the calling thread, for a plan that
+  // is about to be needed). Compiles nothing. Thread-safe.
+  void read_ahead(std::uint64_t program_hash, const FusedProgram& program);
   // Returns when no request is queued or compiling (for tests and benchmarks).
   void wait_idle();
 
@@ -105,7 +109,8 @@ class KernelCache {
   std::vector<KernelRecord> ready_kernels() const;
   // Installs kernels built elsewhere (a bundle): those built under this cache's fingerprint are
   // loaded and ready at once, and handed to the store in the background; the others are
-  // requested, so they compile in the background. Returns how many were installed ready.
+  // requested, so they compile in the background. Returns how many are ready (installed now or
+  // before).
   std::size_t install(std::span<const KernelRecord> kernels);
   const std::string& fingerprint() const { return fingerprint_; }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "jit/program.h"
 #include "jit/specialization.h"
@@ -40,6 +41,10 @@ class KernelStore {
   // Thread-safe; reads files.
   virtual std::optional<KernelRecord> load(std::uint64_t program_hash, const FusedProgram& program,
                                            const SpecializationKey& key) = 0;
+  // Every persisted kernel of `program` built under this process's fingerprint, whatever its key
+  // (for reading ahead). Bad files are skipped as load() skips them. Thread-safe; reads files.
+  virtual std::vector<KernelRecord> load_program(std::uint64_t program_hash,
+                                                 const FusedProgram& program) = 0;
   // Persists one library's kernels. Called on the compile thread before it releases its claims,
   // so a process waiting on a claim finds the kernels when it wakes. Never throws: a directory
   // that cannot be written disables persistence with one warning.

@@ -92,6 +92,8 @@ std::vector<DeviceRuntime*> DeviceRuntime::all() {
 // (a program that never repeats would otherwise explore forever).
 constexpr std::size_t kMaxPlans = 4096;
 constexpr std::size_t kMaxExplorations = 1'000'000;
+// Prepared ops a runtime remembers having used, for bundles (the most recent ones).
+constexpr std::size_t kMaxUsedPrepared = 1024;
 
 DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> backend,
                              const Config& config)
@@ -108,6 +110,33 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
   // Kernels are built in a private directory; what persists goes through the KernelFiles.
   kernel_cache_ = std::make_unique<jit::KernelCache>(std::string(), options);
   launcher_ = std::make_unique<jit::CpuLauncher>(backends::cpu::kernels(), kernel_cache_.get());
+
+  // What earlier processes prepared is prepared again while this one starts; what this one
+  // uses for the first time is remembered for the next (and for bundles).
+  prepared_op_files_ = std::make_unique<cache::PreparedOpFiles>(cache_dir_, device.to_string());
+  preparer_ = std::make_unique<Preparer>(*backend_);
+  backend_->set_prepared_listener([this](const backends::PreparedOp& op) {
+    {
+      std::lock_guard lock(used_prepared_mutex_);
+      // Again after the backend evicted and remade it: moved to the back. Bounded, as a
+      // process may use ever new shapes.
+      std::erase(used_prepared_, op);
+      if (used_prepared_.size() >= kMaxUsedPrepared) used_prepared_.erase(used_prepared_.begin());
+      used_prepared_.push_back(op);
+    }
+    prepared_op_files_->add(op);
+  });
+  preparer_->submit([files = prepared_op_files_.get()] { return files->load(); });
+  plan_store_.set_background(
+      [p = preparer_.get()](std::function<void()> job) { p->submit_job(std::move(job)); },
+      [kernels = kernel_cache_.get()](const fusion::ExecutionPlan& plan) {
+        if (plan.optimization) plan.optimization->read_ahead(*kernels);
+      });
+}
+
+std::vector<backends::PreparedOp> DeviceRuntime::used_prepared_ops() const {
+  std::lock_guard lock(used_prepared_mutex_);
+  return used_prepared_;
 }
 
 FusionStats DeviceRuntime::fusion_stats() const {
@@ -123,6 +152,7 @@ FusionStats DeviceRuntime::fusion_stats() const {
     s.compile_batches = static_cast<std::int64_t>(k.batches);
     s.compile_ms = k.compile_ms;
   }
+  s.ops_prepared = static_cast<std::int64_t>(preparer_->prepared());
   if (launcher_) {
     s.compiled_launches = static_cast<std::int64_t>(launcher_->compiled_launches());
     s.interpreted_launches = static_cast<std::int64_t>(launcher_->interpreted_launches());

@@ -12,11 +12,13 @@
 #include "cache/cache_dir.h"
 #include "cache/kernel_files.h"
 #include "cache/plan_files.h"
+#include "cache/prepared_op_files.h"
 #include "fusion/plan_store.h"
 #include "jit/cpu_launcher.h"
 #include "jit/kernel_cache.h"
 #include "stream/handles.h"
 #include "stream/ir.h"
+#include "stream/preparer.h"
 #include "stream/stream.h"
 #include "streamfuse/config.h"
 #include "streamfuse/device.h"
@@ -53,6 +55,12 @@ class DeviceRuntime {
   jit::KernelCache* kernel_cache() { return kernel_cache_.get(); }
   // Where the plan store's plans persist.
   cache::PlanFiles& plan_files() { return *plan_files_; }
+  // Prepares ops ahead of their first run: those of the cache directory at start-up, and a
+  // loaded bundle's.
+  Preparer& preparer() { return *preparer_; }
+  cache::PreparedOpFiles& prepared_op_files() { return *prepared_op_files_; }
+  // The ops this process used that the backend prepares (for bundles), first used first.
+  std::vector<backends::PreparedOp> used_prepared_ops() const;
   FusionStats fusion_stats() const;
   bool fusion_enabled() const { return fusion_.load(std::memory_order_relaxed); }
   std::size_t queue_bound() const { return queue_bound_.load(std::memory_order_relaxed); }
@@ -77,6 +85,10 @@ class DeviceRuntime {
   std::unique_ptr<cache::KernelFiles> kernel_files_;  // outlives the kernel cache that uses it
   std::unique_ptr<jit::KernelCache> kernel_cache_;
   std::unique_ptr<jit::CpuLauncher> launcher_;
+  std::unique_ptr<cache::PreparedOpFiles> prepared_op_files_;
+  std::unique_ptr<Preparer> preparer_;  // after the backend and files it uses: stops first
+  mutable std::mutex used_prepared_mutex_;
+  std::vector<backends::PreparedOp> used_prepared_;
   std::mutex streams_mutex_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Stream*> free_streams_;

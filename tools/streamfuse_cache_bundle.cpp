@@ -1,12 +1,14 @@
-// The export and import commands: the cache directory's plans and kernels as one bundle file
-// (cache/bundle.h, the format streamfuse::plans::save_bundle writes and load_bundle reads).
+// The export and import commands: the cache directory's plans, kernels and prepared ops as one
+// bundle file (cache/bundle.h, the format streamfuse::plans::save_bundle writes and load_bundle
+// reads).
 #include <algorithm>
-#include <cctype>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "backends/cpu/isa.h"
 #include "cache/bundle.h"
@@ -14,6 +16,7 @@
 #include "cache/kernel_codec.h"
 #include "cache/plan_codec.h"
 #include "cache/plan_files.h"
+#include "cache/prepared_op_codec.h"
 #include "jit/system_compiler.h"
 #include "streamfuse/error.h"
 #include "tools/streamfuse_cache.h"
@@ -23,15 +26,6 @@ namespace streamfuse::tools {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A bundle's device name becomes a folder under plans/: "cpu", "cuda:0", never a path.
-bool valid_device_folder(const std::string& device) {
-  if (device.empty() || device == "." || device == "..") return false;
-  return std::all_of(device.begin(), device.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '_' || c == '-' ||
-           c == '.';
-  });
-}
 
 // Writes one cache file atomically. Throws ToolError naming `command`.
 void write_file(const fs::path& path, cache::FileKind kind, std::string_view fingerprint,
@@ -59,6 +53,141 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// The good files of a cache directory as bundle sections (the cpu section first), the libraries
+// their kernels use, and how many bad files were left out.
+struct Collected {
+  std::vector<cache::BundleSection> sections;
+  std::set<std::string> libraries;
+  std::size_t bad = 0;
+};
+
+Collected collect_sections(const fs::path& root) {
+  std::vector<cache::CacheEntry> entries = cache::list_cache_entries(root);
+  std::sort(entries.begin(), entries.end(),
+            [](const cache::CacheEntry& a, const cache::CacheEntry& b) { return a.path < b.path; });
+  CacheChecker checker(root, /*keep_libraries=*/true);
+  std::map<std::string, cache::BundleSection> by_device;
+  Collected c;
+  for (const cache::CacheEntry& entry : entries) {
+    CheckedFile file = checker.check(entry);
+    if (file.skipped) continue;
+    if (!file.good()) {
+      ++c.bad;
+      continue;
+    }
+    if (file.plan) {
+      by_device[file.device].plans.push_back(fusion::make_plan(std::move(*file.plan)));
+    } else if (file.kernel) {  // CPU kernels: with the cpu section
+      cache::KernelEntry& k = *file.kernel;
+      c.libraries.insert(k.library);
+      by_device["cpu"].kernels.push_back(jit::KernelRecord{k.program_hash, std::move(k.program),
+                                                           std::move(k.key), std::move(k.symbol),
+                                                           checker.library(k.library)});
+    } else if (file.prepared) {  // one file per device: a device without plans gets a section too
+      by_device[file.device].prepared = std::move(*file.prepared);
+    }
+  }
+  for (auto& [device, section] : by_device) {
+    section.device = device;
+    c.sections.push_back(std::move(section));
+  }
+  std::stable_partition(c.sections.begin(), c.sections.end(),
+                        [](const cache::BundleSection& s) { return s.device == "cpu"; });
+  return c;
+}
+
+// Writes the bundle's plans that the directory lacks (or holds with fewer triggers); returns how
+// many plans the bundle had.
+std::size_t import_plans(const fs::path& root, const std::vector<cache::BundleSection>& sections) {
+  std::size_t plans = 0;
+  for (const cache::BundleSection& s : sections) {
+    for (const fusion::PlanRef& plan : s.plans) {
+      const fs::path path = cache::plan_path(
+          root, s.device, cache::first_op_hash(plan->ops.front()), cache::plan_hash(plan->ops));
+      std::optional<fusion::PlanDraft> merged = cache::plan_to_write(path, *plan);
+      ++plans;
+      if (!merged) continue;  // the directory holds this plan with all its triggers already
+      std::string payload;
+      try {
+        payload = cache::encode_plan(*fusion::make_plan(std::move(*merged)));
+      } catch (const Error& e) {
+        throw ToolError(kExitFailure, std::string("import: ") + e.what());
+      }
+      import_file(path, cache::FileKind::kPlan, cache::plan_fingerprint(), payload);
+    }
+  }
+  return plans;
+}
+
+struct ImportedKernels {
+  std::size_t kernels = 0, libraries = 0, skipped = 0;
+};
+
+// Writes the kernels built for this machine: the library first, so a process that finds a
+// kernel's record finds its library (as cache/kernel_files.cpp writes them).
+ImportedKernels import_kernels(const fs::path& root,
+                               const std::vector<cache::BundleSection>& sections) {
+  const std::string here = this_machine_fingerprint();
+  std::set<std::string> libraries;
+  ImportedKernels n;
+  for (const cache::BundleSection& s : sections) {
+    for (const jit::KernelRecord& k : s.kernels) {
+      const jit::LibraryImage& library = *k.library;
+      if (library.fingerprint != here) {
+        ++n.skipped;
+        continue;
+      }
+      if (libraries.insert(library.name).second)
+        import_file(cache::library_path(root, library.name), cache::FileKind::kCpuLibrary, here,
+                    cache::encode_library(library));
+      const cache::KernelEntry entry{k.program_hash, k.program, k.key, k.symbol, library.name};
+      import_file(
+          cache::kernel_path(root, k.program_hash, cache::kernel_hash(k.program_hash, k.key, here)),
+          cache::FileKind::kCpuKernel, here, cache::encode_kernel_entry(entry));
+      ++n.kernels;
+    }
+  }
+  n.libraries = libraries.size();
+  return n;
+}
+
+bool contains(const std::vector<backends::PreparedOp>& ops, const backends::PreparedOp& op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// Merges a section's prepared ops into prepared/<device>.ops as cache/prepared_op_files.cpp does:
+// the bundle's first, then the file's others, at most kMaxPreparedOps (a bad file is replaced).
+// Returns how many of the bundle's ops the file holds; writes only when the file changes.
+std::size_t import_prepared_ops(const fs::path& root, const cache::BundleSection& s) {
+  std::vector<backends::PreparedOp> ops;
+  for (const backends::PreparedOp& op : s.prepared)
+    if (!contains(ops, op)) ops.push_back(op);
+  if (ops.size() > cache::kMaxPreparedOps) ops.resize(cache::kMaxPreparedOps);
+  const std::size_t imported = ops.size();
+  if (ops.empty()) return 0;
+  const fs::path path = cache::prepared_ops_path(root, s.device);
+  std::optional<std::vector<backends::PreparedOp>> existing;
+  if (const cache::ReadResult r =
+          cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::plan_fingerprint())) {
+    try {
+      existing = cache::decode_prepared_ops(r.payload);
+    } catch (const cache::FormatError&) {  // replaced by the bundle's
+    }
+  }
+  if (existing)
+    for (const backends::PreparedOp& op : *existing)
+      if (ops.size() < cache::kMaxPreparedOps && !contains(ops, op)) ops.push_back(op);
+  if (existing == ops) return imported;  // the file holds these already, in this order
+  std::string payload;
+  try {
+    payload = cache::encode_prepared_ops(ops);
+  } catch (const Error& e) {
+    throw ToolError(kExitFailure, std::string("import: ") + e.what());
+  }
+  import_file(path, cache::FileKind::kPreparedOps, cache::plan_fingerprint(), payload);
+  return imported;
+}
+
 }  // namespace
 
 std::string this_machine_fingerprint() {
@@ -67,56 +196,26 @@ std::string this_machine_fingerprint() {
 }
 
 int export_command(const fs::path& root, const fs::path& bundle) {
-  std::vector<cache::CacheEntry> entries = cache::list_cache_entries(root);
-  std::sort(entries.begin(), entries.end(),
-            [](const cache::CacheEntry& a, const cache::CacheEntry& b) { return a.path < b.path; });
-  CacheChecker checker(root, /*keep_libraries=*/true);
-  std::map<std::string, cache::BundleSection> by_device;
-  std::set<std::string> libraries;
-  std::size_t bad = 0;
-  for (const cache::CacheEntry& entry : entries) {
-    CheckedFile file = checker.check(entry);
-    if (file.skipped) continue;
-    if (!file.good()) {
-      ++bad;
-      continue;
-    }
-    if (file.plan) {
-      by_device[file.device].plans.push_back(fusion::make_plan(std::move(*file.plan)));
-    } else if (file.kernel) {  // CPU kernels: with the cpu section
-      cache::KernelEntry& k = *file.kernel;
-      libraries.insert(k.library);
-      by_device["cpu"].kernels.push_back(jit::KernelRecord{k.program_hash, std::move(k.program),
-                                                           std::move(k.key), std::move(k.symbol),
-                                                           checker.library(k.library)});
-    }
-  }
-  std::vector<cache::BundleSection> sections;
-  for (auto& [device, section] : by_device) {
-    section.device = device;
-    sections.push_back(std::move(section));
-  }
-  std::stable_partition(sections.begin(), sections.end(),
-                        [](const cache::BundleSection& s) { return s.device == "cpu"; });
-
+  const Collected c = collect_sections(root);
   std::vector<std::size_t> written;
-  const std::string payload = cache::encode_bundle(sections, &written);
+  const std::string payload = cache::encode_bundle(c.sections, &written);
   write_file(bundle, cache::FileKind::kBundle, cache::plan_fingerprint(), payload, "export");
 
-  std::size_t plans = 0, kernels = 0;
+  std::size_t plans = 0, kernels = 0, prepared = 0;
   std::string per_device;
-  for (std::size_t i = 0; i < sections.size(); ++i) {
+  for (std::size_t i = 0; i < c.sections.size(); ++i) {
     plans += written[i];
-    kernels += sections[i].kernels.size();
-    per_device += (i ? ", " : " (") + sections[i].device + ": " +
-                  plural(written[i], "plan", "plans") + (i + 1 == sections.size() ? ")" : "");
+    kernels += c.sections[i].kernels.size();
+    prepared += c.sections[i].prepared.size();
+    per_device += (i ? ", " : " (") + c.sections[i].device + ": " +
+                  plural(written[i], "plan", "plans") + (i + 1 == c.sections.size() ? ")" : "");
   }
-  std::cout << "exported " << plural(plans, "plan", "plans") << per_device << " and "
+  std::cout << "exported " << plural(plans, "plan", "plans") << per_device << ", "
             << plural(kernels, "kernel", "kernels") << " ("
-            << plural(libraries.size(), "library", "libraries") << ") to " << bundle.string()
-            << '\n';
-  if (bad)
-    std::cout << "left out " << plural(bad, "bad file", "bad files") << " (verify lists them)\n";
+            << plural(c.libraries.size(), "library", "libraries") << ") and "
+            << plural(prepared, "prepared op", "prepared ops") << " to " << bundle.string() << '\n';
+  if (c.bad)
+    std::cout << "left out " << plural(c.bad, "bad file", "bad files") << " (verify lists them)\n";
   return kExitOk;
 }
 
@@ -136,53 +235,16 @@ int import_command(const fs::path& root, const fs::path& bundle) {
                                         "', which is not a device name; nothing "
                                         "was imported");
 
-  std::size_t plans = 0;
-  for (cache::BundleSection& s : sections) {
-    for (const fusion::PlanRef& plan : s.plans) {
-      const fs::path path = cache::plan_path(
-          root, s.device, cache::first_op_hash(plan->ops.front()), cache::plan_hash(plan->ops));
-      std::optional<std::vector<fusion::Trigger>> triggers =
-          cache::triggers_to_write(path, plan->ops, plan->triggers);
-      ++plans;
-      if (!triggers) continue;  // the directory holds this plan with all its triggers already
-      std::string payload;
-      try {
-        payload = cache::encode_plan(
-            *fusion::make_plan({plan->ops, plan->optimization, std::move(*triggers)}));
-      } catch (const Error& e) {
-        throw ToolError(kExitFailure, std::string("import: ") + e.what());
-      }
-      import_file(path, cache::FileKind::kPlan, cache::plan_fingerprint(), payload);
-    }
-  }
-
-  // Kernels built for this machine: the library first, so a process that finds a kernel's record
-  // finds its library (as cache/kernel_files.cpp writes them).
-  const std::string here = this_machine_fingerprint();
-  std::set<std::string> libraries;
-  std::size_t kernels = 0, skipped = 0;
-  for (const cache::BundleSection& s : sections) {
-    for (const jit::KernelRecord& k : s.kernels) {
-      const jit::LibraryImage& library = *k.library;
-      if (library.fingerprint != here) {
-        ++skipped;
-        continue;
-      }
-      if (libraries.insert(library.name).second)
-        import_file(cache::library_path(root, library.name), cache::FileKind::kCpuLibrary, here,
-                    cache::encode_library(library));
-      const cache::KernelEntry entry{k.program_hash, k.program, k.key, k.symbol, library.name};
-      import_file(cache::kernel_path(root, cache::kernel_hash(k.program_hash, k.key, here)),
-                  cache::FileKind::kCpuKernel, here, cache::encode_kernel_entry(entry));
-      ++kernels;
-    }
-  }
-  std::cout << "imported " << plural(plans, "plan", "plans") << " and "
-            << plural(kernels, "kernel", "kernels") << " ("
-            << plural(libraries.size(), "library", "libraries") << ") into " << root.string()
-            << '\n';
-  if (skipped)
-    std::cout << "skipped " << plural(skipped, "kernel", "kernels")
+  const std::size_t plans = import_plans(root, sections);
+  const ImportedKernels k = import_kernels(root, sections);
+  std::size_t prepared = 0;
+  for (const cache::BundleSection& s : sections) prepared += import_prepared_ops(root, s);
+  std::cout << "imported " << plural(plans, "plan", "plans") << ", "
+            << plural(k.kernels, "kernel", "kernels") << " ("
+            << plural(k.libraries, "library", "libraries") << ") and "
+            << plural(prepared, "prepared op", "prepared ops") << " into " << root.string() << '\n';
+  if (k.skipped)
+    std::cout << "skipped " << plural(k.skipped, "kernel", "kernels")
               << " built for another machine (another compiler, CPU level or streamfuse "
                  "version); streamfuse compiles them here when a program needs them\n";
   return kExitOk;

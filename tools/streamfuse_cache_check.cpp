@@ -1,6 +1,8 @@
 // CacheChecker and the verify command.
 #include "tools/streamfuse_cache_check.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <iostream>
 #include <system_error>
@@ -9,6 +11,7 @@
 
 #include "cache/cache_dir.h"
 #include "cache/plan_codec.h"
+#include "cache/prepared_op_codec.h"
 #include "tools/streamfuse_cache.h"
 
 namespace streamfuse::tools {
@@ -22,7 +25,34 @@ bool same_path(const fs::path& a, const fs::path& b) {
   return a.lexically_normal() == b.lexically_normal();
 }
 
+// `path` relative to `root`, one part per folder.
+std::vector<fs::path> parts_under(const fs::path& root, const fs::path& path) {
+  const fs::path rel = path.lexically_normal().lexically_relative(root.lexically_normal());
+  return std::vector<fs::path>(rel.begin(), rel.end());
+}
+
+// Removes `path`, and its folder when that is left empty and is one of a plan's first op or a
+// kernel's program (plans/<device>/<hash>/, kernels/cpu/<hash>/): never plans/ or the root.
+bool remove_bad_file(const fs::path& root, const fs::path& path, std::error_code& ec) {
+  if (!fs::remove(path, ec)) return false;
+  const fs::path folder = path.parent_path();
+  if (parts_under(root, folder).size() == 3 &&
+      (path.extension() == ".plan" || path.extension() == ".kernel")) {
+    std::error_code ignored;
+    fs::remove(folder, ignored);  // fails, as meant, while other files are there
+  }
+  return true;
+}
+
 }  // namespace
+
+bool valid_device_folder(const std::string& device) {
+  if (device.empty() || device == "." || device == "..") return false;
+  return std::all_of(device.begin(), device.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '_' || c == '-' ||
+           c == '.';
+  });
+}
 
 std::string rejection_text(const cache::ReadResult& r) {
   return std::string(cache::rejection_name(r.rejection)) +
@@ -57,28 +87,37 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
   }
   file.kind = r.kind;
   file.fingerprint = r.fingerprint;
-  if (r.kind == cache::FileKind::kPlan) {
-    check_plan(file, r.payload);
-  } else if (r.kind == cache::FileKind::kCpuKernel) {
-    check_kernel(file, r.payload);
-  } else {  // a library: named by its contents, read under its kernels' fingerprint
-    const std::string name = entry.path.stem().string();
-    if (!same_path(entry.path, cache::library_path(root_, name))) {
-      file.problem = "in the wrong place: libraries belong in kernels/cpu/";
-      return file;
+  switch (r.kind) {
+    case cache::FileKind::kPlan:
+      check_plan(file, r.payload);
+      break;
+    case cache::FileKind::kCpuKernel:
+      check_kernel(file, r.payload);
+      break;
+    case cache::FileKind::kPreparedOps:
+      check_prepared(file, r.payload);
+      break;
+    default: {  // a library: named by its contents, read under its kernels' fingerprint
+      const std::string name = entry.path.stem().string();
+      if (!same_path(entry.path, cache::library_path(root_, name)))
+        file.problem = "in the wrong place: libraries belong in kernels/cpu/";
+      else
+        file.problem = library_verdict(name, &r).problem;
     }
-    file.problem = library_verdict(name, &r).problem;
   }
   return file;
 }
 
+bool CacheChecker::check_portable_fingerprint(CheckedFile& file) {
+  if (file.fingerprint == cache::plan_fingerprint()) return true;
+  // The runtime would remove it: plans and prepared ops of another version are made again.
+  file.problem = "written by another streamfuse (fingerprint '" + file.fingerprint +
+                 "'; this one reads '" + cache::plan_fingerprint() + "')";
+  return false;
+}
+
 void CacheChecker::check_plan(CheckedFile& file, const std::string& payload) {
-  if (file.fingerprint != cache::plan_fingerprint()) {
-    // The runtime would remove it: plans of another version are built again.
-    file.problem = "written by another streamfuse (fingerprint '" + file.fingerprint +
-                   "'; this one reads '" + cache::plan_fingerprint() + "')";
-    return;
-  }
+  if (!check_portable_fingerprint(file)) return;
   fusion::PlanDraft plan;
   try {
     plan = cache::decode_plan(payload);
@@ -87,8 +126,7 @@ void CacheChecker::check_plan(CheckedFile& file, const std::string& payload) {
     return;
   }
   // plans/<device>/<first op hash>/<plan hash>.plan: the runtime looks for a plan by its first op.
-  const fs::path rel = file.path.lexically_normal().lexically_relative(root_.lexically_normal());
-  std::vector<fs::path> parts(rel.begin(), rel.end());
+  const std::vector<fs::path> parts = parts_under(root_, file.path);
   const std::string device = parts.size() == 4 && parts[0] == "plans" ? parts[1].string() : "";
   const fs::path expected =
       cache::plan_path(root_, device.empty() ? "<device>" : device,
@@ -101,6 +139,31 @@ void CacheChecker::check_plan(CheckedFile& file, const std::string& payload) {
   file.plan = std::move(plan);
 }
 
+void CacheChecker::check_prepared(CheckedFile& file, const std::string& payload) {
+  if (!check_portable_fingerprint(file)) return;
+  std::vector<backends::PreparedOp> ops;
+  try {
+    ops = cache::decode_prepared_ops(payload);
+  } catch (const std::exception& e) {
+    file.problem = e.what();
+    return;
+  }
+  // prepared/<device>.ops: the runtime of a device reads that one file and no other.
+  const std::string device = file.path.stem().string();
+  if (!valid_device_folder(device)) {
+    file.problem = "in the wrong place: prepared ops belong at prepared/<device>.ops, and '" +
+                   device + "' is not a device name";
+    return;
+  }
+  const fs::path expected = cache::prepared_ops_path(root_, device);
+  if (!same_path(file.path, expected)) {
+    file.problem = "in the wrong place: prepared ops belong at " + relative_name(root_, expected);
+    return;
+  }
+  file.device = device;
+  file.prepared = std::move(ops);
+}
+
 void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {
   cache::KernelEntry kernel;
   try {
@@ -110,8 +173,9 @@ void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {
     return;
   }
   // Named by program, key and fingerprint: the runtime finds it under no other name.
-  const fs::path expected = cache::kernel_path(
-      root_, cache::kernel_hash(kernel.program_hash, kernel.key, file.fingerprint));
+  const fs::path expected =
+      cache::kernel_path(root_, kernel.program_hash,
+                         cache::kernel_hash(kernel.program_hash, kernel.key, file.fingerprint));
   if (!same_path(file.path, expected)) {
     file.problem = "in the wrong place: its program, key and fingerprint name " +
                    relative_name(root_, expected);
@@ -177,10 +241,9 @@ int verify_command(const fs::path& root, bool remove) {
     std::cout << relative_name(root, file.path) << ": " << file.problem;
     if (remove) {
       std::error_code ec;
-      if (fs::remove(file.path, ec)) {
+      if (remove_bad_file(root, file.path, ec)) {
         ++removed;
         std::cout << " (removed)";
-        if (file.path.extension() == ".plan") fs::remove(file.path.parent_path(), ec);  // if empty
       } else if (ec && remove_error.empty()) {
         remove_error = "verify: cannot remove " + file.path.string() + ": " + ec.message();
       }

@@ -1,7 +1,7 @@
 // Checks of the files of a cache directory as the runtime reads them: the header and checksum,
 // the payload decodes, the file sits where its contents name it (so the runtime can find it), a
-// plan is of this streamfuse's format, and a kernel's library exists, is good and was built under
-// the kernel's fingerprint. Used by verify and export.
+// plan or prepared-ops file is of this streamfuse's format, and a kernel's library exists, is good
+// and was built under the kernel's fingerprint. Used by verify and export.
 #pragma once
 
 #include <filesystem>
@@ -9,7 +9,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "backends/backend.h"
 #include "cache/cache_file.h"
 #include "cache/kernel_codec.h"
 #include "cache/prune.h"
@@ -24,9 +26,10 @@ struct CheckedFile {
   bool skipped = false;  // a temporary of a write that may still be in flight: neither good nor bad
   cache::FileKind kind = cache::FileKind::kPlan;  // good files
   std::string fingerprint;                        // good files
-  std::string device;                             // good plans: their folder under plans/
-  std::optional<fusion::PlanDraft> plan;          // good plans
-  std::optional<cache::KernelEntry> kernel;       // good kernels
+  std::string device;  // good plans and prepared ops: the device their place names
+  std::optional<fusion::PlanDraft> plan;                      // good plans
+  std::optional<cache::KernelEntry> kernel;                   // good kernels
+  std::optional<std::vector<backends::PreparedOp>> prepared;  // good prepared-ops files
 
   bool good() const { return problem.empty() && !skipped; }
 };
@@ -50,7 +53,11 @@ class CacheChecker {
   };
   // The verdict on library `name`, read from `read` when the caller has read its file already.
   const LibraryVerdict& library_verdict(const std::string& name, cache::ReadResult* read = nullptr);
+  // Whether `file` was written by this streamfuse (plans and prepared ops: the runtime removes
+  // those of another version); sets file.problem when not.
+  bool check_portable_fingerprint(CheckedFile& file);
   void check_plan(CheckedFile& file, const std::string& payload);
+  void check_prepared(CheckedFile& file, const std::string& payload);
   void check_kernel(CheckedFile& file, const std::string& payload);
 
   std::filesystem::path root_;
@@ -60,5 +67,9 @@ class CacheChecker {
 
 // "checksum mismatch", "fingerprint differs (file: ...)": a rejection with its detail.
 std::string rejection_text(const cache::ReadResult& r);
+
+// Whether `device` can name a folder under plans/ and a file under prepared/: "cpu", "cuda:0",
+// never a path.
+bool valid_device_folder(const std::string& device);
 
 }  // namespace streamfuse::tools

@@ -80,7 +80,7 @@ int clear_command(const fs::path& root) {
   std::string removed;
   auto say = [&](const std::string& what) { removed += (removed.empty() ? "" : ", ") + what; };
   std::error_code ec;
-  for (const char* folder : {"plans", "kernels"}) {
+  for (const char* folder : {"plans", "kernels", "prepared"}) {
     const fs::path dir = root / folder;
     if (!fs::exists(fs::symlink_status(dir, ec))) continue;
     const std::size_t files = count_files(dir);
@@ -96,7 +96,8 @@ int clear_command(const fs::path& root) {
     throw ToolError(kExitFailure, "clear: cannot remove " + claims.string() + ": " + ec.message() +
                                       (removed.empty() ? "" : " (removed " + removed + ")"));
   if (removed.empty())
-    std::cout << "nothing to clear: " << root.string() << " holds no plans, kernels or claims\n";
+    std::cout << "nothing to clear: " << root.string()
+              << " holds no plans, kernels, prepared ops or claims\n";
   else
     std::cout << "cleared " << root.string() << ": removed " << removed << '\n';
   return kExitOk;

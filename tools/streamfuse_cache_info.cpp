@@ -9,6 +9,7 @@
 #include "cache/cache_file.h"
 #include "cache/kernel_codec.h"
 #include "cache/plan_codec.h"
+#include "cache/prepared_op_codec.h"
 #include "tools/streamfuse_cache.h"
 #include "tools/streamfuse_cache_check.h"
 
@@ -47,6 +48,25 @@ void print_indented(const std::string& text, const char* indent) {
 void print_ops(const std::vector<stream::OpDesc>& ops, const char* indent) {
   for (std::size_t i = 0; i < ops.size(); ++i)
     std::cout << indent << i << "  " << stream::to_string(ops[i]) << '\n';
+}
+
+// "matmul(...) -> ...  strides [32, 1] [16, 1]": the op, then each input's element strides.
+std::string prepared_op_line(const backends::PreparedOp& p) {
+  std::string line = stream::to_string(p.op) + "  strides";
+  for (std::size_t i = 0; i < p.input_strides.size(); ++i) {
+    const std::size_t rank =
+        i < p.op.inputs.size() ? static_cast<std::size_t>(p.op.inputs[i].shape.rank()) : 0;
+    line += " [";
+    for (std::size_t d = 0; d < rank && d < p.input_strides[i].size(); ++d)
+      line += (d ? ", " : "") + std::to_string(p.input_strides[i][d]);
+    line += "]";
+  }
+  return line;
+}
+
+void print_prepared_ops(const std::vector<backends::PreparedOp>& ops, const char* indent) {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    std::cout << indent << i << "  " << prepared_op_line(ops[i]) << '\n';
 }
 
 void print_plan(const std::string& payload) {
@@ -94,7 +114,8 @@ std::string library_status(const fs::path& path, const std::string& fingerprint)
 void print_kernel(const fs::path& path, const std::string& fingerprint,
                   const std::string& payload) {
   const cache::KernelEntry kernel = cache::decode_kernel_entry(payload);
-  const fs::path library = path.parent_path() / (kernel.library + ".lib");
+  // kernels/cpu/<program hash>/<kernel>.kernel names kernels/cpu/<library>.lib
+  const fs::path library = path.parent_path().parent_path() / (kernel.library + ".lib");
   std::cout << "program hash: " << cache::hex16(kernel.program_hash) << '\n'
             << "key:          " << kernel.key.to_string() << '\n'
             << "symbol:       " << kernel.symbol << '\n'
@@ -112,6 +133,13 @@ void print_library(const std::string& payload, bool print_source) {
   if (print_source) std::cout << "--- source ---\n" << library.source;
 }
 
+void print_prepared_file(const std::string& payload) {
+  const std::vector<backends::PreparedOp> ops = cache::decode_prepared_ops(payload);
+  std::cout << "prepared ops (" << ops.size()
+            << "; most recently first used first, prepared at start-up):\n";
+  print_prepared_ops(ops, "  ");
+}
+
 void print_bundle(const std::string& payload) {
   const std::vector<cache::BundleSection> sections = cache::decode_bundle(payload);
   std::cout << "sections (" << sections.size() << "):\n";
@@ -122,10 +150,13 @@ void print_bundle(const std::string& payload) {
       if (seen.insert(k.library.get()).second) libraries.push_back(k.library.get());
     std::cout << "  " << s.device << ": " << s.plans.size() << " plans, " << s.kernels.size()
               << " kernels, " << libraries.size()
-              << (libraries.size() == 1 ? " library\n" : " libraries\n");
+              << (libraries.size() == 1 ? " library, " : " libraries, ") << s.prepared.size()
+              << (s.prepared.size() == 1 ? " prepared op\n" : " prepared ops\n");
     for (const jit::LibraryImage* l : libraries)
       std::cout << "    library " << l->name << ": " << l->fingerprint << " ("
                 << whose_kernels(l->fingerprint) << ")\n";
+    if (!s.prepared.empty()) std::cout << "    prepared ops:\n";
+    print_prepared_ops(s.prepared, "      ");
   }
 }
 
@@ -140,7 +171,9 @@ int info_command(const fs::path& root, const std::string& file, bool print_sourc
   if (print_source && r.kind != cache::FileKind::kCpuLibrary)
     throw ToolError(kExitUsage, "info: --source shows a library's source; " + path.string() +
                                     " is a " + cache::file_kind_name(r.kind) + " file");
-  const bool plans = r.kind == cache::FileKind::kPlan || r.kind == cache::FileKind::kBundle;
+  // Plans, bundles and prepared ops are portable: under the plan fingerprint, not a machine's.
+  const bool plans = r.kind == cache::FileKind::kPlan || r.kind == cache::FileKind::kBundle ||
+                     r.kind == cache::FileKind::kPreparedOps;
   std::cout << "file:         " << path.string() << '\n'
             << "kind:         " << cache::file_kind_name(r.kind) << '\n'
             << "fingerprint:  " << r.fingerprint << " ("
@@ -159,6 +192,9 @@ int info_command(const fs::path& root, const std::string& file, bool print_sourc
         break;
       case cache::FileKind::kBundle:
         print_bundle(r.payload);
+        break;
+      case cache::FileKind::kPreparedOps:
+        print_prepared_file(r.payload);
         break;
       default:
         std::cout << "contents:     of a kind this streamfuse does not know\n";

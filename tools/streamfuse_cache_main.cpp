@@ -21,9 +21,10 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kHelp = R"(usage: streamfuse-cache [--dir DIR] COMMAND [ARGS]
 
-Inspects and maintains streamfuse's cache directory: plans (portable between machines) and
-compiled CPU kernels (each usable only with the compiler, CPU level and streamfuse version it was
-built with).
+Inspects and maintains streamfuse's cache directory: plans and prepared ops (the library ops,
+such as matmul primitives, a process prepares while it starts; both portable between machines)
+and compiled CPU kernels (each usable only with the compiler, CPU level and streamfuse version it
+was built with).
 
 Commands:
   list                   one line per file, tab-separated: KIND, STATUS (ok, or why streamfuse
@@ -31,18 +32,21 @@ Commands:
                          "total: N files, B bytes"
   info FILE [--source]   a file's header and decoded contents: a plan's ops, triggers and
                          optimization; a kernel's program, key, symbol and library; a library's
-                         sizes (--source prints its C++ source); a bundle's sections. FILE is a
-                         path, or a path relative to DIR as list prints it
+                         sizes (--source prints its C++ source); prepared ops, one a line with
+                         their inputs' strides; a bundle's sections. FILE is a path, or a path
+                         relative to DIR as list prints it
   verify [--remove]      checks every file as streamfuse reads it (header, checksum, payload,
                          location, a kernel's library) and prints each bad one with the reason;
                          --remove deletes them (streamfuse builds them again when needed)
   prune --max-size SIZE  removes the least recently used files until at most SIZE bytes remain;
                          SIZE is bytes, or a number with a K, M or G suffix (512M)
-  export FILE            writes every good plan and kernel of DIR to the bundle FILE (which
-                         streamfuse::plans::load_bundle also reads)
+  export FILE            writes every good plan, kernel and prepared-ops file of DIR to the
+                         bundle FILE (which streamfuse::plans::load_bundle also reads)
   import FILE            writes the plans of the bundle FILE into DIR, and its kernels that were
-                         built for this machine (the others are counted as skipped)
-  clear                  removes the plans/ and kernels/ folders and the claims file of DIR
+                         built for this machine (the others are counted as skipped); its prepared
+                         ops go first in prepared/<device>.ops, before those the file held
+  clear                  removes the plans/, kernels/ and prepared/ folders and the claims file
+                         of DIR
 
 Options:
   --dir DIR    the cache directory; default: $STREAMFUSE_CACHE_DIR, else

@@ -120,4 +120,8 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   }
 }
 
+void ElementwiseOptimization::read_ahead(jit::KernelCache& kernels) const {
+  for (const ElementwiseKernel& k : kernels_) kernels.read_ahead(k.facts.hash, k.program);
+}
+
 }  // namespace streamfuse::fusion

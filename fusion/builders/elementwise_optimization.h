@@ -55,6 +55,7 @@ class ElementwiseOptimization final : public Optimization {
   void execute(ExecutionContext& context) override;
   std::string describe() const override;
   std::string_view codec() const override { return "elementwise"; }
+  void read_ahead(jit::KernelCache& kernels) const override;
 
   const std::vector<ElementwiseKernel>& kernels() const { return kernels_; }
   const std::vector<Tensor>& tensors() const { return tensors_; }

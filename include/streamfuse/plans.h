@@ -4,6 +4,8 @@
 //   streamfuse::plans::save_bundle("model.sfplans");   // after running the model once
 //   streamfuse::plans::load_bundle("model.sfplans");   // at start-up, before the first iteration
 //
+// A bundle also lists the library ops the model ran (matmul shapes and layouts): loading it
+// prepares them (creates their oneDNN primitives) on a background thread while the process starts.
 // Plans are portable between machines. Kernels are loaded only where they were built for this
 // machine (library version, compiler and flags, CPU features); the others are recompiled in the
 // background at load time, with one log line.
@@ -18,6 +20,7 @@ struct BundleSummary {
   std::size_t plans = 0;               // plans written / added to the plan stores
   std::size_t kernels = 0;             // compiled kernels written / installed ready to run
   std::size_t kernels_recompiled = 0;  // load: kernels built elsewhere, queued for compilation
+  std::size_t prepared_ops = 0;        // library ops written / queued to be prepared
 };
 
 // Writes every plan and compiled kernel of every device this process used to `path` (atomically:

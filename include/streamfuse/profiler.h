@@ -36,6 +36,9 @@ struct FusionStats {
   double compile_ms = 0;                  // wall time spent compiling, summed over batches
   std::int64_t compiled_launches = 0;     // fused kernels launched compiled
   std::int64_t interpreted_launches = 0;  // fused kernels launched through the interpreter
+  // Library kernels (oneDNN matmul primitives) made ahead of their first run, for the ops that
+  // earlier processes (the cache directory) or a loaded bundle used.
+  std::int64_t ops_prepared = 0;
 };
 
 // What fusion on `device` has done so far in this process.

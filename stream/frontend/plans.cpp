@@ -18,6 +18,7 @@ BundleSummary save_bundle(const std::string& path) {
       kernels->wait_idle();  // what was asked for is compiled and included
       s.kernels = kernels->ready_kernels();
     }
+    s.prepared = rt->used_prepared_ops();
     sections.push_back(std::move(s));
   }
   const std::vector<std::size_t> plans = cache::write_bundle(path, sections);
@@ -25,11 +26,13 @@ BundleSummary save_bundle(const std::string& path) {
   for (std::size_t i = 0; i < sections.size(); ++i) {
     summary.plans += plans[i];
     summary.kernels += sections[i].kernels.size();
+    summary.prepared_ops += sections[i].prepared.size();
   }
   if (stream::log_enabled(stream::LogChannel::kCache))
-    stream::log_line(stream::LogChannel::kCache, "saved bundle " + path + ": " +
-                                                     std::to_string(summary.plans) + " plans, " +
-                                                     std::to_string(summary.kernels) + " kernels");
+    stream::log_line(stream::LogChannel::kCache,
+                     "saved bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
+                         std::to_string(summary.kernels) + " kernels, " +
+                         std::to_string(summary.prepared_ops) + " prepared ops");
   return summary;
 }
 
@@ -46,6 +49,13 @@ BundleSummary load_bundle(const std::string& path) {
     stream::DeviceRuntime& rt = stream::DeviceRuntime::get(Device::cpu());
     summary.plans += s.plans.size();
     rt.plan_store().add_loaded(s.plans);
+    // Prepared while the process goes on starting; remembered in the cache directory like the
+    // plans and kernels.
+    summary.prepared_ops += s.prepared.size();
+    // Added last first: the file keeps the bundle's order (the newest addition goes first).
+    for (auto op = s.prepared.rbegin(); op != s.prepared.rend(); ++op)
+      rt.prepared_op_files().add(*op);
+    rt.preparer().submit([ops = std::move(s.prepared)] { return ops; });
     if (jit::KernelCache* kernels = rt.kernel_cache()) {
       const std::size_t ready = kernels->install(s.kernels);
       summary.kernels += ready;
@@ -67,7 +77,8 @@ BundleSummary load_bundle(const std::string& path) {
   if (stream::log_enabled(stream::LogChannel::kCache))
     stream::log_line(stream::LogChannel::kCache,
                      "loaded bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
-                         std::to_string(summary.kernels) + " kernels ready");
+                         std::to_string(summary.kernels) + " kernels ready, " +
+                         std::to_string(summary.prepared_ops) + " ops to prepare");
   return summary;
 }
 

@@ -121,6 +121,39 @@ TEST(KernelFiles, AnotherFingerprintNeverLoadsThisOnesKernels) {
   EXPECT_EQ(b.cache.stats().compiled, 1u);
 }
 
+// Reading a program's kernels ahead (for a plan about to be needed): every key this machine
+// compiled is installed ready, without compiling and without a lookup having asked for it;
+// another machine's kernels of the program are skipped without a warning.
+TEST(KernelFiles, AProgramsKernelsAreReadAheadWhateverTheirKeys) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  const jit::FusedProgram p = chain(5);
+  jit::SpecializationKey broadcast = flat_key();
+  broadcast.inputs[0].strides[0] = jit::StrideClass::kZero;
+  {
+    Process first(dir.path());
+    first.cache.find_or_request(p.hash(), p, flat_key());
+    first.cache.find_or_request(p.hash(), p, broadcast);
+    first.ready(6);  // another program: not read ahead with this one
+    EXPECT_EQ(first.cache.stats().compiled, 3u);
+  }
+  { Process(dir.path(), "machine B").ready(5); }  // shares the program's folder
+  EXPECT_EQ(Process(dir.path()).files.load_program(p.hash(), p).size(), 2u);
+
+  ::testing::internal::CaptureStderr();
+  Process second(dir.path());
+  second.cache.read_ahead(p.hash(), p);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("warning"), std::string::npos) << err;
+  EXPECT_EQ(second.cache.stats().loaded, 2u);
+  EXPECT_EQ(second.cache.stats().entries, 2u);
+  jit::expect_chain_result(second.request(5).value_or(jit::ReadyKernel{}), 5);
+  EXPECT_TRUE(second.cache.find_or_request(p.hash(), p, broadcast).has_value());
+  second.cache.read_ahead(p.hash(), p);  // known already: nothing loaded twice
+  EXPECT_EQ(second.cache.stats().loaded, 2u);
+  EXPECT_EQ(second.cache.stats().compiled, 0u);
+}
+
 // A corrupt record or library is a miss with one warning, removed, and compiled again.
 TEST(KernelFiles, BadKernelAndLibraryFilesAreMissesWithOneWarning) {
   REQUIRE_COMPILER();

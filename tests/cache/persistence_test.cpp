@@ -55,6 +55,9 @@ TEST(PersistenceChild, Run) {
   sf::manual_seed(7);
   const sf::Tensor x = sf::randn({64, 96}), w = sf::randn({96, 128}), b = sf::randn({128});
   sf::synchronize();
+  // What was prepared and read ahead while the process started (made deterministic here by
+  // waiting for it; a real program just goes on).
+  sf::stream::DeviceRuntime::get(sf::Device::cpu()).preparer().wait_idle();
   const sf::FusionStats before = sf::fusion_stats();
   std::vector<float> out = model(x, w, b).to_vector<float>();
   const sf::FusionStats first = sf::fusion_stats();
@@ -69,9 +72,12 @@ TEST(PersistenceChild, Run) {
   const sf::FusionStats end = sf::fusion_stats();
   std::printf(
       "result explored=%lld plans_loaded=%lld compiled=%lld kernels_loaded=%lld "
-      "first_interpreted=%lld first_compiled=%lld checksum=%llu\n",
+      "prepared=%lld plans_ahead=%lld kernels_ahead=%lld first_interpreted=%lld "
+      "first_compiled=%lld checksum=%llu\n",
       static_cast<long long>(end.plans_explored), static_cast<long long>(end.plans_loaded),
       static_cast<long long>(end.kernels_compiled), static_cast<long long>(end.kernels_loaded),
+      static_cast<long long>(before.ops_prepared), static_cast<long long>(before.plans_loaded),
+      static_cast<long long>(before.kernels_loaded),
       static_cast<long long>(first.interpreted_launches - before.interpreted_launches),
       static_cast<long long>(first.compiled_launches - before.compiled_launches),
       static_cast<unsigned long long>(checksum));
@@ -122,7 +128,13 @@ TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
   EXPECT_GT(warm["plans_loaded"], 0);
   EXPECT_EQ(warm["checksum"], cold["checksum"]);
   EXPECT_NE(warm.err.find("[streamfuse:cache] hit: "), std::string::npos) << warm.err;
+  // The matmul's primitive was prepared while the process started, and the plans of the
+  // iteration were read ahead along the segments that followed the set-up's last time.
+  EXPECT_EQ(cold["prepared"], 0);
+  EXPECT_EQ(warm["prepared"], 1) << warm.err;
+  EXPECT_GT(warm["plans_ahead"], 3) << warm.err;
   if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to persist";
+  EXPECT_GT(warm["kernels_ahead"], 0) << warm.err;  // loaded before the iteration needed them
   EXPECT_GT(cold["compiled"], 0);
   EXPECT_EQ(warm["compiled"], 0);
   EXPECT_GT(warm["kernels_loaded"], 0);
@@ -138,6 +150,7 @@ TEST(Persistence, ABundleStartsHotInAnEmptyCacheDirectory) {
   EXPECT_EQ(loaded["explored"], 0) << loaded.err;
   EXPECT_GT(loaded["plans_loaded"], 0);
   EXPECT_EQ(loaded["checksum"], made["checksum"]);
+  EXPECT_EQ(loaded["prepared"], 1) << loaded.err;  // the bundle lists the model's matmul
   if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to bundle";
   EXPECT_EQ(loaded["compiled"], 0);
   EXPECT_EQ(loaded["first_interpreted"], 0);
@@ -145,6 +158,7 @@ TEST(Persistence, ABundleStartsHotInAnEmptyCacheDirectory) {
   const Child again = run_child(b.path(), "run");
   EXPECT_EQ(again["explored"], 0);
   EXPECT_EQ(again["compiled"], 0);
+  EXPECT_EQ(again["prepared"], 1) << again.err;
 }
 
 TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels) {

@@ -28,6 +28,7 @@ std::shared_ptr<fusion::ExecutionPlan> gelu_plan() {
   plan->optimization = std::move(built.optimization);
   plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
   plan->triggers.push_back({fusion::Trigger::Kind::kOnOperations, {plan->ops.front()}});
+  plan->successors = {plan->ops[1], plan->ops.front()};
   return plan;
 }
 
@@ -66,6 +67,7 @@ TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
   const fusion::PlanDraft back = decode_plan(bytes);
   EXPECT_EQ(back.ops, plan->ops);
   EXPECT_EQ(back.triggers, plan->triggers);
+  EXPECT_EQ(back.successors, plan->successors);
   const auto* opt = dynamic_cast<const ElementwiseOptimization*>(back.optimization.get());
   ASSERT_NE(opt, nullptr);
   expect_same_state(static_cast<const ElementwiseOptimization&>(*plan->optimization), *opt);
@@ -73,6 +75,7 @@ TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
   again.ops = back.ops;
   again.optimization = back.optimization;
   again.triggers = back.triggers;
+  again.successors = back.successors;
   EXPECT_EQ(encode_plan(again), bytes);  // canonical
 }
 

@@ -229,29 +229,31 @@ TEST(CacheDir, PrunesTheLeastRecentlyUsedFilesPastItsLimit) {
   TempDir dir;
   const auto now = fs::file_time_type::clock::now();
   for (int i = 0; i < 10; ++i) {  // 10 files of ~1 KB, file i used i hours ago
-    const fs::path p = kernel_path(dir.path(), static_cast<std::uint64_t>(i));
+    // The five oldest are the kernels of program 8, whose folder goes with them.
+    const fs::path p = kernel_path(dir.path(), i < 5 ? 7 : 8, static_cast<std::uint64_t>(i));
     fs::create_directories(p.parent_path());
     write_cache_file(p, FileKind::kCpuKernel, "fp", std::string(1000, 'k'));
     fs::last_write_time(p, now - std::chrono::hours(i));
   }
   const PruneResult r = prune_cache(dir.path(), 5500);
   EXPECT_EQ(r.removed, 5u);
-  for (int i = 0; i < 10; ++i)
-    EXPECT_EQ(fs::exists(kernel_path(dir.path(), static_cast<std::uint64_t>(i))), i < 5) << i;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(fs::exists(kernel_path(dir.path(), 7, static_cast<std::uint64_t>(i)))) << i;
+  EXPECT_FALSE(fs::exists(kernel_folder(dir.path(), 8)));
 
   // A CacheDir prunes on its own once a write takes it past its limit.
   CacheDir small(dir.path(), 3000);
-  ASSERT_TRUE(small.write(kernel_path(dir.path(), 99), FileKind::kCpuKernel, "fp", "new"));
+  ASSERT_TRUE(small.write(kernel_path(dir.path(), 7, 99), FileKind::kCpuKernel, "fp", "new"));
   std::uint64_t total = 0;
   for (const CacheEntry& e : list_cache_entries(dir.path())) total += e.bytes;
   EXPECT_LE(total, 3000u);
-  EXPECT_TRUE(fs::exists(kernel_path(dir.path(), 99)));  // the newest stays
+  EXPECT_TRUE(fs::exists(kernel_path(dir.path(), 7, 99)));  // the newest stays
 }
 
 TEST(CacheDir, ReadingAFileMarksItUsed) {
   TempDir dir;
   CacheDir cache(dir.path(), 1 << 30);
-  const fs::path p = kernel_path(dir.path(), 1);
+  const fs::path p = kernel_path(dir.path(), 7, 1);
   ASSERT_TRUE(cache.write(p, FileKind::kCpuKernel, "fp", "payload"));
   const auto old = fs::file_time_type::clock::now() - std::chrono::hours(5);
   fs::last_write_time(p, old);

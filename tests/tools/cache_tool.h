@@ -22,6 +22,9 @@
 #include <streamfuse/streamfuse.h>
 
 #include "cache/bundle.h"
+#include "cache/cache_file.h"
+#include "cache/plan_codec.h"
+#include "cache/prepared_op_codec.h"
 #include "jit/system_compiler.h"
 #include "stream/runtime.h"
 #include "tests/file_text.h"
@@ -33,7 +36,9 @@ namespace sf = streamfuse;
 namespace fs = std::filesystem;
 
 // The cache directory of this process, filled once by a program that fuses
-// (y = exp(x * 2 + 1)): its plan, and its compiled kernel and library when a compiler is there.
+// (y = exp(x * 2 + 1)): its plan, and its compiled kernel and library when a compiler is there;
+// and by a float matmul (of a transposed operand), which the CPU backend prepares in oneDNN:
+// prepared/cpu.ops.
 // Set before the first op, as the device runtime reads it once; removed at exit, after the
 // runtime's own exit-time writes (atexit handlers run in reverse order of registration).
 inline const fs::path& filled_cache() {
@@ -57,7 +62,14 @@ inline const fs::path& filled_cache() {
       if (i == 1) sf::wait_for_compiles();
     }
     sf::wait_for_compiles();
-    sf::stream::DeviceRuntime::get(sf::Device::cpu()).plan_files().flush();
+
+    const sf::Tensor a = sf::from_vector(std::vector<float>(64 * 32, 0.5f), sf::Shape{64, 32});
+    const sf::Tensor b = sf::from_vector(std::vector<float>(16 * 32, 2.0f), sf::Shape{16, 32});
+    EXPECT_FLOAT_EQ(sf::matmul(a, b.transpose(0, 1)).to_vector<float>()[7], 32.0f);
+
+    sf::stream::DeviceRuntime& cpu = sf::stream::DeviceRuntime::get(sf::Device::cpu());
+    cpu.plan_files().flush();
+    cpu.prepared_op_files().flush();
     return fs::path(path);
   }();
   return dir;
@@ -66,6 +78,21 @@ inline const fs::path& filled_cache() {
 // Whether the filled cache holds kernels: a compiler is there and the JIT compiles.
 inline bool kernels_compiled() {
   return sf::config().jit == sf::JitMode::kCompile && sf::jit::SystemCompiler::probe().has_value();
+}
+
+// The prepared ops of a good prepared/<device>.ops file (a failure and none when it is not).
+inline std::vector<sf::backends::PreparedOp> prepared_ops_in(const fs::path& file) {
+  const sf::cache::ReadResult r = sf::cache::read_cache_file(
+      file, sf::cache::FileKind::kPreparedOps, sf::cache::plan_fingerprint());
+  EXPECT_TRUE(r) << file << ": " << sf::cache::rejection_name(r.rejection);
+  if (!r) return {};
+  return sf::cache::decode_prepared_ops(r.payload);
+}
+
+inline void write_prepared_ops(const fs::path& file,
+                               const std::vector<sf::backends::PreparedOp>& ops) {
+  sf::cache::write_cache_file(file, sf::cache::FileKind::kPreparedOps,
+                              sf::cache::plan_fingerprint(), sf::cache::encode_prepared_ops(ops));
 }
 
 inline std::string quoted(const std::string& s) {

@@ -1,6 +1,7 @@
 // streamfuse-cache export / clear / import: a directory exported, cleared and imported again holds
-// the same files; kernels built for another machine are skipped; a bundle's device name never
-// becomes a path outside the directory.
+// the same files; prepared ops travel to another directory and are merged in front of its own;
+// kernels built for another machine are skipped; a bundle's device name never becomes a path
+// outside the directory.
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ TEST_F(StreamfuseCacheTool, ExportClearImportRestoresPlansAndKernels) {
   for (const Listed& f : listed(run("list"))) before.insert(f.kind + " " + f.status + " " + f.path);
   const std::size_t kernels = files("cpu kernel").size();
   const std::size_t plans = files("plan").size();
+  const std::vector<sf::backends::PreparedOp> prepared =
+      prepared_ops_in(dir_.path() + "/prepared/cpu.ops");
+  ASSERT_EQ(prepared.size(), 1u);
   TempDir out;
   const std::string bundle = out.path() + "/cache.sfplans";
 
@@ -25,11 +29,16 @@ TEST_F(StreamfuseCacheTool, ExportClearImportRestoresPlansAndKernels) {
   ASSERT_EQ(exported.code, 0) << describe(exported);
   EXPECT_NE(exported.out.find("exported " + std::to_string(plans) + " plan"), std::string::npos)
       << exported.out;
+  EXPECT_NE(exported.out.find(" and 1 prepared op to "), std::string::npos) << exported.out;
   const Result info = run("info " + quoted(bundle));
   ASSERT_EQ(info.code, 0) << describe(info);
   EXPECT_NE(info.out.find("kind:         bundle\n"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("  cpu: " + std::to_string(plans) + " plans, " + std::to_string(kernels) +
                           " kernels"),
+            std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find(" 1 prepared op\n    "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("      0  " + sf::stream::to_string(prepared[0].op) + "  strides "),
             std::string::npos)
       << info.out;
 
@@ -41,24 +50,90 @@ TEST_F(StreamfuseCacheTool, ExportClearImportRestoresPlansAndKernels) {
   const Result cleared = run("clear");
   ASSERT_EQ(cleared.code, 0) << describe(cleared);
   EXPECT_NE(cleared.out.find("plans/ ("), std::string::npos) << cleared.out;
+  EXPECT_NE(cleared.out.find("prepared/ (1 files)"), std::string::npos) << cleared.out;
   if (kernels > 0) {
     EXPECT_NE(cleared.out.find("kernels/ ("), std::string::npos) << cleared.out;
   }
   EXPECT_FALSE(fs::exists(dir_.path() + "/plans"));
   EXPECT_FALSE(fs::exists(dir_.path() + "/kernels"));
   EXPECT_FALSE(fs::exists(dir_.path() + "/claims"));
+  EXPECT_FALSE(fs::exists(dir_.path() + "/prepared"));
   EXPECT_EQ(run("list").out, "total: 0 files, 0 bytes\n");
-  EXPECT_NE(run("clear").out.find("nothing to clear"), std::string::npos);
+  EXPECT_NE(run("clear").out.find("nothing to clear: " + dir_.path() +
+                                  " holds no plans, kernels, prepared ops or claims\n"),
+            std::string::npos);
 
   const Result imported = run("import " + quoted(bundle));
   ASSERT_EQ(imported.code, 0) << describe(imported);
   EXPECT_NE(imported.out.find("imported " + std::to_string(plans) + " plan"), std::string::npos)
       << imported.out;
+  EXPECT_NE(imported.out.find(" and 1 prepared op into "), std::string::npos) << imported.out;
   EXPECT_EQ(imported.out.find("skipped"), std::string::npos) << imported.out;
   std::set<std::string> after;
   for (const Listed& f : listed(run("list"))) after.insert(f.kind + " " + f.status + " " + f.path);
   EXPECT_EQ(after, before);
+  EXPECT_EQ(prepared_ops_in(dir_.path() + "/prepared/cpu.ops"), prepared);
   EXPECT_EQ(run("verify").code, 0);
+}
+
+TEST_F(StreamfuseCacheTool, PreparedOpsTravelToAnotherDirectoryWithTheirDevice) {
+  const fs::path root(dir_.path());
+  const std::vector<sf::backends::PreparedOp> prepared = prepared_ops_in(root / "prepared/cpu.ops");
+  ASSERT_FALSE(prepared.empty());
+  // A device with prepared ops and no plans still gets a section.
+  std::vector<sf::backends::PreparedOp> other = prepared;
+  other[0].input_strides[1][0] = 7;
+  write_prepared_ops(root / "prepared/cuda:0.ops", other);
+  TempDir out;
+  const std::string bundle = out.path() + "/cache.sfplans";
+  const Result exported = run("export " + quoted(bundle));
+  ASSERT_EQ(exported.code, 0) << describe(exported);
+  EXPECT_NE(exported.out.find(" and 2 prepared ops to "), std::string::npos) << exported.out;
+  const Result info = run("info " + quoted(bundle));
+  EXPECT_NE(info.out.find("  cuda:0: 0 plans, 0 kernels, 0 libraries, 1 prepared op\n"),
+            std::string::npos)
+      << info.out;
+
+  TempDir target;
+  const std::string d = "--dir " + quoted(target.path()) + " ";
+  const Result imported = tool(d + "import " + quoted(bundle));
+  ASSERT_EQ(imported.code, 0) << describe(imported);
+  EXPECT_NE(imported.out.find(" and 2 prepared ops into "), std::string::npos) << imported.out;
+  EXPECT_EQ(prepared_ops_in(target.path() + "/prepared/cpu.ops"), prepared);
+  EXPECT_EQ(prepared_ops_in(target.path() + "/prepared/cuda:0.ops"), other);
+  EXPECT_EQ(tool(d + "verify").code, 0);
+}
+
+TEST_F(StreamfuseCacheTool, ImportPutsTheBundlesPreparedOpsFirstAndKeepsAtMostTheLimit) {
+  const std::vector<sf::backends::PreparedOp> bundled =
+      prepared_ops_in(dir_.path() + "/prepared/cpu.ops");
+  ASSERT_EQ(bundled.size(), 1u);
+  TempDir out;
+  const std::string bundle = out.path() + "/cache.sfplans";
+  ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
+  // Ops of the target directory that the bundle lacks: the same product over other layouts.
+  std::vector<sf::backends::PreparedOp> own;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(sf::cache::kMaxPreparedOps); ++i) {
+    own.push_back(bundled[0]);
+    own.back().input_strides[0][0] = 1000 + i;
+  }
+  TempDir target;
+  const fs::path file = fs::path(target.path()) / "prepared/cpu.ops";
+  fs::create_directories(file.parent_path());
+  const std::string d = "--dir " + quoted(target.path()) + " ";
+
+  // The bundle's op moves to the front, held once.
+  write_prepared_ops(file, {own[0], bundled[0], own[1]});
+  ASSERT_EQ(tool(d + "import " + quoted(bundle)).code, 0);
+  EXPECT_EQ(prepared_ops_in(file),
+            (std::vector<sf::backends::PreparedOp>{bundled[0], own[0], own[1]}));
+
+  // A full file loses its last op.
+  write_prepared_ops(file, own);
+  ASSERT_EQ(tool(d + "import " + quoted(bundle)).code, 0);
+  std::vector<sf::backends::PreparedOp> expected{bundled[0]};
+  expected.insert(expected.end(), own.begin(), own.end() - 1);
+  EXPECT_EQ(prepared_ops_in(file), expected);
 }
 
 TEST_F(StreamfuseCacheTool, ImportSkipsKernelsBuiltForAnotherMachine) {
@@ -84,12 +159,12 @@ TEST_F(StreamfuseCacheTool, ImportSkipsKernelsBuiltForAnotherMachine) {
   TempDir empty;
   const Result r = tool("--dir " + quoted(empty.path()) + " import " + quoted(foreign));
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(r.out.find("and 0 kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", 0 kernels (0 libraries) and "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped " + std::to_string(kernels) + " kernel"), std::string::npos)
       << r.out;
   const std::vector<Listed> all = listed(tool("--dir " + quoted(empty.path()) + " list"));
   ASSERT_FALSE(all.empty());
-  for (const Listed& f : all) EXPECT_EQ(f.kind, "plan") << f.path;
+  for (const Listed& f : all) EXPECT_TRUE(f.kind == "plan" || f.kind == "prepared ops") << f.path;
 }
 
 TEST_F(StreamfuseCacheTool, ImportRefusesADeviceNameThatIsAPath) {

@@ -1,6 +1,7 @@
 // tools/streamfuse-cache run as a process over a copy of a cache directory the test fills through
-// the public API: list, info of each kind, verify (and --remove), prune, and the exit statuses of
-// bad usage and of files that cannot be used. Bundles: streamfuse_cache_bundle_test.cpp.
+// the public API: list, info of each kind, verify (and --remove) of plans and prepared ops, prune,
+// and the exit statuses of bad usage and of files that cannot be used. Bundles:
+// streamfuse_cache_bundle_test.cpp.
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -26,6 +27,9 @@ TEST_F(StreamfuseCacheTool, ListsEveryFileWithItsStatusAndATotal) {
     ++kinds[f.kind];
   }
   EXPECT_GE(kinds["plan"], 1) << r.out;
+  // The matmul's oneDNN primitive, prepared ahead by the next process.
+  EXPECT_EQ(kinds["prepared ops"], 1) << r.out;
+  EXPECT_EQ(files("prepared ops"), std::vector<std::string>{"prepared/cpu.ops"}) << r.out;
   EXPECT_EQ(total.rfind("total: " + std::to_string(all.size()) + " files, ", 0), 0u) << total;
   for (const Listed& f : all) {
     if (f.kind == "plan") {
@@ -43,9 +47,14 @@ TEST_F(StreamfuseCacheTool, ListsEveryFileWithItsStatusAndATotal) {
 }
 
 TEST_F(StreamfuseCacheTool, InfoDecodesAPlan) {
+  // The plan of the fused program (the filled cache holds the matmul's plans too).
   const std::vector<std::string> plans = files("plan");
-  ASSERT_FALSE(plans.empty());
-  const Result r = run("info " + quoted(plans[0]));
+  const auto it = std::find_if(plans.begin(), plans.end(), [&](const std::string& p) {
+    return run("info " + quoted(p)).out.find("optimization: elementwise") != std::string::npos;
+  });
+  ASSERT_NE(it, plans.end()) << "no plan of an element-wise optimization";
+  const std::string& plan = *it;
+  const Result r = run("info " + quoted(plan));
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("kind:         plan\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(this streamfuse's)"), std::string::npos) << r.out;
@@ -53,10 +62,9 @@ TEST_F(StreamfuseCacheTool, InfoDecodesAPlan) {
   EXPECT_NE(r.out.find("ops ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exp("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("triggers ("), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("optimization: elementwise"), std::string::npos) << r.out;
   // An absolute path works too; --source is for libraries.
-  EXPECT_EQ(tool("info " + quoted(dir_.path() + "/" + plans[0])).out, r.out);
-  expect_failure(run("info --source " + quoted(plans[0])), 2);
+  EXPECT_EQ(tool("info " + quoted(dir_.path() + "/" + plan)).out, r.out);
+  expect_failure(run("info --source " + quoted(plan)), 2);
 }
 
 TEST_F(StreamfuseCacheTool, InfoDecodesAKernelAndItsLibrary) {
@@ -86,6 +94,23 @@ TEST_F(StreamfuseCacheTool, InfoDecodesAKernelAndItsLibrary) {
   EXPECT_NE(source.out.find("extern \"C\"", at), std::string::npos) << source.out.substr(at);
 }
 
+TEST_F(StreamfuseCacheTool, InfoPrintsEachPreparedOpWithItsInputsStrides) {
+  const std::vector<sf::backends::PreparedOp> ops =
+      prepared_ops_in(dir_.path() + "/prepared/cpu.ops");
+  ASSERT_EQ(ops.size(), 1u);
+  const Result r = run("info prepared/cpu.ops");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("kind:         prepared ops\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(this streamfuse's)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prepared ops (1;"), std::string::npos) << r.out;
+  // a [64, 32] row-major; b^T a [32, 16] view of a row-major [16, 32]: column-major.
+  EXPECT_NE(
+      r.out.find("\n  0  " + sf::stream::to_string(ops[0].op) + "  strides [32, 1] [1, 32]\n"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("matmul("), std::string::npos) << r.out;
+}
+
 TEST_F(StreamfuseCacheTool, VerifyNamesACorruptFileAndRemovesIt) {
   const Result good = run("verify");
   ASSERT_EQ(good.code, 0) << describe(good);
@@ -110,6 +135,71 @@ TEST_F(StreamfuseCacheTool, VerifyNamesACorruptFileAndRemovesIt) {
   EXPECT_FALSE(fs::exists(path));
   const Result clean = run("verify");
   EXPECT_EQ(clean.code, 0) << describe(clean);
+}
+
+TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsThatDoNotDecodeAndRemovesThem) {
+  // A good header and checksum over ops that are not a matmul: the payload is what is bad.
+  const fs::path path = dir_.path() + "/prepared/cpu.ops";
+  std::vector<sf::backends::PreparedOp> ops = prepared_ops_in(path);
+  ASSERT_FALSE(ops.empty());
+  ops[0].op.kind = sf::stream::OpKind::kExp;
+  write_prepared_ops(path, ops);
+  const Result bad = run("verify");
+  expect_failure(bad, 1);
+  EXPECT_NE(bad.out.find("prepared/cpu.ops: cache payload does not decode: prepared op exp\n"),
+            std::string::npos)
+      << bad.out;
+  EXPECT_NE(bad.err.find("1 of "), std::string::npos) << bad.err;
+  EXPECT_TRUE(fs::exists(path));
+
+  const Result removed = run("verify --remove");
+  expect_failure(removed, 1);
+  EXPECT_NE(removed.out.find("prepared/cpu.ops: cache payload does not decode: prepared op exp "
+                             "(removed)\n"),
+            std::string::npos)
+      << removed.out;
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_EQ(run("verify").code, 0);
+}
+
+TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsOfAnotherStreamfuseVersion) {
+  const fs::path path = dir_.path() + "/prepared/cpu.ops";
+  const sf::cache::ReadResult good = sf::cache::inspect_cache_file(path);
+  ASSERT_TRUE(good);
+  sf::cache::write_cache_file(path, sf::cache::FileKind::kPreparedOps, "streamfuse 0.0.1 plans",
+                              good.payload);
+  const Result r = run("verify");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find("prepared/cpu.ops: written by another streamfuse (fingerprint "
+                       "'streamfuse 0.0.1 plans'"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsInTheWrongPlace) {
+  // The runtime of a device reads prepared/<device>.ops and nothing else.
+  const fs::path root(dir_.path());
+  fs::create_directories(root / "prepared/nested");
+  for (const char* copy :
+       {"prepared/nested/cpu.ops", "plans/cpu.ops", "prepared/a b.ops", "prepared/cuda:0.ops"})
+    fs::copy_file(root / "prepared/cpu.ops", root / copy);
+  const Result r = run("verify");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find("prepared/nested/cpu.ops: in the wrong place: prepared ops belong at "
+                       "prepared/cpu.ops\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("plans/cpu.ops: in the wrong place: prepared ops belong at "
+                       "prepared/cpu.ops\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("prepared/a b.ops: in the wrong place: prepared ops belong at "
+                       "prepared/<device>.ops, and 'a b' is not a device name\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find(": verify: 3 of "), std::string::npos) << r.err;  // cuda:0's is good
+  EXPECT_EQ(r.out.find("prepared/cuda:0.ops:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("prepared/cpu.ops:"), std::string::npos) << r.out;
 }
 
 TEST_F(StreamfuseCacheTool, VerifyNamesAPlanOfAnotherStreamfuseVersion) {
@@ -163,6 +253,8 @@ TEST_F(StreamfuseCacheTool, VerifyNamesAPlanItsOpsDoNotName) {
 TEST_F(StreamfuseCacheTool, VerifyReportsTheKernelsOfABadLibrary) {
   if (!kernels_compiled()) GTEST_SKIP() << kNoKernels;
   const std::string library = files("cpu library").at(0);
+  const std::vector<std::string> kernels = files("cpu kernel");
+  ASSERT_FALSE(kernels.empty());
   const std::string name = fs::path(library).stem().string();
   fs::resize_file(dir_.path() + "/" + library, fs::file_size(dir_.path() + "/" + library) - 5);
   const Result r = run("verify --remove");
@@ -171,6 +263,13 @@ TEST_F(StreamfuseCacheTool, VerifyReportsTheKernelsOfABadLibrary) {
   EXPECT_NE(r.out.find(": its library " + name + ".lib is bad: truncated (removed)"),
             std::string::npos)
       << r.out;
+  // A program's folder goes with its last kernel; kernels/cpu/ stays.
+  for (const std::string& kernel : kernels) {
+    if (r.out.find(kernel + ": its library") == std::string::npos) continue;
+    const fs::path folder = (fs::path(dir_.path()) / kernel).parent_path();
+    EXPECT_TRUE(!fs::exists(folder) || !fs::is_empty(folder)) << folder;
+  }
+  EXPECT_TRUE(fs::is_directory(dir_.path() + "/kernels/cpu"));
   const Result after = run("verify");
   EXPECT_EQ(after.code, 0) << describe(after);
 }
@@ -218,9 +317,10 @@ TEST(StreamfuseCacheToolUsage, HelpDocumentsTheExitStatuses) {
   const Result r = tool("--help");
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.err, "");
-  for (const char* what : {"usage: streamfuse-cache", "list", "info FILE", "verify [--remove]",
-                           "prune --max-size SIZE", "export FILE", "import FILE", "clear",
-                           "Exit status:", "  1  verify", "  2  usage", "  3  operational"})
+  for (const char* what :
+       {"usage: streamfuse-cache", "list", "info FILE", "verify [--remove]",
+        "prune --max-size SIZE", "export FILE", "import FILE", "clear", "prepared/", "prepared ops",
+        "Exit status:", "  1  verify", "  2  usage", "  3  operational"})
     EXPECT_NE(r.out.find(what), std::string::npos) << what;
 }
 

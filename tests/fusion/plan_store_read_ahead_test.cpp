@@ -1,0 +1,235 @@
+// PlanStore reading ahead: reading a plan from the persistence reads its successors' plans ahead,
+// off the calling thread (set_background), along the whole chain, each first op once; a thread
+// that needs an op being read waits for it.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "tests/fusion/plan_store_fixture.h"
+
+namespace plan_store_testing {
+namespace {
+
+// ---- reading ahead -----------------------------------------------------------------------------
+
+TEST_F(PlanStoreTest, StartingWithReadsTheChainAheadEachFirstOpOnce) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC));
+  background_.attach(store_);
+
+  const fu::PlanRef a = only(kA);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(names(a->successors), std::vector<std::string>{"log"});
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  // B is read off the calling thread: not yet.
+  EXPECT_EQ(persistence_->loads(kB), 0);
+  EXPECT_EQ(background_.pending(), 1u);
+  EXPECT_EQ(store_.size(), 1u);
+
+  EXPECT_EQ(background_.run_all(), 2);  // B, then C (which B's plan names)
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(persistence_->loads(kC), 1);
+  EXPECT_EQ(store_.size(), 3u);
+  EXPECT_EQ(store_.loaded(), 3u);
+  // Plans read ahead get their kernels read too; the one read on the calling thread does not.
+  EXPECT_EQ(background_.read_ahead(), (std::vector<std::string>{"log", "sin"}));
+
+  // Later segments find their plans in memory.
+  const fu::PlanRef b = only(kB);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(names(b->successors), std::vector<std::string>{"sin"});
+  EXPECT_TRUE(only(kC));
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(persistence_->loads(kC), 1);
+  EXPECT_EQ(background_.pending(), 0u);
+  EXPECT_EQ(persistence_->total_loads(), 3u);
+  // Reading is not learning: nothing was saved.
+  EXPECT_TRUE(persistence_->saved().empty());
+}
+
+TEST_F(PlanStoreTest, ACycleOfSuccessorsTerminates) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kA}));
+  background_.attach(store_);
+  EXPECT_TRUE(only(kA));
+  background_.run_all();
+  EXPECT_EQ(background_.pending(), 0u);
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(background_.read_ahead(), std::vector<std::string>{"log"});
+  EXPECT_TRUE(only(kB));
+  EXPECT_EQ(persistence_->total_loads(), 2u);
+}
+
+TEST_F(PlanStoreTest, ASelfSuccessorIsNotReadAgain) {
+  persistence_->put(draft(kA, {kA}));
+  background_.attach(store_);
+  EXPECT_TRUE(only(kA));
+  background_.run_all();
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  EXPECT_TRUE(background_.read_ahead().empty());
+}
+
+TEST_F(PlanStoreTest, ASuccessorNamedTwiceIsReadOnce) {
+  // A -> {B, C}, B -> C: C is named by two plans but read once, and read ahead once.
+  persistence_->put(draft(kA, {kB, kC}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC));
+  background_.attach(store_);
+  EXPECT_TRUE(only(kA));
+  background_.run_all();
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(persistence_->loads(kC), 1);
+  const auto ahead = background_.read_ahead();
+  EXPECT_EQ(std::count(ahead.begin(), ahead.end(), "sin"), 1);
+  EXPECT_EQ(std::count(ahead.begin(), ahead.end(), "log"), 1);
+  EXPECT_EQ(store_.size(), 3u);
+}
+
+TEST_F(PlanStoreTest, ASuccessorAlreadyReadOnDemandIsNotReadAhead) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC));
+  background_.attach(store_);
+  EXPECT_TRUE(only(kC));  // on demand, first
+  EXPECT_TRUE(only(kA));
+  background_.run_all();
+  EXPECT_EQ(persistence_->loads(kC), 1);
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(background_.read_ahead(), std::vector<std::string>{"log"});
+}
+
+TEST_F(PlanStoreTest, WithoutBackgroundPlansAreReadOnlyOnDemand) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC));
+  EXPECT_TRUE(only(kA));
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  EXPECT_EQ(persistence_->loads(kB), 0);
+  EXPECT_EQ(persistence_->loads(kC), 0);
+  EXPECT_EQ(store_.size(), 1u);
+  EXPECT_TRUE(only(kB));
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(persistence_->loads(kC), 0);
+  EXPECT_TRUE(only(kA));
+  EXPECT_EQ(persistence_->loads(kA), 1);
+}
+
+TEST_F(PlanStoreTest, BackgroundWithoutReadAheadStillReadsTheChain) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB));
+  std::vector<std::function<void()>> jobs;
+  store_.set_background([&](std::function<void()> job) { jobs.push_back(std::move(job)); });
+  EXPECT_TRUE(only(kA));
+  ASSERT_EQ(jobs.size(), 1u);
+  jobs.front()();
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(store_.size(), 2u);
+}
+
+TEST_F(PlanStoreTest, APersistedPlanMergesItsSuccessorsIntoAnExploredOne) {
+  // Explored in this process before a segment started with A: the persisted plan's successors
+  // join it, and are read ahead.
+  store_.add(draft(kA));
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB));
+  background_.attach(store_);
+  const fu::PlanRef a = only(kA);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(names(a->successors), std::vector<std::string>{"log"});
+  background_.run_all();
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(store_.size(), 2u);
+}
+
+TEST_F(PlanStoreTest, AFailedReadAheadLeavesTheOpToBeReadOnDemand) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB));
+  persistence_->throw_on(kB);
+  background_.attach(store_);
+  EXPECT_TRUE(only(kA));
+  EXPECT_THROW(background_.run_one(), std::runtime_error);
+  persistence_->stop_throwing();
+  // Nobody is left waiting for B, and it is read again when a segment starts with it.
+  EXPECT_TRUE(only(kB));
+  EXPECT_EQ(persistence_->loads(kB), 2);
+}
+
+TEST_F(PlanStoreTest, ReadAheadOnAnotherThread) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC, {kD}));
+  persistence_->put(draft(kD));
+  std::mutex m;
+  std::vector<std::thread> threads;
+  std::vector<std::string> ahead;
+  store_.set_background(
+      [&](std::function<void()> job) {
+        std::lock_guard lock(m);
+        threads.emplace_back(std::move(job));
+      },
+      [&](const fu::ExecutionPlan& plan) {
+        std::lock_guard lock(m);
+        ahead.push_back(name(plan.ops.front()));
+      });
+  EXPECT_TRUE(only(kA));
+  // Each job may start the next: join until none is left.
+  for (;;) {
+    std::vector<std::thread> batch;
+    {
+      std::lock_guard lock(m);
+      batch.swap(threads);
+    }
+    if (batch.empty()) break;
+    for (std::thread& t : batch) t.join();
+  }
+  EXPECT_EQ(ahead, (std::vector<std::string>{"log", "sin", "cos"}));
+  for (const st::OpDesc& o : {kA, kB, kC, kD}) EXPECT_EQ(persistence_->loads(o), 1) << name(o);
+  EXPECT_EQ(store_.size(), 4u);
+  EXPECT_TRUE(only(kD));
+  EXPECT_EQ(persistence_->total_loads(), 4u);
+}
+
+TEST_F(PlanStoreTest, AThreadStartingWithAnOpBeingReadWaitsForIt) {
+  persistence_->put(draft(kA));
+  persistence_->block(kA);
+  fu::PlanRefs first, second;
+  std::thread reader([&] { store_.starting_with(kA, first); });
+  persistence_->wait_until_blocked();
+  std::thread waiter([&] { store_.starting_with(kA, second); });
+  std::this_thread::sleep_for(50ms);  // lets `waiter` reach the wait (passes either way)
+  persistence_->release();
+  reader.join();
+  waiter.join();
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);  // waited for the read instead of finding nothing
+  EXPECT_EQ(first.front(), second.front());
+}
+
+TEST_F(PlanStoreTest, StartingWithAnOpBeingReadAheadWaitsForIt) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB));
+  persistence_->block(kB);
+  background_.attach(store_);
+  EXPECT_TRUE(only(kA));
+  std::thread ahead([&] { background_.run_all(); });
+  persistence_->wait_until_blocked();
+  fu::PlanRefs found;
+  std::thread segment([&] { store_.starting_with(kB, found); });
+  std::this_thread::sleep_for(50ms);
+  persistence_->release();
+  ahead.join();
+  segment.join();
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(found.size(), 1u);
+  EXPECT_EQ(background_.read_ahead(), std::vector<std::string>{"log"});
+}
+
+}  // namespace
+}  // namespace plan_store_testing
