@@ -1,5 +1,8 @@
 #include "cache/background_writer.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <vector>
@@ -70,6 +73,11 @@ void BackgroundWriter::flush() {
 }
 
 void BackgroundWriter::run() {
+#ifdef __linux__
+  // The lowest priority: a write is never urgent, and on a machine whose cores all run the
+  // program it would otherwise take one from it. (Linux: a thread's nice value is its own.)
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+#endif
   std::unique_lock lock(mutex_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });

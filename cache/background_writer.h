@@ -1,9 +1,11 @@
 // BackgroundWriter: runs a cache's file writes on a thread of its own, in the order they were
-// submitted, so that the threads running ops never wait for the disk. A job runs `delay` after it
-// was first submitted: what a program learns in a burst (a plan, then its successor, a moment
-// later) is written once, after the burst, instead of competing with it for the cores. Every
-// writer alive runs what is queued before the process exits (the device runtimes that own them
-// never die).
+// submitted, at the lowest CPU priority, so that the threads running ops never wait for the disk.
+// A job runs `delay` after it was first submitted: what a program learns in a burst (a first
+// iteration exploring, a bundle loaded at start-up) is written once, after the burst, instead of
+// competing with it for the cores (measured: with no delay the cold-start benchmark's empty-cache
+// first iteration took twice as long on 2 cores; 50 ms put a loaded bundle's writes into the
+// first iteration). Every writer alive runs what is queued before the process exits (the device
+// runtimes that own them never die).
 #pragma once
 
 #include <chrono>
@@ -20,7 +22,7 @@ namespace streamfuse::cache {
 
 class BackgroundWriter {
  public:
-  explicit BackgroundWriter(std::chrono::milliseconds delay = std::chrono::milliseconds(50));
+  explicit BackgroundWriter(std::chrono::milliseconds delay = std::chrono::seconds(1));
   // Runs what is queued, then stops the thread.
   ~BackgroundWriter();
   BackgroundWriter(const BackgroundWriter&) = delete;
