@@ -185,11 +185,16 @@ void KernelCache::read_ahead(std::uint64_t program_hash, const FusedProgram& pro
     std::optional<Loaded> loaded = load_record(std::move(record));
     if (!loaded) continue;
     std::lock_guard lock(mutex_);
-    const auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
-    if (it != entries_.end() && it->second.state != State::kPending) continue;
-    if (it == entries_.end()) insert_pending(key);
-    install_ready(key, std::move(*loaded));  // a pending request for it is served too
+    install_loaded(key, std::move(*loaded));
   }
+}
+
+bool KernelCache::install_loaded(const Key& key, Loaded loaded) {
+  const auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
+  if (it != entries_.end() && it->second.state == State::kReady) return false;
+  if (it == entries_.end()) insert_pending(key);
+  install_ready(key, std::move(loaded));
+  return true;
 }
 
 std::vector<KernelRecord> KernelCache::ready_kernels() const {
@@ -211,15 +216,10 @@ std::size_t KernelCache::install(std::span<const KernelRecord> kernels) {
       continue;
     }
     std::lock_guard lock(mutex_);
-    const Key key{k.program_hash, k.key};
-    auto it = entries_.find(KeyRef{key.program_hash, &key.spec});
-    if (it != entries_.end() && it->second.state == State::kReady) {
-      ++installed;  // ready already (this process built or loaded it): counts as ready
-      continue;
-    }
-    if (it == entries_.end()) insert_pending(key);
-    if (store_) to_save_.push_back(loaded->record);
-    install_ready(key, std::move(*loaded));
+    std::shared_ptr<const KernelRecord> record = loaded->record;
+    // Ready already (this process built or loaded it) counts as ready too.
+    if (install_loaded(Key{k.program_hash, k.key}, std::move(*loaded)) && store_)
+      to_save_.push_back(std::move(record));
     ++installed;
   }
   work_cv_.notify_one();

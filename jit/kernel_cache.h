@@ -168,6 +168,9 @@ class KernelCache {
   // The store's copy of the request's kernel, installed ready; false when it has none.
   bool install_from_store(const Request& r);
   void install_ready(const Key& key, Loaded loaded);  // requires mutex_
+  // Requires mutex_. Makes `key` ready with `loaded` (adding its entry where there is none; a
+  // pending request is served too), unless it is ready already: then returns false.
+  bool install_loaded(const Key& key, Loaded loaded);
   void compile_batch(std::vector<Request>& batch);
   void compile(std::vector<Request>& batch);
   void finish(const std::vector<Request>& batch, const std::vector<void*>& entries,

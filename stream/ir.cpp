@@ -1,5 +1,6 @@
 #include "stream/ir.h"
 
+#include <algorithm>
 #include <bit>
 #include <sstream>
 
@@ -112,6 +113,34 @@ std::string to_string(const OpDesc& op) {
     print_desc(os, t, false);
   }
   return os.str();
+}
+
+std::optional<Shape> matmul_result_shape(const Shape& a, const Shape& b, std::string& why) {
+  if (a.rank() == 0 || b.rank() == 0) {
+    why = "operands need at least one dimension";
+    return std::nullopt;
+  }
+  const std::int64_t k_a = a[a.rank() - 1], k_b = b.rank() == 1 ? b[0] : b[b.rank() - 2];
+  if (k_a != k_b) {
+    why = "inner dimensions differ (" + std::to_string(k_a) + " vs " + std::to_string(k_b) + ")";
+    return std::nullopt;
+  }
+  const int batch_a = std::max(0, a.rank() - 2), batch_b = std::max(0, b.rank() - 2);
+  const int batch = std::max(batch_a, batch_b);
+  Shape out;
+  for (int i = 0; i < batch; ++i) {
+    const int ia = i - (batch - batch_a), ib = i - (batch - batch_b);
+    const std::int64_t x = ia >= 0 ? a[ia] : 1, y = ib >= 0 ? b[ib] : 1;
+    if (x != y && x != 1 && y != 1) {
+      why = "batch dimensions do not broadcast (" + std::to_string(x) + " vs " + std::to_string(y) +
+            ")";
+      return std::nullopt;
+    }
+    out.push_back(x == 1 ? y : x);
+  }
+  if (a.rank() >= 2) out.push_back(a[a.rank() - 2]);
+  if (b.rank() >= 2) out.push_back(b[b.rank() - 1]);
+  return out;
 }
 
 }  // namespace streamfuse::stream

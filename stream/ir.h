@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -160,5 +161,10 @@ std::uint64_t hash_op(const OpDesc& op);
 // "add(t3:[2, 3]:f32:ro, t4:[3]:f32:rw) -> t5:[2, 3]:f32", for logs and test failures.
 std::string to_string(const OpDesc& op);
 std::string_view status_name(TensorStatus s);
+
+// The shape of the NumPy matrix product of operands shaped `a` and `b` (a 1-D `a` is a row, a
+// 1-D `b` a column; batch dimensions broadcast), or nullopt with `why` saying what is wrong
+// ("inner dimensions differ (3 vs 4)"). The API's rule, and the check of matmuls read from files.
+std::optional<Shape> matmul_result_shape(const Shape& a, const Shape& b, std::string& why);
 
 }  // namespace streamfuse::stream

@@ -2,13 +2,14 @@
 // rest to oneDNN (float dtypes) or the integer loop; oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
-#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/matmul_layout.h"
+#include "stream/ir.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
@@ -30,37 +31,26 @@ std::string describe_call(DType dtype, const MatmulOperand& a, const MatmulOpera
          describe(b) + " into " + out_shape.to_string();
 }
 
-// Throws ShapeError unless `out_shape` is the NumPy product of operands of these shapes, with
-// strides small enough that no address computation overflows. The API checks this before it
-// records a product; prepared ops come from files, so they are checked again.
+// Throws ShapeError unless `out_shape` is the product of operands of these shapes (the API's
+// rule), with sizes and strides small enough that no address computation overflows. The API
+// checks the shapes before it records a product; prepared ops come from files, so they are
+// checked again.
 void check_product_shapes(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
                           const Shape& out_shape) {
   constexpr std::int64_t kMaxSize = std::int64_t{1} << 31, kMaxStride = std::int64_t{1} << 40;
-  const int ra = a.shape.rank(), rb = b.shape.rank(), ro = out_shape.rank();
   auto fail = [&](const std::string& why) {
     throw ShapeError(describe_call(dtype, a, b, out_shape) + ": " + why);
   };
-  if (ra < 1 || rb < 1) fail("operands need at least one dimension");
   for (const MatmulOperand* x : {&a, &b})
     for (int d = 0; d < x->shape.rank(); ++d) {
       const std::int64_t size = x->shape[d], stride = x->strides[static_cast<std::size_t>(d)];
       if (size < 0 || size > kMaxSize || stride < -kMaxStride || stride > kMaxStride)
         fail("a size or stride is out of range");
     }
-  if (a.shape[ra - 1] != (rb >= 2 ? b.shape[rb - 2] : b.shape[0]))
-    fail("the inner dimensions differ");
-  const int batch_a = std::max(ra - 2, 0), batch_b = std::max(rb - 2, 0);
-  const int batch = std::max(batch_a, batch_b);
-  if (ro != batch + (ra >= 2 ? 1 : 0) + (rb >= 2 ? 1 : 0)) fail("the result has the wrong rank");
-  for (int d = 0; d < batch; ++d) {
-    const std::int64_t sa = d - (batch - batch_a) >= 0 ? a.shape[d - (batch - batch_a)] : 1;
-    const std::int64_t sb = d - (batch - batch_b) >= 0 ? b.shape[d - (batch - batch_b)] : 1;
-    if ((sa != sb && sa != 1 && sb != 1) || out_shape[d] != (sa == 1 ? sb : sa))
-      fail("the batch dimensions do not broadcast to the result's");
-  }
-  if ((ra >= 2 && out_shape[batch] != a.shape[ra - 2]) ||
-      (rb >= 2 && out_shape[ro - 1] != b.shape[rb - 1]))
-    fail("the result's matrix dimensions differ from the operands'");
+  std::string why;
+  const std::optional<Shape> expected = stream::matmul_result_shape(a.shape, b.shape, why);
+  if (!expected) fail(why);
+  if (*expected != out_shape) fail("the product's shape is " + expected->to_string());
 }
 
 }  // namespace

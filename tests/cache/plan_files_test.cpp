@@ -176,7 +176,7 @@ struct CountingPersistence final : fusion::PlanPersistence {
 TEST(PlanStore, ReadsPersistedPlansTheFirstTimeAnOpStartsASegmentOnly) {
   const auto plan = small_plan();
   auto persistence = std::make_shared<CountingPersistence>();
-  persistence->stored.push_back({plan->ops, plan->optimization, plan->triggers});
+  persistence->stored.push_back({plan->ops, plan->optimization, plan->triggers, {}});
   fusion::PlanStore store(16, 100);
   store.set_persistence(persistence);
   fusion::PlanRefs found;
@@ -190,8 +190,8 @@ TEST(PlanStore, ReadsPersistedPlansTheFirstTimeAnOpStartsASegmentOnly) {
   EXPECT_EQ(persistence->saves, 0);  // loaded plans are not written back
 
   // A new trigger changes the plan: saved. The same trigger again: nothing to save.
-  store.add({plan->ops, plan->optimization, {{fusion::Trigger::Kind::kAlways, {}}}});
-  store.add({plan->ops, plan->optimization, {{fusion::Trigger::Kind::kAlways, {}}}});
+  store.add({plan->ops, plan->optimization, {{fusion::Trigger::Kind::kAlways, {}}}, {}});
+  store.add({plan->ops, plan->optimization, {{fusion::Trigger::Kind::kAlways, {}}}, {}});
   EXPECT_EQ(persistence->saves, 1);
   EXPECT_EQ(store.size(), 1u);
 }
@@ -202,7 +202,7 @@ TEST(PlanStore, KeepsAtMostMaxTriggersPerPlan) {
   for (std::size_t i = 0; i < fusion::kMaxTriggers + 10; ++i) {
     fusion::Trigger t{fusion::Trigger::Kind::kOnOperations, {plan->ops.front()}};
     t.ops.front().scalars.push_back(Scalar(static_cast<double>(i)));
-    store.add({plan->ops, plan->optimization, {t}});
+    store.add({plan->ops, plan->optimization, {t}, {}});
   }
   const fusion::PlanRef stored = store.plans().front();
   EXPECT_EQ(stored->triggers.size(), fusion::kMaxTriggers);
