@@ -1,8 +1,8 @@
 // PreparedOpFiles: the ops a device's backend prepared in earlier processes, in
 // prepared/<device>.ops of the cache directory, the most recently first used first (at most
-// kMaxPreparedOps). A process reads the file once, at start-up and off its calling thread (the
-// device runtime's Preparer), and prepares those ops while it starts; an op it uses that the file
-// lacks is written to its front by a background thread. Processes that add ops at the same time
+// kMaxPreparedOps). A process reads the file once, when its device runtime is made, and prepares
+// those ops while it starts (stream/preparer.h); an op it uses that the file lacks is written to
+// its front by a background thread. Processes that add ops at the same time
 // may lose one another's additions (each rewrites the file whole): the op is then added again by
 // the next process that uses it.
 #pragma once

@@ -10,10 +10,7 @@
 namespace streamfuse::stream {
 namespace {
 
-// Every preparer whose thread runs. At exit their threads are stopped first: preparing an op
-// uses the backend's libraries (oneDNN), whose statics are destroyed after this handler, as
-// they were made before it was registered (the CPU backend makes oneDNN's primitive cache when
-// it is created, before any preparer thread starts).
+// Every preparer whose thread runs; their threads are stopped at exit (see submit_ops).
 struct Live {
   std::mutex mutex;
   std::vector<Preparer*> preparers;
@@ -56,6 +53,23 @@ void Preparer::stop() {
 
 void Preparer::submit(Source source) {
   submit_job([this, source = std::move(source)] { prepare_all(source); });
+}
+
+void Preparer::submit_ops(std::vector<backends::PreparedOp> ops) {
+  if (ops.empty()) return;
+  // Exit runs exit handlers and static destructors in the reverse order of their registration,
+  // and a library makes most of its statics the first time it prepares something (oneDNN: its
+  // primitive cache, its implementation lists). Were that first time on the thread, those
+  // statics would be destroyed before the handler that stops the thread runs, while the thread
+  // may still use them (ASan saw exactly that in short test processes). So the first op of the
+  // process is prepared here, and the handler registered again after it.
+  static std::once_flag first;
+  std::call_once(first, [&] {
+    prepare_one(ops.front());
+    ops.erase(ops.begin());
+    std::atexit(&Preparer::stop_all);
+  });
+  if (!ops.empty()) submit([ops = std::move(ops)] { return ops; });
 }
 
 void Preparer::submit_job(std::function<void()> job) {
@@ -124,16 +138,19 @@ void Preparer::prepare_all(const Source& source) {
   }
   for (const backends::PreparedOp& op : ops) {
     if (stopping()) return;
-    try {
-      if (backend_.prepare(op)) prepared_.fetch_add(1, std::memory_order_relaxed);
-    } catch (const std::exception& e) {  // a bad file's op, or the library refused it
-      warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
-                                                   " ahead: " + e.what() +
-                                                   "; it is prepared when it first runs");
-    } catch (...) {
-      warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
-                                                   " ahead; it is prepared when it first runs");
-    }
+    prepare_one(op);
+  }
+}
+
+void Preparer::prepare_one(const backends::PreparedOp& op) {
+  try {
+    if (backend_.prepare(op)) prepared_.fetch_add(1, std::memory_order_relaxed);
+  } catch (const std::exception& e) {  // a bad file's op, or the library refused it
+    warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) + " ahead: " +
+                                                 e.what() + "; it is prepared when it first runs");
+  } catch (...) {
+    warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
+                                                 " ahead; it is prepared when it first runs");
   }
 }
 

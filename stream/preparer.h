@@ -28,9 +28,14 @@ class Preparer {
   Preparer(const Preparer&) = delete;
   Preparer& operator=(const Preparer&) = delete;
 
-  // Prepares the ops `source` returns, on the preparer's thread (which reads files there, too),
-  // after the work submitted before. The thread starts with the first work.
+  // Prepares the ops `source` returns, on the preparer's thread, after the work submitted
+  // before. The thread starts with the first work. Only for ops whose library statics the
+  // process has made already (tests); the runtime uses submit_ops.
   void submit(Source source);
+  // Prepares `ops` on the preparer's thread, except the first op of the process, which is
+  // prepared on the calling thread: what a backend's library makes when it first prepares must
+  // outlive the exit handler that stops the thread (see preparer.cpp).
+  void submit_ops(std::vector<backends::PreparedOp> ops);
   // Runs `job` on the preparer's thread after the work submitted before; its exceptions are
   // warned about once.
   void submit_job(std::function<void()> job);
@@ -46,6 +51,7 @@ class Preparer {
  private:
   void run();
   void prepare_all(const Source& source);
+  void prepare_one(const backends::PreparedOp& op);
   bool stopping();
   void stop();
 

@@ -126,7 +126,8 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
     }
     prepared_op_files_->add(op);
   });
-  preparer_->submit([files = prepared_op_files_.get()] { return files->load(); });
+  // One small file, read here: its first op is prepared on this thread (Preparer::submit_ops).
+  preparer_->submit_ops(prepared_op_files_->load());
   plan_store_.set_background(
       [p = preparer_.get()](std::function<void()> job) { p->submit_job(std::move(job)); },
       [kernels = kernel_cache_.get()](const fusion::ExecutionPlan& plan) {

@@ -197,14 +197,7 @@ void configure_jit_profiling() {
 }  // namespace
 
 struct OnednnMatmul::State {
-  State() {
-    configure_jit_profiling();
-    // oneDNN makes its primitive cache on first use, and destroys it at exit in the reverse
-    // order of construction. Made now, with the backend, it outlives the exit handlers of the
-    // threads that prepare primitives (stream/preparer.cpp), which are registered later.
-    int capacity = 0;
-    dnnl_get_primitive_cache_capacity(&capacity);
-  }
+  State() { configure_jit_profiling(); }
 
   struct Entry {
     std::shared_ptr<const Plan> plan;

@@ -55,7 +55,7 @@ BundleSummary load_bundle(const std::string& path) {
     // Added last first: the file keeps the bundle's order (the newest addition goes first).
     for (auto op = s.prepared.rbegin(); op != s.prepared.rend(); ++op)
       rt.prepared_op_files().add(*op);
-    rt.preparer().submit([ops = std::move(s.prepared)] { return ops; });
+    rt.preparer().submit_ops(std::move(s.prepared));
     if (jit::KernelCache* kernels = rt.kernel_cache()) {
       const std::size_t ready = kernels->install(s.kernels);
       summary.kernels += ready;
