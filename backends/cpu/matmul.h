@@ -5,19 +5,11 @@
 #include <cstddef>
 #include <memory>
 
-#include "backends/cpu/kernels/kernels.h"
+#include "backends/matmul_layout.h"
 #include "streamfuse/dtype.h"
 #include "streamfuse/shape.h"
 
 namespace streamfuse::backends::cpu {
-
-// One operand: elements of the product's dtype at `data`, with element strides per dimension
-// (any layout, 0 for broadcast dimensions).
-struct MatmulOperand {
-  const void* data = nullptr;
-  Shape shape;
-  Strides strides{};
-};
 
 class MatmulEngine {
  public:

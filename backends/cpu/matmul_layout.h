@@ -1,6 +1,5 @@
-// The matrix product as its two engines see it (private to backends/cpu/matmul*.cpp): both
-// operands as batches of strided matrices over the product's batch dimensions, broadcasting
-// resolved to size-1 dimensions, 1-D operands already turned into a row or a column.
+// The CPU's two matrix product engines (private to backends/cpu/matmul*.cpp), over the layout of
+// backends/matmul_layout.h.
 #pragma once
 
 #include <array>
@@ -9,59 +8,11 @@
 #include <memory>
 
 #include "backends/cpu/matmul.h"
+#include "backends/matmul_layout.h"
 #include "streamfuse/dtype.h"
 #include "streamfuse/shape.h"
 
 namespace streamfuse::backends::cpu {
-
-// One operand: `rows` x `cols` matrices with element strides; per batch dimension of the product
-// its own size (1 where it broadcasts) and stride (0 where it broadcasts).
-struct MatrixLayout {
-  std::array<std::int64_t, kMaxRank> batch{};
-  std::array<std::int64_t, kMaxRank> batch_strides{};
-  std::int64_t rows = 1, cols = 1;
-  std::int64_t row_stride = 0, col_stride = 0;
-
-  // Distinct matrices (the product of the operand's own batch sizes).
-  std::int64_t matrices(int batch_rank) const {
-    std::int64_t count = 1;
-    for (int d = 0; d < batch_rank; ++d) count *= batch[static_cast<std::size_t>(d)];
-    return count;
-  }
-};
-
-struct MatmulLayout {
-  int batch_rank = 0;
-  std::array<std::int64_t, kMaxRank> batch{};  // the product's batch dimensions
-  std::int64_t m = 1, k = 1, n = 1;
-  MatrixLayout a;  // m x k
-  MatrixLayout b;  // k x n
-
-  // Matrices in the product (the product of the batch dimensions).
-  std::int64_t batch_count() const {
-    std::int64_t count = 1;
-    for (int d = 0; d < batch_rank; ++d) count *= batch[static_cast<std::size_t>(d)];
-    return count;
-  }
-};
-
-// The layout of out = a @ b for `out_shape` (already validated by the caller). A batch dimension
-// of size 1, missing, or of stride 0 becomes a size-1, stride-0 batch dimension of the operand,
-// except where both operands broadcast it: then `a` has it at full size with stride 0.
-MatmulLayout make_matmul_layout(const MatmulOperand& a, const MatmulOperand& b,
-                                const Shape& out_shape);
-
-// Element offset of matrix number `index` (row-major over the product's batch dimensions) in `x`.
-inline std::int64_t batch_offset(const MatmulLayout& layout, const MatrixLayout& x,
-                                 std::int64_t index) {
-  std::int64_t offset = 0;
-  for (int d = layout.batch_rank - 1; d >= 0; --d) {
-    const auto i = static_cast<std::size_t>(d);
-    offset += (index % layout.batch[i]) * x.batch_strides[i];
-    index /= layout.batch[i];
-  }
-  return offset;
-}
 
 // i32 / i64 products (matmul_integer.cpp): a blocked, packed loop with wrapping arithmetic, over
 // at most `num_threads` threads (0: all cores). Requires m, n, k and the batch all non-empty.

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/kernels/kernels.h"
 #include "backends/float16.h"
 #include "stream/log.h"
 #include "streamfuse/error.h"
