@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/execution_stream.h"
 #include "backends/storage.h"
 #include "stream/ir.h"
 #include "streamfuse/device.h"
@@ -77,6 +78,22 @@ class Backend {
   virtual void set_prepared_listener(std::function<void(const PreparedOp&)> listener) {
     (void)listener;
   }
+
+  // Streams (backends/execution_stream.h): the calls made for one stream's ops run in order; a
+  // backend that queues work (CUDA) may overlap those of different streams. A tensor `h` made by
+  // ops of stream `producer` is read from now on by ops of stream `consumer`: their work must
+  // wait for everything `producer` ran so far, and `h`'s memory must not be handed out again
+  // before it is done. The CPU runs every call to completion: nothing to do.
+  virtual void share(const TensorHandle& h, StreamId producer, StreamId consumer) {
+    (void)h, (void)producer, (void)consumer;
+  }
+  // Called before an op of the current stream overwrites `h`'s memory in place (a last-use input
+  // lent to the output): on a device that queues work, what other streams queued that reads it
+  // must finish first. Nothing on the CPU, whose calls finish before they return.
+  virtual void overwrite(const TensorHandle& h) { (void)h; }
+  // Waits until the work of every call made so far, on every stream, has finished (to_host
+  // waits for its own stream; this is for synchronize() and timing).
+  virtual void wait_idle() {}
 
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory_stats() = 0;

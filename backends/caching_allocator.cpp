@@ -55,8 +55,9 @@ StorageBlock* CachingAllocator::new_header() {
 StorageRef CachingAllocator::allocate(std::size_t bytes) {
   const std::size_t capacity = size_class(bytes);
   const std::size_t index = class_index(capacity);
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   StorageBlock* b = free_lists_[index];
+  const bool reused = b != nullptr;
   if (b) {
     unlink_free(b);
     unlink_lru(b);
@@ -85,7 +86,10 @@ StorageRef CachingAllocator::allocate(std::size_t bytes) {
   stats_.bytes_in_use += static_cast<std::int64_t>(bytes);
   if (stats_.bytes_in_use > stats_.peak_bytes_in_use)
     stats_.peak_bytes_in_use = stats_.bytes_in_use;
-  return StorageRef(b);
+  lock.unlock();
+  StorageRef ref(b);
+  if (handoff_) handoff_->handed_out(*b, reused);  // throws: `ref` gives the block back
+  return ref;
 }
 
 void release_block(StorageBlock* block) noexcept { block->owner->release(block); }

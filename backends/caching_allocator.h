@@ -20,6 +20,18 @@ class MemorySource {
   virtual void free(void* p, std::size_t bytes) noexcept = 0;
 };
 
+// What a device whose work is queued (CUDA streams) does with the blocks the allocator hands
+// out: memory that one queue's work freed may still be read by that queued work when the block is
+// handed to another queue.
+class BlockHandoff {
+ public:
+  virtual ~BlockHandoff() = default;
+  // Called without the allocator's lock for each block allocate() returns; `reused` when the
+  // block comes from the cache (freed earlier) rather than from the source. May throw Error: the
+  // block goes back to the cache.
+  virtual void handed_out(StorageBlock& block, bool reused) = 0;
+};
+
 class CachingAllocator {
  public:
   // `cache_limit`: the most bytes of freed blocks kept for reuse.
@@ -37,6 +49,9 @@ class CachingAllocator {
   // Returns every cached block to the source.
   void empty_cache();
   void set_cache_limit(std::size_t bytes);
+  // Who is told about each block handed out (not owned; outlives the allocator), or null. Set
+  // before the first allocate().
+  void set_handoff(BlockHandoff* handoff) { handoff_ = handoff; }
 
   // The size class `bytes` rounds up to: 64-byte steps up to 1 KiB, then 16 classes per power of
   // two (at most 6.25% over the request).
@@ -52,6 +67,7 @@ class CachingAllocator {
   StorageBlock* new_header();                   // requires mutex_
 
   MemorySource& source_;
+  BlockHandoff* handoff_ = nullptr;
   mutable std::mutex mutex_;
   std::size_t cache_limit_;
   std::vector<StorageBlock*> free_lists_;  // head of each size class's free list

@@ -18,6 +18,9 @@ struct StorageBlock {
   std::size_t capacity = 0;  // size of the block as allocated (its size class)
   std::atomic<std::int32_t> refs{0};
   CachingAllocator* owner = nullptr;
+  // The backend's queues (CUDA streams) whose work used the block, one bit each: what work
+  // handing the block out again must wait for (backends/cuda/stream_set.h).
+  std::atomic<std::uint64_t> users{0};
   // Intrusive links while the block is cached: the free list of its size class and the
   // allocator's least-recently-freed list, both doubly linked.
   StorageBlock* next_free = nullptr;

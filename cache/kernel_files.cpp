@@ -101,24 +101,31 @@ void KernelFiles::save(std::span<const std::shared_ptr<const jit::KernelRecord>>
   for (const auto& k : kernels) {
     const jit::LibraryImage& image = *k->library;
     if (image.fingerprint != fingerprint_) continue;  // built elsewhere: not this directory's
-    bool new_library = false;
-    {
-      std::lock_guard lock(mutex_);
-      new_library = written_.insert(image.name).second;
-    }
     // The library first: a process that finds the record finds its library.
-    if (new_library && !dir_->write(library_path(dir_->root(), image.name), FileKind::kCpuLibrary,
-                                    fingerprint_, encode_library(image))) {
-      std::lock_guard lock(mutex_);
-      written_.erase(image.name);
-      return;
-    }
+    if (!write_library(image)) return;
     const KernelEntry entry{k->program_hash, k->program, k->key, k->symbol, image.name};
     if (!dir_->write(kernel_path(dir_->root(), k->program_hash,
                                  kernel_hash(k->program_hash, k->key, fingerprint_)),
                      FileKind::kCpuKernel, fingerprint_, encode_kernel_entry(entry)))
       return;
   }
+}
+
+bool KernelFiles::write_library(const jit::LibraryImage& image) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!written_.insert(image.name).second) return true;
+  }
+  if (dir_->write(library_path(dir_->root(), image.name), FileKind::kCpuLibrary, fingerprint_,
+                  encode_library(image)))
+    return true;
+  std::lock_guard lock(mutex_);
+  written_.erase(image.name);
+  return false;
+}
+
+void KernelFiles::save_library(const jit::LibraryImage& image) {
+  if (image.fingerprint == fingerprint_ && valid_library_name(image.name)) write_library(image);
 }
 
 bool KernelFiles::try_claim(std::uint64_t program_hash, const jit::SpecializationKey& key) {

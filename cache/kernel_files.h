@@ -28,12 +28,18 @@ class KernelFiles final : public jit::KernelStore {
   std::vector<jit::KernelRecord> load_program(std::uint64_t program_hash,
                                               const jit::FusedProgram& program) override;
   void save(std::span<const std::shared_ptr<const jit::KernelRecord>> kernels) override;
+  std::shared_ptr<const jit::LibraryImage> load_library(const std::string& name) override {
+    return library(name);
+  }
+  void save_library(const jit::LibraryImage& image) override;
   bool try_claim(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
   void release(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
   void wait_unclaimed(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
 
  private:
   std::shared_ptr<const jit::LibraryImage> library(const std::string& name);
+  // Writes `image` unless this process did already; false when the directory refused.
+  bool write_library(const jit::LibraryImage& image);
   // The record at `path` when it holds a kernel of `program` (and `key`, when given) whose
   // library is good; nullopt otherwise (logged, bad files rejected; another machine's kernels
   // are a quiet miss).

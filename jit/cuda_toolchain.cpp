@@ -54,14 +54,18 @@ std::string CudaToolchain::kernel_source(const FusedProgram& program, const Spec
 
 BuiltLibrary CudaToolchain::build(const std::string& source) {
   BuiltLibrary out;
-  // The fingerprint names NVRTC's version, the target and the options.
-  out.key = hex16(fnv1a(source, fnv1a(fingerprint_)));
+  out.key = image_name(source);
   out.label = "cuda kernels " + out.key + " for " + device_->name();
   NvrtcOutput compiled =
       nvrtc_->compile(source, "sf_" + out.key, target_->arch, target_->ptx, options_);
   out.bytes = std::move(compiled.image);
   out.library = load_module(out.bytes, out.label);
   return out;
+}
+
+std::string CudaToolchain::image_name(const std::string& source) const {
+  // The fingerprint names NVRTC's version, the target and the options.
+  return hex16(fnv1a(source, fnv1a(fingerprint_)));
 }
 
 std::shared_ptr<void> CudaToolchain::load(const LibraryImage& image) {

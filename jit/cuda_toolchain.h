@@ -27,6 +27,9 @@ class CudaToolchain final : public KernelToolchain {
   std::string kernel_source(const FusedProgram& program, const SpecializationKey& key,
                             std::string_view name) const override;
   BuiltLibrary build(const std::string& source) override;
+  // The name build() gives the image of `source` (BuiltLibrary::key): its source and the
+  // fingerprint, so it can be looked up in a store before building.
+  std::string image_name(const std::string& source) const;
   std::shared_ptr<void> load(const LibraryImage& image) override;                      // a CUmodule
   void* find(const std::shared_ptr<void>& library, const std::string& name) override;  // CUfunction
 

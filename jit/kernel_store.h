@@ -50,6 +50,13 @@ class KernelStore {
   // that cannot be written disables persistence with one warning.
   virtual void save(std::span<const std::shared_ptr<const KernelRecord>> kernels) = 0;
 
+  // Libraries that hold no FusedProgram kernels (the CUDA library kernels: reductions, random
+  // values), by LibraryImage::name, under this process's fingerprint: the image, or null (not
+  // there, or a bad file, rejected with one warning). Thread-safe; reads files.
+  virtual std::shared_ptr<const LibraryImage> load_library(const std::string& name) = 0;
+  // Persists such a library. Never throws, as save() does not.
+  virtual void save_library(const LibraryImage& image) = 0;
+
   // Claims across processes: a process compiles a kernel only while it holds the kernel's claim.
   // True when this store now holds it; false when another process (or another store) does.
   virtual bool try_claim(std::uint64_t program_hash, const SpecializationKey& key) = 0;

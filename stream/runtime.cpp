@@ -6,6 +6,12 @@
 #include "backends/cpu/isa.h"
 #include "cache/cache_dir.h"
 #include "jit/system_compiler.h"
+#if STREAMFUSE_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "jit/cuda_launcher.h"
+#include "jit/cuda_op_kernels.h"
+#include "jit/cuda_toolchain.h"
+#endif
 #include "stream/log.h"
 #include "stream/thread_local.h"
 #include "streamfuse/error.h"
@@ -57,8 +63,12 @@ std::unique_ptr<backends::Backend> make_backend(Device device) {
   if (device.index < 0 || device.index >= kMaxCudaDevices)
     throw DeviceError(device.to_string() + ": no such device (CUDA ordinals run from 0 to " +
                       std::to_string(kMaxCudaDevices - 1) + ")");
+#if STREAMFUSE_HAVE_CUDA
+  return std::make_unique<backends::cuda::CudaBackend>(device.index);  // DeviceError: no GPU
+#else
   throw DeviceError(device.to_string() +
                     ": this build of streamfuse has no CUDA backend; use Device::cpu()");
+#endif
 }
 
 }  // namespace
@@ -104,12 +114,32 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
   plan_store_.set_persistence(plan_files_);
   jit::KernelCacheOptions options;
   options.mode = JitMode::kCompile;  // the launcher decides per launch (config may change)
-  options.fingerprint = jit::kernel_fingerprint(backends::cpu::isa_level());
-  kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, options.fingerprint);
-  options.store = kernel_files_.get();
-  // Kernels are built in a private directory; what persists goes through the KernelFiles.
-  kernel_cache_ = std::make_unique<jit::KernelCache>(std::string(), options);
-  launcher_ = std::make_unique<jit::CpuLauncher>(backends::cpu::kernels(), kernel_cache_.get());
+  if (device.is_cpu()) {
+    options.fingerprint = jit::kernel_fingerprint(backends::cpu::isa_level());
+    kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, options.fingerprint);
+    options.store = kernel_files_.get();
+    // Kernels are built in a private directory; what persists goes through the KernelFiles.
+    kernel_cache_ = std::make_unique<jit::KernelCache>(std::string(), options);
+    auto cpu = std::make_unique<jit::CpuLauncher>(backends::cpu::kernels(), kernel_cache_.get());
+    cpu_launcher_ = cpu.get();
+    launcher_ = std::move(cpu);
+  } else {
+#if STREAMFUSE_HAVE_CUDA
+    // NVRTC builds, the driver loads: kernels persist under the toolchain's fingerprint (NVRTC's
+    // version, the architecture, the options), so a process loads only what it could build.
+    auto& gpu = dynamic_cast<backends::cuda::CudaBackend&>(*backend_);
+    auto toolchain = std::make_unique<jit::CudaToolchain>(gpu.context());
+    kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, toolchain->fingerprint());
+    options.store = kernel_files_.get();
+    kernel_cache_ = std::make_unique<jit::KernelCache>(std::move(toolchain), options);
+    std::function<CUstream()> stream_of = [&gpu] { return gpu.streams().current(); };
+    auto cuda = std::make_unique<jit::CudaLauncher>(gpu.context(), *kernel_cache_, stream_of);
+    device_launches_ = [l = cuda.get()] { return l->launches(); };
+    gpu.set_kernels(
+        std::make_unique<jit::CudaOpKernels>(gpu.context(), *cuda, stream_of, kernel_files_.get()));
+    launcher_ = std::move(cuda);
+#endif
+  }
 
   // What earlier processes prepared is prepared again while this one starts; what this one
   // uses for the first time is remembered for the next (and for bundles).
@@ -154,9 +184,11 @@ FusionStats DeviceRuntime::fusion_stats() const {
     s.compile_ms = k.compile_ms;
   }
   s.ops_prepared = static_cast<std::int64_t>(preparer_->prepared());
-  if (launcher_) {
-    s.compiled_launches = static_cast<std::int64_t>(launcher_->compiled_launches());
-    s.interpreted_launches = static_cast<std::int64_t>(launcher_->interpreted_launches());
+  if (cpu_launcher_) {
+    s.compiled_launches = static_cast<std::int64_t>(cpu_launcher_->compiled_launches());
+    s.interpreted_launches = static_cast<std::int64_t>(cpu_launcher_->interpreted_launches());
+  } else if (device_launches_) {
+    s.compiled_launches = static_cast<std::int64_t>(device_launches_());
   }
   return s;
 }
@@ -181,7 +213,9 @@ Stream* DeviceRuntime::acquire_stream() {
     free_streams_.pop_back();
     return s;
   }
-  streams_.push_back(std::make_unique<Stream>(*this));
+  // Ids from 1 (0 is "no stream"); a retired stream keeps its id for its next thread.
+  streams_.push_back(
+      std::make_unique<Stream>(*this, static_cast<backends::StreamId>(streams_.size() + 1)));
   return streams_.back().get();
 }
 
@@ -197,14 +231,17 @@ void DeviceRuntime::synchronize() {
     for (auto& s : streams_) streams.push_back(s.get());
   }
   for (Stream* s : streams) s->drain();
+  backend_->wait_idle();
 }
 
 void DeviceRuntime::apply(const Config& config) {
   queue_bound_.store(config.queue_bound == 0 ? 1 : config.queue_bound, std::memory_order_relaxed);
   backend_->configure({config.num_threads, config.allocator_cache_bytes});
   fusion_.store(config.fusion, std::memory_order_relaxed);
-  launcher_->set_num_threads(config.num_threads);
-  launcher_->set_compile(config.jit == JitMode::kCompile);
+  if (cpu_launcher_) {
+    cpu_launcher_->set_num_threads(config.num_threads);
+    cpu_launcher_->set_compile(config.jit == JitMode::kCompile);
+  }
 }
 
 }  // namespace streamfuse::stream

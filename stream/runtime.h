@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "fusion/plan_store.h"
 #include "jit/cpu_launcher.h"
 #include "jit/kernel_cache.h"
+#include "jit/launcher.h"
 #include "stream/handles.h"
 #include "stream/ir.h"
 #include "stream/preparer.h"
@@ -46,7 +48,7 @@ class DeviceRuntime {
   // This thread's stream on this device, created on first use; nullptr while the thread exits
   // (its streams are drained and retired then).
   Stream* current_stream();
-  // Drains every stream of the device.
+  // Drains every stream of the device and waits for the device to finish their work.
   void synchronize();
 
   fusion::PlanStore& plan_store() { return plan_store_; }
@@ -84,7 +86,10 @@ class DeviceRuntime {
   std::shared_ptr<cache::PlanFiles> plan_files_;
   std::unique_ptr<cache::KernelFiles> kernel_files_;  // outlives the kernel cache that uses it
   std::unique_ptr<jit::KernelCache> kernel_cache_;
-  std::unique_ptr<jit::CpuLauncher> launcher_;
+  std::unique_ptr<jit::KernelLauncher> launcher_;
+  jit::CpuLauncher* cpu_launcher_ = nullptr;  // launcher_ on the CPU, else null
+  // Kernel launches that ran a compiled kernel, on devices whose launcher is not the CPU's.
+  std::function<std::uint64_t()> device_launches_;
   std::unique_ptr<cache::PreparedOpFiles> prepared_op_files_;
   std::unique_ptr<Preparer> preparer_;  // after the backend and files it uses: stops first
   mutable std::mutex used_prepared_mutex_;

@@ -17,8 +17,9 @@ std::vector<std::unique_ptr<fusion::OptimizationBuilder>> make_builders() {
 
 }  // namespace
 
-Stream::Stream(DeviceRuntime& runtime)
+Stream::Stream(DeviceRuntime& runtime, backends::StreamId id)
     : runtime_(runtime),
+      id_(id),
       context_(queue_, runtime),
       processor_(runtime.plan_store(), make_builders()) {}
 
@@ -49,6 +50,8 @@ void Stream::drain() {
 }
 
 std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
+  // Whichever thread drains, the work goes to this stream's queue on the device.
+  const backends::StreamScope scope(id_);
   const bool fuse = runtime_.fusion_enabled();
   if (fuse != fused_) {  // fusion switched on or off: the processor starts over
     processor_.reset();

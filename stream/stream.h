@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/execution_stream.h"
 #include "fusion/processor.h"
 #include "stream/ir.h"
 #include "stream/queue.h"
@@ -23,7 +24,9 @@ struct TensorNode;
 // of this stream used on another stream), so the queue is guarded by a mutex.
 class Stream {
  public:
-  explicit Stream(DeviceRuntime& runtime);
+  // `id` names the stream to the backend (backends/execution_stream.h): unique per device.
+  Stream(DeviceRuntime& runtime, backends::StreamId id);
+  backends::StreamId id() const { return id_; }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -51,6 +54,7 @@ class Stream {
   std::vector<TensorNode*> advance_locked(fusion::ExecutionMode mode);
 
   DeviceRuntime& runtime_;
+  const backends::StreamId id_;
   std::mutex mutex_;
   OperationQueue queue_;
   SegmentContext context_;

@@ -73,6 +73,7 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
         // Ours and the handle container's reference, nothing else: nobody can see the writes.
         if (!in.failure && in.handle.storage.use_count() == 2 &&
             backends::is_contiguous(in.handle, in.desc->shape)) {
+          context.backend().overwrite(in.handle);
           out.handle = in.handle;
           continue;
         }

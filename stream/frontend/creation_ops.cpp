@@ -60,12 +60,10 @@ Tensor from_blob(const void* data, DType dtype, Shape shape, Device device) {
   check_new_shape(shape, dtype, "from_blob");
   if (!data && shape.numel() > 0) throw Error("from_blob: data is null");
   stream::DeviceRuntime& rt = stream::DeviceRuntime::get(device);
-  stream::Stream* s = rt.current_stream();
-  backends::TensorHandle h = rt.backend().from_host(data, dtype, shape);
-  const stream::TensorId id = rt.new_id();
-  rt.handles().insert(id, std::move(h));
-  // Materialized already: no op made it, so no stream needs draining before it is used.
-  return Tensor(stream::new_node(rt, s, /*uses_through=*/0, id, shape, dtype));
+  const stream::Stream* s = rt.current_stream();
+  const backends::StreamScope scope(s ? s->id() : 0);  // the copy goes to this thread's stream
+  return stream::frontend::materialized(rt, rt.backend().from_host(data, dtype, shape), shape,
+                                        dtype);
 }
 
 Tensor full(Shape shape, Scalar value, std::optional<DType> dtype, Device device) {

@@ -67,6 +67,13 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
     // A tensor of another stream: its value and that stream's queued uses of it come first.
     if (n->home && n->home->executed() < n->home_uses_through.load(std::memory_order_acquire))
       n->home->drain();
+    // A device that queues work (CUDA) orders this stream's work after the home stream's, and
+    // keeps the memory from being handed out before this stream is done with it.
+    if (n->home && !device.is_cpu()) {
+      Failure failure;
+      const backends::TensorHandle h = rt.handles().get(n->id, &failure);
+      rt.backend().share(h, n->home->id(), stream->id());
+    }
     if (!last_use) {
       retain(n);
       pins.push_back(n);
@@ -83,6 +90,14 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
   }
   for (TensorNode* n : consumed) n->consumed = true;  // the op owns their values now
   return result;
+}
+
+Tensor materialized(DeviceRuntime& rt, backends::TensorHandle handle, const Shape& shape,
+                    DType dtype) {
+  Stream* s = rt.current_stream();
+  const TensorId id = rt.new_id();
+  rt.handles().insert(id, std::move(handle));
+  return Tensor(new_node(rt, s, /*uses_through=*/0, id, shape, dtype));
 }
 
 void wait_for_value(const TensorNode& node) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/backend.h"
 #include "stream/ir.h"
 #include "stream/tensor_node.h"
 #include "streamfuse/tensor.h"
@@ -29,5 +30,10 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
 
 // Makes sure the value of `node` exists: drains the stream that makes it if needed.
 void wait_for_value(const TensorNode& node);
+
+// A new tensor of `rt`'s device whose value is `handle` already (no op makes it, so no stream
+// needs draining before it is used).
+Tensor materialized(DeviceRuntime& rt, backends::TensorHandle handle, const Shape& shape,
+                    DType dtype);
 
 }  // namespace streamfuse::stream::frontend

@@ -2,7 +2,9 @@
 #include "streamfuse/tensor.h"
 
 #include <string>
+#include <vector>
 
+#include "backends/cpu/views.h"
 #include "stream/frontend/recorder.h"
 #include "stream/runtime.h"
 #include "streamfuse/error.h"
@@ -54,9 +56,39 @@ Tensor Tensor::to(Device device) const& { return Tensor(*this).to(device); }
 Tensor Tensor::to(Device device) && {
   const stream::TensorNode& n = node_of(*this, "to");
   if (n.device == device) return std::move(*this);
-  stream::DeviceRuntime::get(device);  // throws DeviceError for a device that is not there
-  throw DeviceError("to: copies from " + n.device.to_string() + " to " + device.to_string() +
-                    " need the CUDA backend, which this build does not have");
+  stream::DeviceRuntime& target = stream::DeviceRuntime::get(device);  // DeviceError: not there
+  // A copy between devices is a sync point of the source: its value is read, then placed on the
+  // target as a tensor no op makes.
+  stream::frontend::wait_for_value(n);
+  stream::DeviceRuntime& source = *n.runtime;
+  stream::Failure failure;
+  const backends::TensorHandle h = source.handles().get(n.id, &failure);
+  if (failure)
+    throw Error("to: this tensor's value could not be computed, so it cannot be copied to " +
+                device.to_string() + ": " + *failure);
+  const backends::StreamId home = n.home ? n.home->id() : 0;
+  if (device.is_cpu()) {  // straight into the new tensor's host memory
+    backends::TensorHandle out = target.backend().allocate(n.shape, n.dtype);
+    const backends::StreamScope scope(home);
+    source.backend().to_host(h, n.dtype, n.shape, out.storage.data());
+    return stream::frontend::materialized(target, std::move(out), n.shape, n.dtype);
+  }
+  const stream::Stream* s = target.current_stream();
+  if (n.device.is_cpu() && backends::is_contiguous(h, n.shape)) {  // host memory already
+    const backends::StreamScope scope(s ? s->id() : 0);
+    return stream::frontend::materialized(
+        target,
+        target.backend().from_host(backends::cpu::element_ptr(h, n.dtype), n.dtype, n.shape),
+        n.shape, n.dtype);
+  }
+  std::vector<char> staged(static_cast<std::size_t>(n.shape.numel()) * element_size(n.dtype));
+  {
+    const backends::StreamScope scope(home);
+    source.backend().to_host(h, n.dtype, n.shape, staged.data());
+  }
+  const backends::StreamScope scope(s ? s->id() : 0);
+  return stream::frontend::materialized(
+      target, target.backend().from_host(staged.data(), n.dtype, n.shape), n.shape, n.dtype);
 }
 
 Tensor Tensor::to(DType dtype) const& { return Tensor(*this).to(dtype); }
@@ -100,6 +132,8 @@ void Tensor::read(DType as, void* dst, std::size_t n, const char* caller) const 
   backends::TensorHandle h = rt.handles().get(node.id, &failure);
   if (failure)
     throw Error(std::string(caller) + ": this tensor's value could not be computed: " + *failure);
+  // The copy waits for the work of the stream that made the value (on a device that queues).
+  const backends::StreamScope scope(node.home ? node.home->id() : 0);
   rt.backend().to_host(h, node.dtype, node.shape, dst);
 }
 

@@ -103,35 +103,35 @@ Tensor reduce(int op, Tensor a, int axis) {
   }
 }
 
-Tensor input_of(const Step& s) {
+Tensor input_of(const Step& s, Device device) {
   auto make = [&](const Shape& shape) {
     switch (s.dtype) {
       case kF32:
-        return from_vector(std::vector<float>(s.data.begin(), s.data.end()), shape);
+        return from_vector(std::vector<float>(s.data.begin(), s.data.end()), shape, device);
       case kF16: {
         std::vector<Half> v;
         for (double x : s.data) v.emplace_back(static_cast<float>(x));
-        return from_vector(v, shape);
+        return from_vector(v, shape, device);
       }
       case kBF16: {
         std::vector<BFloat16> v;
         for (double x : s.data) v.emplace_back(static_cast<float>(x));
-        return from_vector(v, shape);
+        return from_vector(v, shape, device);
       }
       case kI32: {
         std::vector<std::int32_t> v;
         for (double x : s.data) v.push_back(static_cast<std::int32_t>(x));
-        return from_vector(v, shape);
+        return from_vector(v, shape, device);
       }
       case kI64: {
         std::vector<std::int64_t> v;
         for (double x : s.data) v.push_back(static_cast<std::int64_t>(x));
-        return from_vector(v, shape);
+        return from_vector(v, shape, device);
       }
       case kBool: {
         std::vector<bool> v;
         for (double x : s.data) v.push_back(x != 0);
-        return from_vector(v, shape);
+        return from_vector(v, shape, device);
       }
     }
     return Tensor();
@@ -151,14 +151,14 @@ Tensor input_of(const Step& s) {
 }
 
 // Applies a step to `vals` (moving operands where the step says so).
-void apply(const Step& s, std::vector<Tensor>& vals) {
+void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
   auto take = [&](int i, bool move) {
     return move ? std::move(vals[static_cast<std::size_t>(i)]) : vals[static_cast<std::size_t>(i)];
   };
   switch (s.kind) {
     case Step::Kind::kInput:
     case Step::Kind::kStrided:
-      vals.push_back(input_of(s));
+      vals.push_back(input_of(s, device));
       break;
     case Step::Kind::kUnary:
       vals.push_back(kUnary[s.op](take(s.a, s.move_a)));
@@ -179,7 +179,7 @@ void apply(const Step& s, std::vector<Tensor>& vals) {
       vals.push_back(take(s.a, s.move_a).to(s.dtype));
       break;
     case Step::Kind::kFull:
-      vals.push_back(full(s.shape, s.scalar, s.dtype));
+      vals.push_back(full(s.shape, s.scalar, s.dtype, device));
       break;
     case Step::Kind::kReduce:
       vals.push_back(reduce(s.op, take(s.a, s.move_a), s.b));
@@ -261,7 +261,7 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
     const bool doubled = s.kind == Step::Kind::kStrided && s.shape.rank() < 2;  // see input_of
     for (std::int64_t k = 0; k < s.shape.numel() * (doubled ? 2 : 1); ++k)
       s.data.push_back(random_value(s.dtype, rng));
-    apply(s, vals);
+    apply(s, vals, Device::cpu());
     steps_.push_back(std::move(s));
   }
   const int ops = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(max_ops));
@@ -323,20 +323,20 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
       std::vector<Tensor> copy = vals;
       Step dry = s;
       dry.move_a = false;
-      apply(dry, copy);
+      apply(dry, copy, Device::cpu());
     } catch (const Error&) {
       continue;
     }
-    apply(s, vals);
+    apply(s, vals, Device::cpu());
     steps_.push_back(s);
     ++made;
   }
   synchronize();
 }
 
-std::vector<std::vector<std::uint64_t>> RandomProgram::run() const {
+std::vector<std::vector<std::uint64_t>> RandomProgram::run(Device device) const {
   std::vector<Tensor> vals;
-  for (const Step& s : steps_) apply(s, vals);
+  for (const Step& s : steps_) apply(s, vals, device);
   std::vector<std::vector<std::uint64_t>> out;
   for (std::size_t i = 0; i < vals.size(); ++i) {
     const Tensor& t = vals[i];

@@ -42,9 +42,9 @@ class RandomProgram {
   // Generates a program of up to `max_ops` steps from `seed`, running it once under the current
   // configuration (which checks every step is valid).
   RandomProgram(std::uint64_t seed, int max_ops);
-  // Replays it; returns the values still held at the end: each its value number, then its
-  // elements as bit patterns (NaN canonical).
-  std::vector<std::vector<std::uint64_t>> run() const;
+  // Replays it on `device`; returns the values still held at the end: each its value number,
+  // then its elements as bit patterns (NaN canonical).
+  std::vector<std::vector<std::uint64_t>> run(Device device = Device::cpu()) const;
   const std::vector<Step>& steps() const { return steps_; }
   std::string describe() const;
 

@@ -1,0 +1,235 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include "backends/cpu/views.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::backends::cuda {
+namespace {
+
+using stream::OpCategory;
+using stream::OpDesc;
+using stream::OpKind;
+using stream::TensorDesc;
+
+CUdeviceptr device_address(const void* p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int ordinal)
+    : device_(DeviceContext::open(ordinal)),
+      memory_(device_),
+      streams_(device_),
+      allocator_(memory_, BackendSettings{}.allocator_cache_bytes),
+      staging_(device_),
+      matmul_(device_) {
+  allocator_.set_handoff(&streams_);
+}
+
+CudaBackend::~CudaBackend() {
+  // Queued work may still read cached blocks: let it finish before they are freed. At exit the
+  // driver may be gone already; nothing to report then.
+  try {
+    streams_.synchronize_all();
+  } catch (const std::exception&) {
+  }
+}
+
+void CudaBackend::configure(const BackendSettings& settings) {
+  allocator_.set_cache_limit(settings.allocator_cache_bytes);
+}
+
+void CudaBackend::empty_cache() {
+  streams_.synchronize_all();
+  allocator_.empty_cache();
+}
+
+GeneratedKernels& CudaBackend::kernels() {
+  if (!kernels_)
+    throw Error("internal error: " + device_->name() + " has no kernels; please report this");
+  return *kernels_;
+}
+
+TensorHandle CudaBackend::allocate(const Shape& shape, DType dtype) {
+  TensorHandle h;
+  h.storage = allocator_.allocate(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+  h.strides = contiguous_strides(shape);
+  return h;
+}
+
+void CudaBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
+                          std::span<TensorHandle> outputs) {
+  TensorHandle& out = outputs[0];
+  const TensorDesc& od = op.outputs[0];
+  switch (stream::op_category(op.kind)) {
+    case OpCategory::kCreation:
+      out = allocate(od.shape, od.dtype);
+      if (od.shape.numel() == 0) return;
+      if (op.kind == OpKind::kFull)
+        kernels().elementwise(op, {}, out);
+      else if (op.kind == OpKind::kArange)
+        kernels().arange(op, out);
+      else
+        kernels().random(op, out);
+      return;
+    case OpCategory::kCast:
+      out = copy_contiguous(inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
+      return;
+    case OpCategory::kUnary:
+    case OpCategory::kBinary:
+    case OpCategory::kCompare:
+    case OpCategory::kLogical:
+    case OpCategory::kSelect:
+      return run_elementwise(op, inputs, out);
+    case OpCategory::kReduce:
+      out = allocate(od.shape, od.dtype);
+      if (op.inputs[0].shape.numel() == 0 && od.shape.numel() == 0) return;
+      kernels().reduce(op, inputs[0], out, [this](std::size_t bytes) {
+        return allocate(Shape{static_cast<std::int64_t>(bytes)}, kBool);
+      });
+      return;
+    case OpCategory::kMatmul:
+      return run_matmul(op, inputs, out);
+    case OpCategory::kMovement:
+      return run_movement(op, inputs, out);
+    case OpCategory::kLifetime:
+      return;
+  }
+}
+
+void CudaBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs,
+                                  TensorHandle& out) {
+  const TensorDesc& od = op.outputs[0];
+  // As on the CPU: a last-use input of the output's dtype and shape that nothing else shares
+  // becomes the output (each thread reads an element before it writes it).
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TensorDesc& in = op.inputs[i];
+    if (in.status == stream::TensorStatus::kReadWrite && in.dtype == od.dtype &&
+        in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
+      overwrite(inputs[i]);
+      out = inputs[i];
+      break;
+    }
+  }
+  if (!out.storage) out = allocate(od.shape, od.dtype);
+  if (od.shape.numel() == 0) return;
+  kernels().elementwise(op, inputs, out);
+}
+
+void CudaBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+  const DType dtype = op.attrs.dtype;
+  const TensorDesc& od = op.outputs[0];
+  MatmulOperand m[2];
+  TensorHandle copies[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    const TensorDesc& d = op.inputs[i];
+    const TensorHandle* h = &inputs[i];
+    m[i] = MatmulOperand{cpu::element_ptr(*h, d.dtype), d.shape, h->strides};
+    // Mixed dtypes promote the other operand first; cuBLAS reads only some layouts as they are.
+    if (d.dtype != dtype || (!is_integral(dtype) && !CudaMatmul::reads_directly(m[i]))) {
+      copies[i] = copy_contiguous(inputs[i], d.shape, d.dtype, dtype);
+      m[i] = MatmulOperand{cpu::element_ptr(copies[i], dtype), d.shape, copies[i].strides};
+    }
+  }
+  out = allocate(od.shape, od.dtype);
+  if (od.shape.numel() == 0) return;
+  if (is_integral(dtype))
+    kernels().integer_matmul(dtype, m[0], m[1], out.storage.data(), od.shape);
+  else
+    matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, streams_.current());
+}
+
+void CudaBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs,
+                               TensorHandle& out) {
+  const TensorDesc& id = op.inputs[0];
+  const TensorDesc& od = op.outputs[0];
+  TensorHandle& in = inputs[0];
+  switch (op.kind) {
+    case OpKind::kReshape:
+      if (auto strides = cpu::reshape_strides(id.shape, in.strides, od.shape)) {
+        out = in;
+        out.strides = *strides;
+      } else {
+        out = copy_contiguous(in, id.shape, id.dtype, id.dtype);
+        out.strides = contiguous_strides(od.shape);
+      }
+      return;
+    case OpKind::kPermute:
+      out = in;
+      for (int d = 0; d < od.shape.rank(); ++d)
+        out.strides[static_cast<std::size_t>(d)] =
+            in.strides[static_cast<std::size_t>(op.attrs.perm[static_cast<std::size_t>(d)])];
+      return;
+    case OpKind::kExpand:
+      out = in;
+      out.strides = cpu::broadcast_strides(id.shape, in.strides, od.shape);
+      return;
+    case OpKind::kSlice: {
+      const auto axis = static_cast<std::size_t>(op.attrs.axis);
+      out = in;
+      out.offset += op.scalars[0].to_int() * in.strides[axis];
+      out.strides[axis] *= op.scalars[1].to_int();
+      return;
+    }
+    case OpKind::kCopy:
+      out = is_contiguous(in, id.shape) ? in : copy_contiguous(in, id.shape, id.dtype, id.dtype);
+      return;
+    case OpKind::kCat: {
+      out = allocate(od.shape, od.dtype);
+      const auto axis = static_cast<std::size_t>(op.attrs.axis);
+      std::int64_t along = 0;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const TensorDesc& d = op.inputs[i];
+        TensorHandle part = out;  // the slice of the output this input fills
+        part.offset = along * out.strides[axis];
+        if (d.shape.numel() > 0) kernels().copy(d.shape, inputs[i], d.dtype, part, od.dtype);
+        along += d.shape[static_cast<int>(axis)];
+      }
+      return;
+    }
+    default:
+      throw Error("internal error: " + std::string(stream::op_name(op.kind)) +
+                  " is not a movement op; please report this");
+  }
+}
+
+TensorHandle CudaBackend::copy_contiguous(const TensorHandle& h, const Shape& shape, DType from,
+                                          DType to) {
+  TensorHandle out = allocate(shape, to);
+  if (shape.numel() > 0) kernels().copy(shape, h, from, out, to);
+  return out;
+}
+
+TensorHandle CudaBackend::from_host(const void* host, DType dtype, const Shape& shape) {
+  TensorHandle h = allocate(shape, dtype);
+  staging_.to_device(device_address(h.storage.data()), host,
+                     static_cast<std::size_t>(shape.numel()) * element_size(dtype),
+                     streams_.current());
+  return h;
+}
+
+void CudaBackend::to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) {
+  if (shape.numel() == 0) return;
+  TensorHandle contiguous;
+  const TensorHandle* src = &h;
+  if (!is_contiguous(h, shape)) {
+    contiguous = copy_contiguous(h, shape, dtype, dtype);
+    src = &contiguous;
+  }
+  staging_.to_host(host, device_address(cpu::element_ptr(*src, dtype)),
+                   static_cast<std::size_t>(shape.numel()) * element_size(dtype),
+                   streams_.current());
+}
+
+void CudaBackend::overwrite(const TensorHandle& h) {
+  if (h.storage) streams_.claim(const_cast<StorageBlock&>(*h.storage.block()));
+}
+
+void CudaBackend::share(const TensorHandle& h, StreamId producer, StreamId consumer) {
+  if (producer == consumer) return;
+  if (h.storage) StreamSet::note_use(const_cast<StorageBlock&>(*h.storage.block()), consumer);
+  streams_.order(producer, consumer);
+}
+
+}  // namespace streamfuse::backends::cuda

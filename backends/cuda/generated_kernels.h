@@ -1,0 +1,43 @@
+// The kernels of the CUDA backend that are generated and compiled at run time. The JIT, which
+// sits above the backends, implements this (jit/cuda_op_kernels.h) and the device runtime hands
+// it to the backend. Every call queues its work on the calling thread's current CUDA stream
+// (StreamSet::current()) and returns; it throws Error naming the op when a kernel cannot be built
+// or launched. Device pointers of handles are addresses in the device's memory.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+
+#include "backends/backend.h"
+#include "backends/matmul_layout.h"
+#include "stream/ir.h"
+
+namespace streamfuse::backends::cuda {
+
+class GeneratedKernels {
+ public:
+  virtual ~GeneratedKernels() = default;
+
+  // out = op(inputs) for an element-wise op (unary, binary, compare, logical, where, cast) or
+  // full(); inputs broadcast to the output's shape; `out` holds the output's shape.
+  virtual void elementwise(const stream::OpDesc& op, std::span<const TensorHandle> inputs,
+                           const TensorHandle& out) = 0;
+  // `to` = `from` converted element by element (equal dtypes: a bitwise copy), both of `shape`
+  // in any layout.
+  virtual void copy(const Shape& shape, const TensorHandle& from, DType from_dtype,
+                    const TensorHandle& to, DType to_dtype) = 0;
+  // arange(), rand(), randn() into a contiguous `out`, with the CPU's values.
+  virtual void arange(const stream::OpDesc& op, const TensorHandle& out) = 0;
+  virtual void random(const stream::OpDesc& op, const TensorHandle& out) = 0;
+  // A reduction (sum, mean, max, min, argmax) of op.inputs[0] into a contiguous `out`;
+  // `scratch(bytes)` gives device memory for partial results, alive while the work is queued.
+  virtual void reduce(const stream::OpDesc& op, const TensorHandle& in, const TensorHandle& out,
+                      const std::function<TensorHandle(std::size_t bytes)>& scratch) = 0;
+  // out = a @ b for i32 / i64 operands (cuBLAS has no such product), wrapping like the CPU;
+  // `out` contiguous of `out_shape`, operand data device pointers.
+  virtual void integer_matmul(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
+                              void* out, const Shape& out_shape) = 0;
+};
+
+}  // namespace streamfuse::backends::cuda

@@ -1,0 +1,68 @@
+// CUDA C++ of the kernels a CUDA device runs that are not FusedPrograms: arange(), rand() and
+// randn() (the CPU's values: the same Philox4x32-10 counters and Box-Muller math), reductions and
+// integer matrix products. Each source holds one kernel family for one op kind and dtype, is
+// compiled by NVRTC after the kernel prelude (cuda_kernel_prelude()) and launched with one
+// argument struct, as generated element-wise kernels are.
+//
+// The structs below are what the host passes; the generated sources declare the same layouts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "stream/ir.h"
+#include "streamfuse/dtype.h"
+
+namespace streamfuse::jit {
+
+inline constexpr int kCudaLibraryBlock = 256;  // threads per block of every library kernel
+
+// arange: out[i] = start + i * step, in int64 (integral scalars) or double, as the CPU computes.
+struct CudaArangeArgs {
+  void* out;
+  long long numel;
+  long long start_i, step_i;
+  double start_d, step_d;
+};
+// `<name>` over a grid-stride loop.
+std::string cuda_arange_source(DType out, bool integral, const std::string& name);
+
+// rand / randn: element i is lane i % 4 of Philox counter offset + i / 4 under `seed`.
+struct CudaRandomArgs {
+  void* out;
+  long long numel;
+  unsigned long long seed, offset;
+  double a, b;  // [low, high) or (mean, std)
+};
+std::string cuda_random_source(stream::OpKind kind, DType out, const std::string& name);
+
+// A reduction: each of `outputs` results folds `len` elements. Output o is the row-major index
+// over the kept dimensions; reduced element r the row-major index over the reduced ones (for
+// argmax, the index it returns).
+struct CudaReduceArgs {
+  const void* in;
+  void* out;
+  void* partial;  // splits > 1: outputs * splits accumulators
+  long long kept_rank, kept_sizes[8], kept_strides[8];
+  long long reduced_rank, reduced_sizes[8], reduced_strides[8];
+  long long outputs, len, splits;
+};
+// Three kernels: `<name>_rows` (a thread per output: many outputs or short rows), `<name>_split`
+// (a block per output and split, a shared-memory tree; writes results when splits == 1, else
+// partial accumulators) and `<name>_combine` (a block per output folds its splits' partials).
+std::string cuda_reduce_source(stream::OpKind kind, DType in, DType out, const std::string& name);
+// Bytes of one partial accumulator of a reduction of `kind` over dtype `in`.
+std::size_t cuda_reduce_accumulator_bytes(stream::OpKind kind, DType in);
+
+// An integer matrix product with wrapping arithmetic, a thread per output element.
+struct CudaIntMatmulArgs {
+  const void* a;
+  const void* b;
+  void* out;
+  long long batch_rank, batch[8], a_batch_strides[8], b_batch_strides[8];
+  long long m, k, n;
+  long long a_row_stride, a_col_stride, b_row_stride, b_col_stride;
+};
+std::string cuda_int_matmul_source(DType dtype, const std::string& name);
+
+}  // namespace streamfuse::jit

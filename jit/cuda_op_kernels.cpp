@@ -1,0 +1,260 @@
+#include "jit/cuda_op_kernels.h"
+
+#include <algorithm>
+
+#include <boost/container/small_vector.hpp>
+
+#include "backends/cpu/views.h"
+#include "jit/cuda_codegen.h"
+#include "jit/cuda_library_source.h"
+#include "jit/single_op_program.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+namespace {
+
+using backends::TensorHandle;
+using stream::OpDesc;
+using stream::OpKind;
+
+// A key packing the fields `bits` wide each.
+struct KeyBuilder {
+  std::uint64_t key = 0;
+  KeyBuilder& add(std::uint64_t v, int bits = 8) {
+    key = (key << bits) | v;
+    return *this;
+  }
+};
+
+std::uint64_t device_word(const void* p) {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+}
+
+}  // namespace
+
+CudaOpKernels::CudaOpKernels(std::shared_ptr<const backends::cuda::DeviceContext> device,
+                             KernelLauncher& launcher, std::function<CUstream()> stream_of,
+                             KernelStore* store)
+    : device_(std::move(device)),
+      launcher_(launcher),
+      stream_of_(std::move(stream_of)),
+      store_(store),
+      toolchain_(device_) {}
+
+const CudaOpKernels::Program& CudaOpKernels::program(std::uint64_t key,
+                                                     const std::function<FusedProgram()>& make) {
+  std::lock_guard lock(programs_mutex_);
+  auto it = programs_.find(key);
+  if (it == programs_.end()) {
+    auto p = std::make_unique<Program>();
+    p->program = make();
+    p->facts = ProgramFacts::of(p->program);
+    it = programs_.emplace(key, std::move(p)).first;
+  }
+  return *it->second;  // entries are never removed: one per kind and dtypes
+}
+
+void CudaOpKernels::elementwise(const OpDesc& op, std::span<const TensorHandle> inputs,
+                                const TensorHandle& out) {
+  KeyBuilder k;
+  k.add(1).add(static_cast<std::uint64_t>(op.kind)).add(static_cast<std::uint64_t>(op.attrs.dtype));
+  k.add(static_cast<std::uint64_t>(op.attrs.scalar_side), 2);
+  for (const stream::TensorDesc& d : op.inputs) k.add(static_cast<std::uint64_t>(d.dtype), 4);
+  k.add(static_cast<std::uint64_t>(op.outputs[0].dtype), 4);
+  const Program& p = program(k.key, [&] { return single_op_program(op); });
+
+  const stream::TensorDesc& od = op.outputs[0];
+  boost::container::small_vector<LaunchOperand, 3> in;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    in.push_back({&inputs[i], op.inputs[i].shape, op.inputs[i].dtype});
+  const LaunchOperand result{&out, od.shape, od.dtype};
+  boost::container::small_vector<std::int64_t, 1> scalars;
+  for (const ScalarArg& arg : p.program.scalars) scalars.push_back(scalar_bits(arg, op.scalars[0]));
+  launcher_.launch(p.program, p.facts, od.shape, in, {&result, 1}, scalars);
+}
+
+void CudaOpKernels::copy(const Shape& shape, const TensorHandle& from, DType from_dtype,
+                         const TensorHandle& to, DType to_dtype) {
+  const std::uint64_t key = KeyBuilder{}
+                                .add(2)
+                                .add(static_cast<std::uint64_t>(from_dtype))
+                                .add(static_cast<std::uint64_t>(to_dtype))
+                                .key;
+  const Program& p = program(key, [&] { return copy_program(from_dtype, to_dtype); });
+  const LaunchOperand in{&from, shape, from_dtype};
+  const LaunchOperand result{&to, shape, to_dtype};
+  launcher_.launch(p.program, p.facts, shape, {&in, 1}, {&result, 1}, {});
+}
+
+unsigned CudaOpKernels::grid_for(std::int64_t items) const {
+  const std::int64_t wanted = (items + kCudaLibraryBlock - 1) / kCudaLibraryBlock;
+  const std::int64_t cap = std::max(device_->properties().multiprocessors, 1) * 32;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(wanted, 1, cap));
+}
+
+CUfunction CudaOpKernels::library_kernel(const std::string& name, const std::string& source,
+                                         const std::string& kernel) {
+  std::lock_guard lock(modules_mutex_);
+  auto it = modules_.find(name);
+  if (it == modules_.end()) {
+    std::string why;
+    if (!toolchain_.prepare(why)) throw Error(why);
+    const std::string unit = cuda_kernel_prelude() + "\n" + source;
+    const std::string image = toolchain_.image_name(unit);
+    std::shared_ptr<void> module;
+    // Built by an earlier process: loaded. One that does not load (a driver update) is built
+    // again and replaces it.
+    if (std::shared_ptr<const LibraryImage> stored =
+            store_ ? store_->load_library(image) : nullptr) {
+      try {
+        module = toolchain_.load(*stored);
+        ++modules_loaded_;
+      } catch (const CompileError&) {
+      }
+    }
+    if (!module) {
+      BuiltLibrary built = toolchain_.build(unit);
+      module = std::move(built.library);
+      if (store_)
+        store_->save_library(
+            LibraryImage{built.key, toolchain_.fingerprint(), unit, std::move(built.bytes)});
+    }
+    it = modules_.emplace(name, Module{std::move(module), {}}).first;
+  }
+  Module& m = it->second;
+  if (auto f = m.functions.find(kernel); f != m.functions.end()) return f->second;
+  void* fn = toolchain_.find(m.module, kernel);
+  if (!fn)
+    throw Error("internal error: kernel " + kernel +
+                " missing from its module; please report this");
+  m.functions.emplace(kernel, static_cast<CUfunction>(fn));
+  return static_cast<CUfunction>(fn);
+}
+
+std::size_t CudaOpKernels::library_modules() const {
+  std::lock_guard lock(modules_mutex_);
+  return modules_.size();
+}
+
+std::size_t CudaOpKernels::library_modules_loaded() const {
+  std::lock_guard lock(modules_mutex_);
+  return modules_loaded_;
+}
+
+void CudaOpKernels::launch(CUfunction fn, std::int64_t blocks, void* args,
+                           const std::string& what) {
+  const backends::cuda::Driver& d = device_->driver();
+  void* params[] = {args};
+  device_->make_current();
+  d.check(d.launch_kernel(fn, static_cast<unsigned>(blocks), 1, 1, kCudaLibraryBlock, 1, 1, 0,
+                          stream_of_(), params, nullptr),
+          "launching " + what + " on " + device_->name());
+}
+
+void CudaOpKernels::arange(const OpDesc& op, const TensorHandle& out) {
+  const DType dtype = op.outputs[0].dtype;
+  const bool integral = !op.scalars[0].is_floating() && !op.scalars[1].is_floating();
+  const std::string name =
+      std::string("sf_arange_") + std::string(dtype_name(dtype)) + (integral ? "_int" : "_float");
+  const CUfunction fn = library_kernel(name, cuda_arange_source(dtype, integral, name), name);
+  CudaArangeArgs a{out.storage.data(),     op.outputs[0].shape.numel(), op.scalars[0].to_int(),
+                   op.scalars[1].to_int(), op.scalars[0].to_double(),   op.scalars[1].to_double()};
+  if (!integral) a.start_i = a.step_i = 0;
+  launch(fn, grid_for(a.numel), &a, "arange");
+}
+
+void CudaOpKernels::random(const OpDesc& op, const TensorHandle& out) {
+  const DType dtype = op.outputs[0].dtype;
+  const std::string name = std::string("sf_") + std::string(stream::op_name(op.kind)) + "_" +
+                           std::string(dtype_name(dtype));
+  const CUfunction fn = library_kernel(name, cuda_random_source(op.kind, dtype, name), name);
+  CudaRandomArgs a{out.storage.data(),
+                   op.outputs[0].shape.numel(),
+                   static_cast<unsigned long long>(op.scalars[0].to_int()),
+                   static_cast<unsigned long long>(op.scalars[1].to_int()),
+                   op.scalars[2].to_double(),
+                   op.scalars[3].to_double()};
+  launch(fn, grid_for((a.numel + 3) / 4), &a, std::string(stream::op_name(op.kind)));
+}
+
+void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const TensorHandle& out,
+                           const std::function<TensorHandle(std::size_t)>& scratch) {
+  const stream::TensorDesc& id = op.inputs[0];
+  const DType out_dtype = op.outputs[0].dtype;
+  const std::string name = std::string("sf_") + std::string(stream::op_name(op.kind)) + "_" +
+                           std::string(dtype_name(id.dtype)) + "_" +
+                           std::string(dtype_name(out_dtype));
+  const std::string source = cuda_reduce_source(op.kind, id.dtype, out_dtype, name);
+
+  CudaReduceArgs a{};
+  a.in = backends::cpu::element_ptr(in, id.dtype);
+  a.out = out.storage.data();
+  a.outputs = 1;
+  a.len = 1;
+  for (int d = 0; d < id.shape.rank(); ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    const bool reduced = op.attrs.axis == stream::kAllAxes || op.attrs.axis == d;
+    long long& rank = reduced ? a.reduced_rank : a.kept_rank;
+    (reduced ? a.reduced_sizes : a.kept_sizes)[rank] = id.shape[d];
+    (reduced ? a.reduced_strides : a.kept_strides)[rank] = in.strides[i];
+    ++rank;
+    (reduced ? a.len : a.outputs) *= id.shape[d];
+  }
+  if (a.outputs == 0) return;
+  const std::string what = std::string(stream::op_name(op.kind)) + " of " + id.shape.to_string();
+  const std::int64_t sms = std::max(device_->properties().multiprocessors, 1);
+  // Many outputs, or short rows: a thread per output. Otherwise blocks share each output's row,
+  // split so that the grid fills the device, and a second pass combines the splits.
+  if (a.outputs >= 4096 || a.len <= 1024) {
+    a.splits = 1;
+    launch(library_kernel(name, source, name + "_rows"), grid_for(a.outputs), &a, what);
+    return;
+  }
+  const std::int64_t max_splits = (a.len + 4 * kCudaLibraryBlock - 1) / (4 * kCudaLibraryBlock);
+  a.splits = std::clamp<std::int64_t>((sms * 8 + a.outputs - 1) / a.outputs, 1, max_splits);
+  TensorHandle partial;
+  if (a.splits > 1) {
+    partial = scratch(static_cast<std::size_t>(a.outputs * a.splits) *
+                      cuda_reduce_accumulator_bytes(op.kind, id.dtype));
+    a.partial = partial.storage.data();
+  }
+  launch(library_kernel(name, source, name + "_split"), a.outputs * a.splits, &a, what);
+  if (a.splits > 1) launch(library_kernel(name, source, name + "_combine"), a.outputs, &a, what);
+  // `partial` goes back to the allocator now: reuse by this stream is ordered after the kernels,
+  // by another stream through the allocator's handoff (backends/cuda/stream_set.h).
+}
+
+void CudaOpKernels::integer_matmul(DType dtype, const backends::MatmulOperand& a,
+                                   const backends::MatmulOperand& b, void* out,
+                                   const Shape& out_shape) {
+  const backends::MatmulLayout l = backends::make_matmul_layout(a, b, out_shape);
+  const std::int64_t total = l.batch_count() * l.m * l.n;
+  if (total == 0) return;
+  if (l.k == 0) {  // an empty sum: zeros
+    const backends::cuda::Driver& d = device_->driver();
+    device_->make_current();
+    d.check(d.memset_d8_async(device_word(out), 0,
+                              static_cast<std::size_t>(total) * element_size(dtype), stream_of_()),
+            "clearing a matmul result on " + device_->name());
+    return;
+  }
+  const std::string name = std::string("sf_matmul_") + std::string(dtype_name(dtype));
+  const CUfunction fn = library_kernel(name, cuda_int_matmul_source(dtype, name), name);
+  CudaIntMatmulArgs args{};
+  args.a = a.data;
+  args.b = b.data;
+  args.out = out;
+  args.batch_rank = l.batch_rank;
+  for (int d = 0; d < l.batch_rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    args.batch[i] = l.batch[i];
+    args.a_batch_strides[i] = l.a.batch_strides[i];
+    args.b_batch_strides[i] = l.b.batch_strides[i];
+  }
+  args.m = l.m, args.k = l.k, args.n = l.n;
+  args.a_row_stride = l.a.row_stride, args.a_col_stride = l.a.col_stride;
+  args.b_row_stride = l.b.row_stride, args.b_col_stride = l.b.col_stride;
+  launch(fn, grid_for(total), &args, "matmul of " + std::string(dtype_name(dtype)));
+}
+
+}  // namespace streamfuse::jit

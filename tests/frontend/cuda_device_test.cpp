@@ -1,0 +1,267 @@
+// Every API op on cuda:0 gives the CPU's values (bitwise: the kernels compute with the CPU's
+// functions; see tests/differential/cuda_differential_test.cpp), with fusion off and on; copies
+// between devices both ways; memory statistics; and tensors shared between threads' streams.
+// Runs on cuda:0 and skips without one; CI runs it on the emulated GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "streamfuse/streamfuse.h"
+
+namespace sf = streamfuse;
+
+namespace {
+
+const sf::Device kGpu = sf::Device::cuda(0);
+const sf::Device kCpu = sf::Device::cpu();
+
+class CudaDevice : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    try {
+      sf::synchronize(kGpu);
+    } catch (const sf::DeviceError& e) {
+      GTEST_SKIP() << e.what();
+    }
+    saved_ = sf::config();
+    sf::Config c = saved_;
+    c.fusion = GetParam();
+    sf::set_config(c);
+  }
+  void TearDown() override {
+    if (!IsSkipped()) sf::set_config(saved_);
+  }
+
+  // `f` of tensors on one device: the same values on both.
+  template <class T, class F>
+  void same(F f, const char* what) {
+    const std::vector<T> cpu = f(kCpu).template to_vector<T>();
+    const std::vector<T> gpu = f(kGpu).template to_vector<T>();
+    EXPECT_EQ(cpu, gpu) << what;
+  }
+
+  // `f` on both devices, within `tolerance` relative to the largest magnitude: for products,
+  // which cuBLAS sums in another order than oneDNN.
+  template <class F>
+  void near(F f, double tolerance, const char* what) {
+    const std::vector<float> cpu = f(kCpu).template to_vector<float>();
+    const std::vector<float> gpu = f(kGpu).template to_vector<float>();
+    ASSERT_EQ(cpu.size(), gpu.size()) << what;
+    double scale = 1;
+    for (float x : cpu) scale = std::max(scale, static_cast<double>(std::abs(x)));
+    for (std::size_t i = 0; i < cpu.size(); ++i)
+      ASSERT_NEAR(cpu[i], gpu[i], tolerance * scale) << what << ", element " << i;
+  }
+
+  sf::Config saved_;
+};
+
+sf::Tensor input(sf::Device d, sf::Shape s, float scale = 1.0f) {
+  std::vector<float> v(static_cast<std::size_t>(s.numel()));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = scale * static_cast<float>((static_cast<int>(i * 7919 % 113) - 56)) / 17.0f;
+  return sf::from_vector(v, s, d);
+}
+
+TEST_P(CudaDevice, ElementwiseOpsOfEveryKindAndDtype) {
+  same<float>([](sf::Device d) { return sf::nn::gelu(input(d, {33, 65})); }, "gelu");
+  same<float>([](sf::Device d) { return sf::exp(input(d, {7, 9}, 0.3f)) / 3.0f - 1.5f; }, "exp");
+  same<float>(
+      [](sf::Device d) {
+        return sf::pow(sf::abs(input(d, {5, 40})), input(d, {40}, 0.1f));
+      },
+      "pow, broadcast");
+  same<float>(
+      [](sf::Device d) {
+        auto x = input(d, {6, 10});
+        return sf::where(x > 0.5f, sf::sin(x), sf::tanh(x) * sf::sigmoid(x));
+      },
+      "where");
+  same<sf::Half>([](sf::Device d) { return (input(d, {1000}) * 3.0f).to(sf::kF16) + 1; }, "f16");
+  same<sf::BFloat16>([](sf::Device d) { return sf::erf(input(d, {257}).to(sf::kBF16)); }, "bf16");
+  same<std::int32_t>(
+      [](sf::Device d) {
+        return sf::maximum(input(d, {4, 50}, 40.0f).to(sf::kI32) * 7 - 3, 5);
+      },
+      "i32");
+  same<std::int64_t>([](sf::Device d) { return sf::arange(-20, 300, 3, sf::kI64, d) * 1000003; },
+                     "i64");
+  same<bool>(
+      [](sf::Device d) {
+        auto x = input(d, {30});
+        return sf::logical_or(x > 0, sf::logical_not(x < -1.0f));
+      },
+      "bool");
+  same<float>(
+      [](sf::Device d) {
+        return sf::transpose(input(d, {17, 31}), 0, 1) * 2.0f;
+      },
+      "strided input");
+}
+
+TEST_P(CudaDevice, CreationOps) {
+  same<float>([](sf::Device d) { return sf::full({3, 5}, 2.5, sf::kF32, d); }, "full");
+  same<sf::Half>([](sf::Device d) { return sf::ones({9}, sf::kF16, d); }, "ones f16");
+  same<float>([](sf::Device d) { return sf::arange(0.5, 10.0, 0.25, sf::kF32, d); }, "arange");
+  same<std::int32_t>([](sf::Device d) { return sf::arange(100, sf::kI32, d); }, "arange i32");
+  for (sf::DType t : {sf::kF32, sf::kF16, sf::kBF16}) {
+    sf::manual_seed(123);
+    const auto cpu_u = sf::rand({1001}, t, kCpu).to(sf::kF32).to_vector<float>();
+    const auto cpu_n = sf::randn({37, 3}, t, kCpu).to(sf::kF32).to_vector<float>();
+    sf::manual_seed(123);
+    EXPECT_EQ(cpu_u, sf::rand({1001}, t, kGpu).to(sf::kF32).to_vector<float>()) << "rand";
+    EXPECT_EQ(cpu_n, sf::randn({37, 3}, t, kGpu).to(sf::kF32).to_vector<float>()) << "randn";
+  }
+}
+
+TEST_P(CudaDevice, ReductionsOverEveryAxisAndAll) {
+  for (int axis : {0, 1, 2}) {
+    same<float>([&](sf::Device d) { return sf::sum(input(d, {6, 700, 5}), axis); }, "sum");
+    same<float>([&](sf::Device d) { return sf::mean(input(d, {6, 70, 5}), axis, true); }, "mean");
+    same<float>([&](sf::Device d) { return sf::max(input(d, {6, 70, 5}), axis); }, "max");
+    same<float>([&](sf::Device d) { return sf::min(input(d, {6, 70, 5}), axis); }, "min");
+    same<std::int64_t>(
+        [&](sf::Device d) {
+          return sf::argmax(input(d, {6, 70, 5}), axis);
+        },
+        "argmax");
+  }
+  // Long rows take the split kernels (and their second pass); many outputs the row kernel.
+  same<float>([](sf::Device d) { return sf::sum(input(d, {3, 200000})); }, "sum all, long");
+  same<float>([](sf::Device d) { return sf::sum(input(d, {2, 100000}), 1); }, "sum rows, long");
+  same<std::int64_t>([](sf::Device d) { return sf::argmax(input(d, {300001})); }, "argmax long");
+  same<float>([](sf::Device d) { return sf::max(input(d, {5000, 3}), 1); }, "max, many rows");
+  same<std::int64_t>(
+      [](sf::Device d) {
+        return sf::sum(input(d, {50, 30}, 20.0f).to(sf::kI32), 0);
+      },
+      "sum i32");
+  same<float>(
+      [](sf::Device d) {
+        return sf::mean(input(d, {50, 30}, 20.0f).to(sf::kI64));
+      },
+      "mean i64");
+  same<bool>([](sf::Device d) { return sf::max(input(d, {8, 9}) > 1.0f, 1); }, "max bool");
+  same<sf::Half>(
+      [](sf::Device d) {
+        return sf::sum(input(d, {4, 3000}).to(sf::kF16), 1);
+      },
+      "sum f16");
+  same<float>([](sf::Device d) { return sf::nn::softmax(input(d, {7, 129})); }, "softmax");
+  same<float>(
+      [](sf::Device d) {
+        return sf::nn::layer_norm(input(d, {5, 64}), {64});
+      },
+      "layer_norm");
+}
+
+TEST_P(CudaDevice, MatmulOfEveryDtypeAndLayout) {
+  near([](sf::Device d) { return sf::matmul(input(d, {33, 17}), input(d, {17, 9})); }, 1e-6, "2-D");
+  near(
+      [](sf::Device d) {
+        return sf::matmul(input(d, {3, 1, 8, 5}), sf::transpose(input(d, {4, 6, 5}), 1, 2));
+      },
+      1e-6, "batched, broadcast, transposed");
+  near([](sf::Device d) { return sf::matmul(input(d, {17}), input(d, {17, 4})); }, 1e-6, "1-D");
+  same<float>([](sf::Device d) { return sf::matmul(input(d, {4, 0}), input(d, {0, 3})); }, "k=0");
+  near(
+      [](sf::Device d) {
+        return sf::matmul(input(d, {6, 8}).slice(1, 0, 8, 2), input(d, {4, 5}));
+      },
+      1e-6, "strided columns");
+  for (sf::DType t : {sf::kF16, sf::kBF16})
+    near(
+        [&](sf::Device d) {
+          return sf::matmul(input(d, {9, 32}).to(t), input(d, {32, 7}).to(t)).to(sf::kF32);
+        },
+        1e-2, "16-bit");
+  same<std::int32_t>(
+      [](sf::Device d) {
+        return sf::matmul(input(d, {2, 5, 6}, 9.0f).to(sf::kI32),
+                          input(d, {6, 3}, 9.0f).to(sf::kI32));
+      },
+      "i32");
+  same<std::int64_t>(
+      [](sf::Device d) {
+        return sf::matmul(input(d, {5, 6}, 9.0f).to(sf::kI64), input(d, {6}, 9.0f).to(sf::kI64));
+      },
+      "i64 matrix-vector");
+}
+
+TEST_P(CudaDevice, MovementOps) {
+  same<float>(
+      [](sf::Device d) {
+        return sf::transpose(input(d, {5, 6}), 0, 1).reshape({30});
+      },
+      "reshape of a transpose (copies)");
+  same<float>([](sf::Device d) { return input(d, {3, 1}).expand({3, 4}).contiguous(); }, "expand");
+  same<float>([](sf::Device d) { return input(d, {9, 4}).slice(0, 1, 9, 3); }, "slice");
+  same<float>(
+      [](sf::Device d) {
+        return sf::cat({input(d, {2, 3}), sf::transpose(input(d, {3, 4}), 0, 1)}, 0);
+      },
+      "cat");
+  same<sf::Half>(
+      [](sf::Device d) {
+        return sf::cat({input(d, {2, 3}).to(sf::kF16), input(d, {2, 5}).to(sf::kF16)}, 1);
+      },
+      "cat f16 along the inner axis");
+}
+
+TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
+  const auto host = input(kCpu, {40, 3});
+  const sf::Tensor gpu = host.to(kGpu);
+  EXPECT_EQ(gpu.device(), kGpu);
+  EXPECT_EQ(gpu.to(kCpu).to_vector<float>(), host.to_vector<float>());
+  EXPECT_EQ(gpu.to_vector<float>(), host.to_vector<float>()) << "to_vector reads the GPU";
+  // A strided view and a queued result go through their values.
+  const sf::Tensor back = (sf::transpose(gpu, 0, 1) * 2.0f).to(kCpu);
+  EXPECT_EQ(back.to_vector<float>(), (sf::transpose(host, 0, 1) * 2.0f).to_vector<float>());
+  EXPECT_EQ(sf::transpose(host, 0, 1).to(kGpu).to_vector<float>(),
+            sf::transpose(host, 0, 1).contiguous().to_vector<float>());
+  // Larger than one staging chunk, so the copy takes several.
+  const auto big = input(kCpu, {3, 1 << 20});
+  EXPECT_EQ(big.to(kGpu).to(kCpu).to_vector<float>(), big.to_vector<float>());
+  EXPECT_EQ(sf::zeros({0, 4}, sf::kF32, kGpu).to(kCpu).numel(), 0);
+}
+
+TEST_P(CudaDevice, MemoryStatsCountDeviceMemory) {
+  sf::synchronize(kGpu);
+  const sf::MemoryStats before = sf::memory_stats(kGpu);
+  sf::Tensor t = sf::full({1 << 20}, 1.0, sf::kF32, kGpu);
+  sf::synchronize(kGpu);
+  const sf::MemoryStats during = sf::memory_stats(kGpu);
+  EXPECT_EQ(during.bytes_in_use - before.bytes_in_use, 4 << 20);
+  t = sf::Tensor();
+  sf::synchronize(kGpu);
+  EXPECT_EQ(sf::memory_stats(kGpu).bytes_in_use, before.bytes_in_use);
+  EXPECT_GE(sf::memory_stats(kGpu).bytes_cached, 4 << 20) << "freed blocks are kept for reuse";
+}
+
+TEST_P(CudaDevice, TensorsMoveBetweenThreadsStreams) {
+  // Made on one thread's stream, used on others' (each its own CUDA stream): their work waits
+  // for the producer's, and the memory is not reused under them.
+  const auto want = (input(kCpu, {64, 64}) * 3.0f + 1.0f).to_vector<float>();
+  for (int round = 0; round < 5; ++round) {
+    sf::Tensor made;
+    std::thread producer([&] { made = input(kGpu, {64, 64}) * 3.0f; });
+    producer.join();
+    std::vector<std::vector<float>> got(3);
+    std::vector<std::thread> consumers;
+    for (int i = 0; i < 3; ++i)
+      consumers.emplace_back([m = made, &got, i]() mutable {
+        got[static_cast<std::size_t>(i)] = (std::move(m) + 1.0f).to_vector<float>();
+      });
+    made = sf::Tensor();  // dropped here while the consumers may still run
+    for (auto& c : consumers) c.join();
+    for (const auto& g : got) EXPECT_EQ(g, want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fusion, CudaDevice, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "On" : "Off"; });
+
+}  // namespace

@@ -1,0 +1,114 @@
+// The CUDA library kernels (arange, rand/randn, reductions, integer matmul) compile through NVRTC
+// for sm_80 and sm_90 for every op kind and dtype the API can ask for, without warnings, and the
+// argument structs the sources declare have the size of the host structs the launches pass.
+// Running them needs a GPU, or the emulated one (tests/backends/cuda/emulator).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "jit/cuda_codegen.h"
+#include "jit/cuda_library_source.h"
+#include "jit/nvrtc.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+namespace {
+
+using stream::OpKind;
+
+constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
+constexpr DType kFloats[] = {kF32, kF16, kBF16};
+
+// The result dtype of a reduction, as the frontend decides it.
+DType reduce_out(OpKind kind, DType in) {
+  const bool fl = in == kF32 || in == kF16 || in == kBF16;
+  switch (kind) {
+    case OpKind::kSum:
+      return fl ? in : kI64;
+    case OpKind::kMean:
+      return fl ? in : kF32;
+    case OpKind::kArgmax:
+      return kI64;
+    default:
+      return in;
+  }
+}
+
+std::string size_check(const std::string& type, std::size_t bytes) {
+  return "static_assert(sizeof(" + type + ") == " + std::to_string(bytes) + ", \"" + type +
+         "\");\n";
+}
+
+std::string all_library_kernels() {
+  std::string s = cuda_kernel_prelude();
+  int n = 0;
+  for (DType d : kAll) {
+    for (bool integral : {false, true}) {
+      const std::string name = "arange" + std::to_string(n++);
+      s += cuda_arange_source(d, integral, name);
+      s += size_check(name + "_args", sizeof(CudaArangeArgs));
+    }
+    for (OpKind k : {OpKind::kSum, OpKind::kMean, OpKind::kMax, OpKind::kMin, OpKind::kArgmax}) {
+      const std::string name = "reduce" + std::to_string(n++);
+      s += cuda_reduce_source(k, d, reduce_out(k, d), name);
+    }
+  }
+  s += size_check("sf_reduce_args", sizeof(CudaReduceArgs));
+  for (DType d : kFloats)
+    for (OpKind k : {OpKind::kRandUniform, OpKind::kRandNormal}) {
+      const std::string name = "random" + std::to_string(n++);
+      s += cuda_random_source(k, d, name);
+      s += size_check(name + "_args", sizeof(CudaRandomArgs));
+    }
+  for (DType d : {kI32, kI64}) {
+    const std::string name = "matmul" + std::to_string(n++);
+    s += cuda_int_matmul_source(d, name);
+    s += size_check(name + "_args", sizeof(CudaIntMatmulArgs));
+  }
+  return s;
+}
+
+TEST(CudaLibrarySource, EveryKernelCompilesForSm80AndSm90) {
+  if (!Nvrtc::get()) GTEST_SKIP() << Nvrtc::unavailable_reason();
+  // The sources are concatenated: one translation unit holding them all also proves their names
+  // and helper definitions do not clash.
+  std::string source = all_library_kernels();
+  // sf_reduce_args is declared once per reduction source: keep the first only.
+  const std::string decl = "struct sf_reduce_args {";
+  std::size_t first = source.find(decl);
+  ASSERT_NE(first, std::string::npos);
+  for (std::size_t at = source.find(decl, first + 1); at != std::string::npos;
+       at = source.find(decl, at)) {
+    const std::size_t end = source.find("};\n", at);
+    source.erase(at, end + 3 - at);
+  }
+  std::vector<std::string> options;
+  for (const char* o : cuda_kernel_options()) options.emplace_back(o);
+  for (int arch : {80, 90}) {
+    try {
+      const NvrtcOutput out = Nvrtc::get()->compile(source, "library", arch, false, options);
+      EXPECT_EQ(out.image.substr(1, 3), "ELF") << "sm_" << arch;
+      EXPECT_EQ(out.log, "") << "library kernels compile without warnings";
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << "sm_" << arch << ": " << e.what();
+    }
+  }
+}
+
+TEST(CudaLibrarySource, RejectsKindsAndDtypesItHasNoKernelFor) {
+  EXPECT_THROW(cuda_reduce_source(OpKind::kAdd, kF32, kF32, "k"), Error);
+  EXPECT_THROW(cuda_random_source(OpKind::kRandUniform, kI32, "k"), Error);
+  EXPECT_THROW(cuda_int_matmul_source(kF32, "k"), Error);
+}
+
+TEST(CudaLibrarySource, AccumulatorSizesCoverTheirStructs) {
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kSum, kF16), 8u);   // double
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kSum, kI32), 8u);   // long long
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kMax, kBF16), 4u);  // float
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kMin, kBool), 1u);
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kArgmax, kI64), 16u);
+}
+
+}  // namespace
+}  // namespace streamfuse::jit
