@@ -63,6 +63,10 @@ class Backend {
   virtual TensorHandle allocate(const Shape& shape, DType dtype) = 0;
   // A new contiguous tensor holding a copy of `shape.numel()` elements at `host`.
   virtual TensorHandle from_host(const void* host, DType dtype, const Shape& shape) = 0;
+  // `to` = `from` converted element by element (equal dtypes: a bitwise copy), both of `shape`
+  // in any layout (`to` may be a view into a larger tensor).
+  virtual void copy(const Shape& shape, const TensorHandle& from, DType from_dtype,
+                    const TensorHandle& to, DType to_dtype) = 0;
   // Copies the elements of `h` to `host` in row-major order.
   virtual void to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) = 0;
 

@@ -4,7 +4,7 @@
 
 #include <boost/container/small_vector.hpp>
 
-#include "backends/cpu/views.h"
+#include "backends/views.h"
 #include "jit/cuda_codegen.h"
 #include "jit/cuda_library_source.h"
 #include "jit/single_op_program.h"
@@ -187,7 +187,7 @@ void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const Tenso
   const std::string source = cuda_reduce_source(op.kind, id.dtype, out_dtype, name);
 
   CudaReduceArgs a{};
-  a.in = backends::cpu::element_ptr(in, id.dtype);
+  a.in = backends::element_ptr(in, id.dtype);
   a.out = out.storage.data();
   a.outputs = 1;
   a.len = 1;

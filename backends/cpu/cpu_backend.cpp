@@ -5,6 +5,7 @@
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/views.h"
+#include "backends/movement.h"
 #include "backends/scalar_values.h"
 #include "streamfuse/error.h"
 
@@ -48,7 +49,7 @@ void CpuBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
       }
       return;
     case OpCategory::kCast:
-      out = copy_contiguous(inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
+      out = copy_contiguous(*this, inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
       return;
     case OpCategory::kUnary:
     case OpCategory::kBinary:
@@ -61,7 +62,7 @@ void CpuBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
     case OpCategory::kMatmul:
       return run_matmul(op, inputs, out);
     case OpCategory::kMovement:
-      return run_movement(op, inputs, out);
+      return run_movement(*this, op, inputs, out);
     case OpCategory::kLifetime:
       return;
   }
@@ -121,7 +122,7 @@ void CpuBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, Te
     const TensorDesc& d = op.inputs[i];
     const TensorHandle* h = &inputs[i];
     if (d.dtype != dtype) {  // mixed dtypes: promote the other operand first
-      converted[i] = copy_contiguous(inputs[i], d.shape, d.dtype, dtype);
+      converted[i] = copy_contiguous(*this, inputs[i], d.shape, d.dtype, dtype);
       h = &converted[i];
     }
     m[i] = MatmulOperand{element_ptr(*h, dtype), d.shape, h->strides};
@@ -161,67 +162,10 @@ void CpuBackend::set_prepared_listener(std::function<void(const PreparedOp&)> li
   listener_ = std::move(listener);
 }
 
-void CpuBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
-  const TensorDesc& id = op.inputs[0];
-  const TensorDesc& od = op.outputs[0];
-  TensorHandle& in = inputs[0];
-  switch (op.kind) {
-    case OpKind::kReshape:
-      if (auto strides = reshape_strides(id.shape, in.strides, od.shape)) {
-        out = in;
-        out.strides = *strides;
-      } else {
-        out = copy_contiguous(in, id.shape, id.dtype, id.dtype);
-        out.strides = contiguous_strides(od.shape);
-      }
-      return;
-    case OpKind::kPermute:
-      out = in;
-      for (int d = 0; d < od.shape.rank(); ++d)
-        out.strides[static_cast<std::size_t>(d)] =
-            in.strides[static_cast<std::size_t>(op.attrs.perm[static_cast<std::size_t>(d)])];
-      return;
-    case OpKind::kExpand:
-      out = in;
-      out.strides = broadcast_strides(id.shape, in.strides, od.shape);
-      return;
-    case OpKind::kSlice: {
-      const auto axis = static_cast<std::size_t>(op.attrs.axis);
-      out = in;
-      out.offset += op.scalars[0].to_int() * in.strides[axis];
-      out.strides[axis] *= op.scalars[1].to_int();
-      return;
-    }
-    case OpKind::kCopy:
-      out = is_contiguous(in, id.shape) ? in : copy_contiguous(in, id.shape, id.dtype, id.dtype);
-      return;
-    case OpKind::kCat: {
-      out = allocate(od.shape, od.dtype);
-      const auto axis = static_cast<std::size_t>(op.attrs.axis);
-      std::int64_t along = 0;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const TensorDesc& d = op.inputs[i];
-        char* dst = element_ptr(out, od.dtype) +
-                    along * out.strides[axis] * static_cast<std::int64_t>(element_size(od.dtype));
-        kernels_.copy({d.shape,
-                       Operand{element_ptr(inputs[i], d.dtype), d.dtype, inputs[i].strides},
-                       Operand{dst, od.dtype, out.strides}, threads()});
-        along += d.shape[static_cast<int>(axis)];
-      }
-      return;
-    }
-    default:
-      throw Error("internal error: " + std::string(stream::op_name(op.kind)) +
-                  " is not a movement op; please report this");
-  }
-}
-
-TensorHandle CpuBackend::copy_contiguous(const TensorHandle& h, const Shape& shape, DType from,
-                                         DType to) {
-  TensorHandle out = allocate(shape, to);
-  kernels_.copy({shape, Operand{element_ptr(h, from), from, h.strides},
-                 Operand{element_ptr(out, to), to, out.strides}, threads()});
-  return out;
+void CpuBackend::copy(const Shape& shape, const TensorHandle& from, DType from_dtype,
+                      const TensorHandle& to, DType to_dtype) {
+  kernels_.copy({shape, Operand{element_ptr(from, from_dtype), from_dtype, from.strides},
+                 Operand{element_ptr(to, to_dtype), to_dtype, to.strides}, threads()});
 }
 
 TensorHandle CpuBackend::from_host(const void* host, DType dtype, const Shape& shape) {

@@ -23,6 +23,8 @@ class CpuBackend final : public Backend {
   void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
                std::span<TensorHandle> outputs) override;
   TensorHandle from_host(const void* host, DType dtype, const Shape& shape) override;
+  void copy(const Shape& shape, const TensorHandle& from, DType from_dtype, const TensorHandle& to,
+            DType to_dtype) override;
   void to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) override;
   MemoryStats memory_stats() const override { return allocator_.stats(); }
   void reset_peak_memory_stats() override { allocator_.reset_peak(); }
@@ -39,9 +41,6 @@ class CpuBackend final : public Backend {
   void run_elementwise(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   void run_reduce(const stream::OpDesc& op, TensorHandle& in, TensorHandle& out);
   void run_matmul(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
-  void run_movement(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
-  // A contiguous copy of (`h`, `shape`), converted to `to` (same dtype: bitwise).
-  TensorHandle copy_contiguous(const TensorHandle& h, const Shape& shape, DType from, DType to);
   int threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
   HostMemory memory_;

@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
-#include "backends/cpu/views.h"
+#include "backends/movement.h"
+#include "backends/views.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cuda {
@@ -74,7 +75,7 @@ void CudaBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
         kernels().random(op, out);
       return;
     case OpCategory::kCast:
-      out = copy_contiguous(inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
+      out = copy_contiguous(*this, inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
       return;
     case OpCategory::kUnary:
     case OpCategory::kBinary:
@@ -92,7 +93,7 @@ void CudaBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
     case OpCategory::kMatmul:
       return run_matmul(op, inputs, out);
     case OpCategory::kMovement:
-      return run_movement(op, inputs, out);
+      return run_movement(*this, op, inputs, out);
     case OpCategory::kLifetime:
       return;
   }
@@ -125,11 +126,11 @@ void CudaBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, T
   for (std::size_t i = 0; i < 2; ++i) {
     const TensorDesc& d = op.inputs[i];
     const TensorHandle* h = &inputs[i];
-    m[i] = MatmulOperand{cpu::element_ptr(*h, d.dtype), d.shape, h->strides};
+    m[i] = MatmulOperand{element_ptr(*h, d.dtype), d.shape, h->strides};
     // Mixed dtypes promote the other operand first; cuBLAS reads only some layouts as they are.
     if (d.dtype != dtype || (!is_integral(dtype) && !CudaMatmul::reads_directly(m[i]))) {
-      copies[i] = copy_contiguous(inputs[i], d.shape, d.dtype, dtype);
-      m[i] = MatmulOperand{cpu::element_ptr(copies[i], dtype), d.shape, copies[i].strides};
+      copies[i] = copy_contiguous(*this, inputs[i], d.shape, d.dtype, dtype);
+      m[i] = MatmulOperand{element_ptr(copies[i], dtype), d.shape, copies[i].strides};
     }
   }
   out = allocate(od.shape, od.dtype);
@@ -140,65 +141,9 @@ void CudaBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, T
     matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, streams_.current());
 }
 
-void CudaBackend::run_movement(const OpDesc& op, std::span<TensorHandle> inputs,
-                               TensorHandle& out) {
-  const TensorDesc& id = op.inputs[0];
-  const TensorDesc& od = op.outputs[0];
-  TensorHandle& in = inputs[0];
-  switch (op.kind) {
-    case OpKind::kReshape:
-      if (auto strides = cpu::reshape_strides(id.shape, in.strides, od.shape)) {
-        out = in;
-        out.strides = *strides;
-      } else {
-        out = copy_contiguous(in, id.shape, id.dtype, id.dtype);
-        out.strides = contiguous_strides(od.shape);
-      }
-      return;
-    case OpKind::kPermute:
-      out = in;
-      for (int d = 0; d < od.shape.rank(); ++d)
-        out.strides[static_cast<std::size_t>(d)] =
-            in.strides[static_cast<std::size_t>(op.attrs.perm[static_cast<std::size_t>(d)])];
-      return;
-    case OpKind::kExpand:
-      out = in;
-      out.strides = cpu::broadcast_strides(id.shape, in.strides, od.shape);
-      return;
-    case OpKind::kSlice: {
-      const auto axis = static_cast<std::size_t>(op.attrs.axis);
-      out = in;
-      out.offset += op.scalars[0].to_int() * in.strides[axis];
-      out.strides[axis] *= op.scalars[1].to_int();
-      return;
-    }
-    case OpKind::kCopy:
-      out = is_contiguous(in, id.shape) ? in : copy_contiguous(in, id.shape, id.dtype, id.dtype);
-      return;
-    case OpKind::kCat: {
-      out = allocate(od.shape, od.dtype);
-      const auto axis = static_cast<std::size_t>(op.attrs.axis);
-      std::int64_t along = 0;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const TensorDesc& d = op.inputs[i];
-        TensorHandle part = out;  // the slice of the output this input fills
-        part.offset = along * out.strides[axis];
-        if (d.shape.numel() > 0) kernels().copy(d.shape, inputs[i], d.dtype, part, od.dtype);
-        along += d.shape[static_cast<int>(axis)];
-      }
-      return;
-    }
-    default:
-      throw Error("internal error: " + std::string(stream::op_name(op.kind)) +
-                  " is not a movement op; please report this");
-  }
-}
-
-TensorHandle CudaBackend::copy_contiguous(const TensorHandle& h, const Shape& shape, DType from,
-                                          DType to) {
-  TensorHandle out = allocate(shape, to);
-  if (shape.numel() > 0) kernels().copy(shape, h, from, out, to);
-  return out;
+void CudaBackend::copy(const Shape& shape, const TensorHandle& from, DType from_dtype,
+                       const TensorHandle& to, DType to_dtype) {
+  kernels().copy(shape, from, from_dtype, to, to_dtype);
 }
 
 TensorHandle CudaBackend::from_host(const void* host, DType dtype, const Shape& shape) {
@@ -214,10 +159,10 @@ void CudaBackend::to_host(const TensorHandle& h, DType dtype, const Shape& shape
   TensorHandle contiguous;
   const TensorHandle* src = &h;
   if (!is_contiguous(h, shape)) {
-    contiguous = copy_contiguous(h, shape, dtype, dtype);
+    contiguous = copy_contiguous(*this, h, shape, dtype, dtype);
     src = &contiguous;
   }
-  staging_.to_host(host, device_address(cpu::element_ptr(*src, dtype)),
+  staging_.to_host(host, device_address(element_ptr(*src, dtype)),
                    static_cast<std::size_t>(shape.numel()) * element_size(dtype),
                    streams_.current());
 }

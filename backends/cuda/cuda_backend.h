@@ -35,6 +35,8 @@ class CudaBackend final : public Backend {
                std::span<TensorHandle> outputs) override;
   TensorHandle allocate(const Shape& shape, DType dtype) override;
   TensorHandle from_host(const void* host, DType dtype, const Shape& shape) override;
+  void copy(const Shape& shape, const TensorHandle& from, DType from_dtype, const TensorHandle& to,
+            DType to_dtype) override;
   void to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) override;
   void share(const TensorHandle& h, StreamId producer, StreamId consumer) override;
   void overwrite(const TensorHandle& h) override;
@@ -47,9 +49,6 @@ class CudaBackend final : public Backend {
   GeneratedKernels& kernels();
   void run_elementwise(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   void run_matmul(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
-  void run_movement(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
-  // A contiguous copy of (`h`, `shape`), converted to `to` (same dtype: bitwise).
-  TensorHandle copy_contiguous(const TensorHandle& h, const Shape& shape, DType from, DType to);
 
   std::shared_ptr<const DeviceContext> device_;
   // Declared in destruction order's reverse: the allocator returns its blocks (and the streams

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/views.h"
+#include "backends/views.h"
 #include "stream/frontend/recorder.h"
 #include "stream/runtime.h"
 #include "streamfuse/error.h"
@@ -78,7 +78,7 @@ Tensor Tensor::to(Device device) && {
     const backends::StreamScope scope(s ? s->id() : 0);
     return stream::frontend::materialized(
         target,
-        target.backend().from_host(backends::cpu::element_ptr(h, n.dtype), n.dtype, n.shape),
+        target.backend().from_host(backends::element_ptr(h, n.dtype), n.dtype, n.shape),
         n.shape, n.dtype);
   }
   std::vector<char> staged(static_cast<std::size_t>(n.shape.numel()) * element_size(n.dtype));

@@ -233,9 +233,11 @@ TEST_F(ProcessorTest, LogsEachDecisionOnOneLine) {
   EXPECT_EQ(count("matched plan: 3 ops, mock"), 1) << out;
   EXPECT_EQ(count("executed: 3 ops, mock"), 2) << out;
   EXPECT_EQ(count("executed: 1 ops, operations"), 2) << out;  // the reduction, twice
-  for (const std::string& l : lines)
-    if (l.find("mock") != std::string::npos)
+  for (const std::string& l : lines) {
+    if (l.find("mock") != std::string::npos) {
       EXPECT_NE(l.find(", first add("), std::string::npos) << l;
+    }
+  }
 }
 
 TEST_F(ProcessorTest, OnOperationsTriggerFiresOnTheOpThatClosedExploration) {

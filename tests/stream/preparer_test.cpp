@@ -60,6 +60,8 @@ class FakeBackend final : public sb::Backend {
   sb::TensorHandle from_host(const void*, streamfuse::DType, const streamfuse::Shape&) override {
     return {};
   }
+  void copy(const streamfuse::Shape&, const sb::TensorHandle&, streamfuse::DType,
+            const sb::TensorHandle&, streamfuse::DType) override {}
   void to_host(const sb::TensorHandle&, streamfuse::DType, const streamfuse::Shape&,
                void*) override {}
   streamfuse::MemoryStats memory_stats() const override { return {}; }

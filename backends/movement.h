@@ -1,0 +1,21 @@
+// Movement ops on any backend: views where the layout allows (backends/views.h), otherwise copies
+// through the backend's own Backend::copy, so each backend supplies only the copy kernel.
+#pragma once
+
+#include <span>
+
+#include "backends/backend.h"
+#include "stream/ir.h"
+
+namespace streamfuse::backends {
+
+// A new contiguous tensor of `backend` holding (`h`, `shape`) converted from `from` to `to`
+// (equal dtypes: a bitwise copy).
+TensorHandle copy_contiguous(Backend& backend, const TensorHandle& h, const Shape& shape,
+                             DType from, DType to);
+
+// Runs movement op `op` (reshape, permute, expand, slice, contiguous, cat) over `inputs`.
+void run_movement(Backend& backend, const stream::OpDesc& op, std::span<TensorHandle> inputs,
+                  TensorHandle& out);
+
+}  // namespace streamfuse::backends
