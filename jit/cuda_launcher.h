@@ -29,9 +29,21 @@ class CudaLauncher final : public KernelLauncher {
               std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
               std::span<const std::int64_t> scalars) override;
 
+  bool may_fail() const override { return true; }
+  void require(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
+               std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
+               std::span<const std::int64_t> scalars) override;
+
   std::uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
 
  private:
+  struct Prepared;
+  // The merged iteration, operands and kernel of a launch (no kernel: an empty iteration).
+  // Throws Error naming the program when the kernel cannot be built.
+  Prepared prepare(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
+                   std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
+                   std::span<const std::int64_t> scalars);
+
   std::shared_ptr<const backends::cuda::DeviceContext> device_;
   KernelCache& cache_;
   std::function<CUstream()> stream_of_;

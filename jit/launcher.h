@@ -19,11 +19,23 @@ struct LaunchOperand {
 class KernelLauncher {
  public:
   virtual ~KernelLauncher() = default;
-  // Computes `program` over `shape`. scalars[i] is jit::scalar_bits of argument i. Never throws
-  // for a kernel that failed to compile (it interprets instead).
+  // Computes `program` over `shape`. scalars[i] is jit::scalar_bits of argument i. A launcher
+  // that may_fail() throws Error when the kernel cannot be built; the others interpret instead.
   virtual void launch(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
                       std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
                       std::span<const std::int64_t> scalars) = 0;
+
+  // True for a launcher with no fallback, whose launch() throws when a kernel cannot be built
+  // (CUDA); the CPU's interprets instead and never throws for that.
+  virtual bool may_fail() const { return false; }
+  // Makes sure launch() with these arguments finds its kernel (building it if need be), or
+  // throws what launch() would throw. Launches nothing.
+  virtual void require(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
+                       std::span<const LaunchOperand> inputs,
+                       std::span<const LaunchOperand> outputs,
+                       std::span<const std::int64_t> scalars) {
+    (void)program, (void)facts, (void)shape, (void)inputs, (void)outputs, (void)scalars;
+  }
 };
 
 }  // namespace streamfuse::jit

@@ -43,7 +43,8 @@ std::string ElementwiseOptimization::describe() const {
 
 // All or nothing: every allocation happens before the first kernel runs, and results are
 // published only at the end, so an exception leaves the context as it was (inputs lent to an
-// output are only written by kernels, which do not throw).
+// output are only written by kernels, and a launcher that may fail to build one is asked for
+// every kernel before the first runs).
 //
 // Tensors whose last use is their drop in this segment and that no kernel reads (typically the
 // previous iteration's result) are erased first, so their memory serves this run's outputs and
@@ -82,9 +83,11 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
     }
   }
 
+  // Each kernel's operands and scalars; a kernel with a failed input fails its outputs instead
+  // (and their readers). Returns false for such a kernel.
   boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
   boost::container::small_vector<std::int64_t, 8> scalars;
-  for (const ElementwiseKernel& k : kernels_) {
+  auto arguments = [&](const ElementwiseKernel& k) {
     stream::Failure failed;
     ins.clear();
     for (std::uint32_t t : k.inputs) {
@@ -92,9 +95,9 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       if (v.failure && !failed) failed = v.failure;
       ins.push_back({&v.handle, v.desc->shape, v.desc->dtype});
     }
-    if (failed) {  // a failed input fails every output of the kernel (and their readers)
+    if (failed) {
       for (std::uint32_t t : k.outputs) values[t].failure = failed;
-      continue;
+      return false;
     }
     outs.clear();
     for (std::uint32_t t : k.outputs)
@@ -104,6 +107,18 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       const Scalar& value = context.op(k.scalars[s].op).scalars[k.scalars[s].slot];
       scalars.push_back(jit::scalar_bits(k.program.scalars[s], value));
     }
+    return true;
+  };
+  // A launcher without a fallback (CUDA) may fail to build a kernel: every kernel is made sure
+  // of before the first one writes, so that a failure leaves lent inputs unwritten.
+  if (context.launcher().may_fail()) {
+    for (const ElementwiseKernel& k : kernels_)
+      if (arguments(k))
+        context.launcher().require(k.program, k.facts, desc_at(context, k.shape_source).shape, ins,
+                                   outs, scalars);
+  }
+  for (const ElementwiseKernel& k : kernels_) {
+    if (!arguments(k)) continue;
     context.launcher().launch(k.program, k.facts, desc_at(context, k.shape_source).shape, ins, outs,
                               scalars);
   }

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -263,5 +265,34 @@ TEST_P(CudaDevice, TensorsMoveBetweenThreadsStreams) {
 
 INSTANTIATE_TEST_SUITE_P(Fusion, CudaDevice, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "On" : "Off"; });
+
+}  // namespace
+
+namespace {
+
+// Out of device memory: an Error naming the op when the value is read, and nothing else lost.
+// Runs where the device is small enough to fill: the emulated GPU with SF_EMU_MEMORY_BYTES set
+// (tests/backends/cuda/emulator/CMakeLists.txt registers it so).
+TEST(CudaOutOfMemory, IsAnErrorWhereTheValueIsReadAndOtherTensorsStillCompute) {
+  const char* bytes = std::getenv("SF_EMU_MEMORY_BYTES");
+  if (!bytes) GTEST_SKIP() << "needs a small device: set SF_EMU_MEMORY_BYTES on the emulated GPU";
+  try {
+    sf::synchronize(kGpu);
+  } catch (const sf::DeviceError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  const std::int64_t too_many = std::strtoll(bytes, nullptr, 10) / 4 + 1024;
+  const sf::Tensor huge = sf::full({too_many}, 1.0, sf::kF32, kGpu);
+  const sf::Tensor derived = sf::sum(huge * 2.0f);
+  try {
+    (void)derived.item<float>();
+    ADD_FAILURE() << "no error";
+  } catch (const sf::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("out of memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("full"), std::string::npos) << what;
+  }
+  EXPECT_EQ(sf::sum(sf::ones({1000}, sf::kF32, kGpu)).item<float>(), 1000.0f);
+}
 
 }  // namespace
