@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -191,6 +192,28 @@ TEST_P(CudaDevice, MatmulOfEveryDtypeAndLayout) {
         return sf::matmul(input(d, {5, 6}, 9.0f).to(sf::kI64), input(d, {6}, 9.0f).to(sf::kI64));
       },
       "i64 matrix-vector");
+}
+
+TEST_P(CudaDevice, NnOpsClampAndPrinting) {
+  same<float>([](sf::Device d) { return sf::nn::silu(input(d, {3, 70})); }, "silu");
+  same<float>([](sf::Device d) { return sf::clamp(input(d, {50}), -0.5, 0.75); }, "clamp");
+  same<float>(
+      [](sf::Device d) {
+        return sf::clamp(input(d, {4, 5}), input(d, {5}, -1.0f), input(d, {4, 1}, 2.0f));
+      },
+      "clamp by tensors");
+  same<float>(
+      [](sf::Device d) {
+        return sf::flatten(sf::unsqueeze(sf::squeeze(input(d, {3, 1, 4}), 1), 0));
+      },
+      "squeeze, unsqueeze, flatten");
+  same<float>([](sf::Device d) { return sf::rand_like(input(d, {8})) * 0.0f; }, "rand_like");
+  std::ostringstream cpu, gpu;
+  cpu << sf::exp(input(kCpu, {3, 4}));
+  gpu << sf::exp(input(kGpu, {3, 4}));
+  // PyTorch's form: the same values, the device named before the closing parenthesis.
+  const std::string want = cpu.str().substr(0, cpu.str().size() - 1) + ", device=cuda:0)";
+  EXPECT_EQ(gpu.str(), want) << "printing reads the GPU's values";
 }
 
 TEST_P(CudaDevice, MovementOps) {
