@@ -1,7 +1,7 @@
 // The FusedProgram of one op run on its own: how a device without eager kernels of its own
-// (CUDA) runs element-wise ops, full() and copies through the JIT. Each program computes what the
-// element-wise builder's program computes for the same op (fusion/builders/elementwise_builder.cpp
-// emit_op), so unfused and fused results agree bit for bit.
+// (CUDA) runs element-wise ops, full() and copies through the JIT. The op's instructions come from
+// emit_elementwise_op (jit/op_instructions.h), as the element-wise builder's do, so unfused and
+// fused results agree bit for bit.
 #pragma once
 
 #include "jit/program.h"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "jit/op_instructions.h"
 #include "jit/program_optimizer.h"
 
 namespace streamfuse::fusion {
@@ -18,8 +19,6 @@ namespace {
 std::int64_t bytes_of(const stream::TensorDesc& d) {
   return d.shape.numel() * static_cast<std::int64_t>(element_size(d.dtype));
 }
-
-bool rounds(DType d) { return d == kF16 || d == kBF16; }
 
 }  // namespace
 
@@ -166,59 +165,25 @@ std::int32_t ElementwiseBuilder::operand(Group& g, std::int32_t gi, TensorId id,
 }
 
 void ElementwiseBuilder::emit_op(Group& g, std::int32_t gi, const OpDesc& rel, std::uint32_t j) {
-  const ValueType c = jit::value_type_of(rel.attrs.dtype);
-  const OpCategory category = stream::op_category(rel.kind);
-  const stream::TensorDesc& out = rel.outputs[0];
-  Instruction in;
-  in.kind = InstrKind::kOp;
-  in.op = rel.kind;
-  in.type = c;
-  ValueType result = c;
-  std::int32_t r = -1;
-  switch (category) {
-    case OpCategory::kUnary:
-      in.args[0] = operand(g, gi, rel.inputs[0].id, c);
-      break;
-    case OpCategory::kBinary:
-    case OpCategory::kCompare: {
-      if (rel.attrs.scalar_side == stream::ScalarSide::kNone) {
-        in.args[0] = operand(g, gi, rel.inputs[0].id, c);
-        in.args[1] = operand(g, gi, rel.inputs[1].id, c);
-      } else {
-        const std::int32_t t = operand(g, gi, rel.inputs[0].id, c);
-        const std::int32_t s = scalar(g, {j, 0}, {jit::ScalarArg::Mode::kOperand, c, kF32});
-        const bool lhs = rel.attrs.scalar_side == stream::ScalarSide::kLhs;
-        in.args[0] = lhs ? s : t;
-        in.args[1] = lhs ? t : s;
-      }
-      if (category == OpCategory::kCompare) result = ValueType::kBool;
-      break;
+  // The group's registers for the op's operands (loaded or converted once per group), and its
+  // scalar arguments by source.
+  struct GroupEmitter final : jit::OpEmitter {
+    ElementwiseBuilder& b;
+    Group& g;
+    std::int32_t gi;
+    const OpDesc& rel;
+    std::uint32_t j;
+    GroupEmitter(ElementwiseBuilder& b_, Group& g_, std::int32_t gi_, const OpDesc& rel_,
+                 std::uint32_t j_)
+        : b(b_), g(g_), gi(gi_), rel(rel_), j(j_) {}
+    std::int32_t operand(std::size_t i, ValueType type) override {
+      return b.operand(g, gi, rel.inputs[i].id, type);
     }
-    case OpCategory::kLogical:
-      in.type = result = ValueType::kBool;
-      for (std::size_t k = 0; k < rel.inputs.size(); ++k)
-        in.args[k] = operand(g, gi, rel.inputs[k].id, ValueType::kBool);
-      break;
-    case OpCategory::kSelect:
-      in.args[0] = operand(g, gi, rel.inputs[0].id, ValueType::kBool);
-      in.args[1] = operand(g, gi, rel.inputs[1].id, c);
-      in.args[2] = operand(g, gi, rel.inputs[2].id, c);
-      break;
-    case OpCategory::kCast:
-      r = operand(g, gi, rel.inputs[0].id, jit::value_type_of(out.dtype));
-      break;
-    default:
-      break;
-  }
-  if (r < 0) r = emit(g, in, result);
-  if (rounds(out.dtype)) {
-    Instruction round;
-    round.kind = InstrKind::kRound;
-    round.type = ValueType::kFloat;
-    round.round = out.dtype;
-    round.args[0] = r;
-    r = emit(g, round, ValueType::kFloat);
-  }
+    std::int32_t scalar(const jit::ScalarArg& arg) override { return b.scalar(g, {j, 0}, arg); }
+    std::int32_t emit(Instruction in, ValueType result) override { return b.emit(g, in, result); }
+  } emitter(*this, g, gi, rel, j);
+  const std::int32_t r = jit::emit_elementwise_op(rel, emitter);
+  const stream::TensorDesc& out = rel.outputs[0];
   Value& v = values_[out.id];
   v.origin = Origin::kGroup;
   v.group = gi;
