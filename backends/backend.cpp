@@ -22,4 +22,17 @@ bool is_contiguous(const TensorHandle& h, const Shape& shape) {
   return true;
 }
 
+TensorHandle Backend::elementwise_output(const stream::OpDesc& op, std::span<TensorHandle> inputs) {
+  const stream::TensorDesc& od = op.outputs[0];
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const stream::TensorDesc& in = op.inputs[i];
+    if (in.status == stream::TensorStatus::kReadWrite && in.dtype == od.dtype &&
+        in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
+      overwrite(inputs[i]);
+      return inputs[i];
+    }
+  }
+  return allocate(od.shape, od.dtype);
+}
+
 }  // namespace streamfuse::backends

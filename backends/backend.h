@@ -99,6 +99,11 @@ class Backend {
   // waits for its own stream; this is for synchronize() and timing).
   virtual void wait_idle() {}
 
+  // The output of element-wise `op`: a last-use input of the output's dtype and shape that
+  // nothing else shares takes that role (each element is read before the same element is
+  // written; overwrite() orders it on a device that queues), otherwise new memory.
+  TensorHandle elementwise_output(const stream::OpDesc& op, std::span<TensorHandle> inputs);
+
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory_stats() = 0;
   virtual void empty_cache() = 0;

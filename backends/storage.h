@@ -19,8 +19,9 @@ struct StorageBlock {
   std::atomic<std::int32_t> refs{0};
   CachingAllocator* owner = nullptr;
   // The backend's queues (CUDA streams) whose work used the block, one bit each: what work
-  // handing the block out again must wait for (backends/cuda/stream_set.h).
-  std::atomic<std::uint64_t> users{0};
+  // handing the block out again must wait for (backends/cuda/stream_set.h). Bookkeeping, not
+  // the block's value: kept through the const references views hand out.
+  mutable std::atomic<std::uint64_t> users{0};
   // Intrusive links while the block is cached: the free list of its size class and the
   // allocator's least-recently-freed list, both doubly linked.
   StorageBlock* next_free = nullptr;

@@ -117,8 +117,8 @@ void BM_GpuDeviceToDeviceCopy(benchmark::State& state) {
   for (auto _ : state) {
     timer.start();
     timer.driver().check(
-        timer.driver().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(to.storage.data()),
-                                         reinterpret_cast<CUdeviceptr>(from.storage.data()),
+        timer.driver().memcpy_dtod_async(sf::backends::cuda::device_address(to.storage.data()),
+                                         sf::backends::cuda::device_address(from.storage.data()),
                                          kNumel * sizeof(float), timer.stream()),
         "copy");
     state.SetIterationTime(timer.stop());

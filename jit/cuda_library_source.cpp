@@ -224,7 +224,7 @@ std::string cuda_reduce_source(OpKind kind, DType in, DType out, const std::stri
                         {"$MERGE", merge},
                         {"$FINISH", finish},
                         {"$ACC", acc},
-                        {"$BLOCK", std::to_string(kCudaLibraryBlock)},
+                        {"$BLOCK", std::to_string(kCudaBlockSize)},
                         {"$NAME", name}});
 }
 
@@ -249,7 +249,7 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
 )",
               {{"$NAME", name},
                {"$DTYPE", std::string(dtype_name(out))},
-               {"$BLOCK", std::to_string(kCudaLibraryBlock)},
+               {"$BLOCK", std::to_string(kCudaBlockSize)},
                {"$T", storage_c_type(out)},
                {"$VALUE", value}});
 }
@@ -324,7 +324,7 @@ $VALUES    for (int l = 0; l < 4; ++l) {
                {"$STORE", store},
                {"$KIND", std::string(stream::op_name(kind))},
                {"$DTYPE", std::string(dtype_name(out))},
-               {"$BLOCK", std::to_string(kCudaLibraryBlock)},
+               {"$BLOCK", std::to_string(kCudaBlockSize)},
                {"$T", storage_c_type(out)},
                {"$NAME", name}});
 }
@@ -366,7 +366,7 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
 )",
               {{"$NAME", name},
                {"$DTYPE", std::string(dtype_name(dtype))},
-               {"$BLOCK", std::to_string(kCudaLibraryBlock)},
+               {"$BLOCK", std::to_string(kCudaBlockSize)},
                {"$T", storage_c_type(dtype)}});
 }
 

@@ -10,12 +10,11 @@
 #include <cstdint>
 #include <string>
 
+#include "jit/cuda_kernel_abi.h"
 #include "stream/ir.h"
 #include "streamfuse/dtype.h"
 
 namespace streamfuse::jit {
-
-inline constexpr int kCudaLibraryBlock = 256;  // threads per block of every library kernel
 
 // arange: out[i] = start + i * step, in int64 (integral scalars) or double, as the CPU computes.
 struct CudaArangeArgs {

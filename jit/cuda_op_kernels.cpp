@@ -4,8 +4,10 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "backends/cuda/device_memory.h"
 #include "backends/views.h"
 #include "jit/cuda_codegen.h"
+#include "jit/cuda_launch_args.h"
 #include "jit/cuda_library_source.h"
 #include "jit/single_op_program.h"
 #include "streamfuse/error.h"
@@ -25,10 +27,6 @@ struct KeyBuilder {
     return *this;
   }
 };
-
-std::uint64_t device_word(const void* p) {
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
-}
 
 }  // namespace
 
@@ -86,12 +84,6 @@ void CudaOpKernels::copy(const Shape& shape, const TensorHandle& from, DType fro
   launcher_.launch(p.program, p.facts, shape, {&in, 1}, {&result, 1}, {});
 }
 
-unsigned CudaOpKernels::grid_for(std::int64_t items) const {
-  const std::int64_t wanted = (items + kCudaLibraryBlock - 1) / kCudaLibraryBlock;
-  const std::int64_t cap = std::max(device_->properties().multiprocessors, 1) * 32;
-  return static_cast<unsigned>(std::clamp<std::int64_t>(wanted, 1, cap));
-}
-
 CUfunction CudaOpKernels::library_kernel(const std::string& name, const std::string& source,
                                          const std::string& kernel) {
   std::lock_guard lock(modules_mutex_);
@@ -146,7 +138,7 @@ void CudaOpKernels::launch(CUfunction fn, std::int64_t blocks, void* args,
   const backends::cuda::Driver& d = device_->driver();
   void* params[] = {args};
   device_->make_current();
-  d.check(d.launch_kernel(fn, static_cast<unsigned>(blocks), 1, 1, kCudaLibraryBlock, 1, 1, 0,
+  d.check(d.launch_kernel(fn, static_cast<unsigned>(blocks), 1, 1, kCudaBlockSize, 1, 1, 0,
                           stream_of_(), params, nullptr),
           "launching " + what + " on " + device_->name());
 }
@@ -160,7 +152,7 @@ void CudaOpKernels::arange(const OpDesc& op, const TensorHandle& out) {
   CudaArangeArgs a{out.storage.data(),     op.outputs[0].shape.numel(), op.scalars[0].to_int(),
                    op.scalars[1].to_int(), op.scalars[0].to_double(),   op.scalars[1].to_double()};
   if (!integral) a.start_i = a.step_i = 0;
-  launch(fn, grid_for(a.numel), &a, "arange");
+  launch(fn, cuda_grid_blocks(a.numel, device_->properties().multiprocessors), &a, "arange");
 }
 
 void CudaOpKernels::random(const OpDesc& op, const TensorHandle& out) {
@@ -174,7 +166,8 @@ void CudaOpKernels::random(const OpDesc& op, const TensorHandle& out) {
                    static_cast<unsigned long long>(op.scalars[1].to_int()),
                    op.scalars[2].to_double(),
                    op.scalars[3].to_double()};
-  launch(fn, grid_for((a.numel + 3) / 4), &a, std::string(stream::op_name(op.kind)));
+  launch(fn, cuda_grid_blocks((a.numel + 3) / 4, device_->properties().multiprocessors), &a,
+         std::string(stream::op_name(op.kind)));
 }
 
 void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const TensorHandle& out,
@@ -207,10 +200,11 @@ void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const Tenso
   // split so that the grid fills the device, and a second pass combines the splits.
   if (a.outputs >= 4096 || a.len <= 1024) {
     a.splits = 1;
-    launch(library_kernel(name, source, name + "_rows"), grid_for(a.outputs), &a, what);
+    launch(library_kernel(name, source, name + "_rows"),
+           cuda_grid_blocks(a.outputs, device_->properties().multiprocessors), &a, what);
     return;
   }
-  const std::int64_t max_splits = (a.len + 4 * kCudaLibraryBlock - 1) / (4 * kCudaLibraryBlock);
+  const std::int64_t max_splits = (a.len + 4 * kCudaBlockSize - 1) / (4 * kCudaBlockSize);
   a.splits = std::clamp<std::int64_t>((sms * 8 + a.outputs - 1) / a.outputs, 1, max_splits);
   TensorHandle partial;
   if (a.splits > 1) {
@@ -233,7 +227,7 @@ void CudaOpKernels::integer_matmul(DType dtype, const backends::MatmulOperand& a
   if (l.k == 0) {  // an empty sum: zeros
     const backends::cuda::Driver& d = device_->driver();
     device_->make_current();
-    d.check(d.memset_d8_async(device_word(out), 0,
+    d.check(d.memset_d8_async(backends::cuda::device_address(out), 0,
                               static_cast<std::size_t>(total) * element_size(dtype), stream_of_()),
             "clearing a matmul result on " + device_->name());
     return;
@@ -254,7 +248,8 @@ void CudaOpKernels::integer_matmul(DType dtype, const backends::MatmulOperand& a
   args.m = l.m, args.k = l.k, args.n = l.n;
   args.a_row_stride = l.a.row_stride, args.a_col_stride = l.a.col_stride;
   args.b_row_stride = l.b.row_stride, args.b_col_stride = l.b.col_stride;
-  launch(fn, grid_for(total), &args, "matmul of " + std::string(dtype_name(dtype)));
+  launch(fn, cuda_grid_blocks(total, device_->properties().multiprocessors), &args,
+         "matmul of " + std::string(dtype_name(dtype)));
 }
 
 }  // namespace streamfuse::jit

@@ -57,9 +57,8 @@ class CudaOpKernels final : public backends::cuda::GeneratedKernels {
   // compiled and loaded on first use. Throws Error with NVRTC's message when it does not build.
   CUfunction library_kernel(const std::string& name, const std::string& source,
                             const std::string& kernel);
-  // Launches `fn` over `blocks` blocks of kCudaLibraryBlock threads with one argument struct.
+  // Launches `fn` over `blocks` blocks of kCudaBlockSize threads with one argument struct.
   void launch(CUfunction fn, std::int64_t blocks, void* args, const std::string& what);
-  unsigned grid_for(std::int64_t items) const;
 
   std::shared_ptr<const backends::cuda::DeviceContext> device_;
   KernelLauncher& launcher_;

@@ -91,17 +91,7 @@ void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> input
         broadcast_operand(inputs[i], op.inputs[i].shape, op.inputs[i].dtype, od.shape);
   if (op.attrs.scalar_side == stream::ScalarSide::kRhs) add_scalar();
 
-  // A last-use input of the output's dtype and shape, whose memory nothing else shares, becomes
-  // the output: every element is read before the same element is written.
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const TensorDesc& in = op.inputs[i];
-    if (in.status == stream::TensorStatus::kReadWrite && in.dtype == od.dtype &&
-        in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
-      out = inputs[i];
-      break;
-    }
-  }
-  if (!out.storage) out = allocate(od.shape, od.dtype);
+  out = elementwise_output(op, inputs);
   a.output = Operand{element_ptr(out, od.dtype), od.dtype, out.strides};
   kernels_.elementwise(a);
 }

@@ -12,10 +12,6 @@ using stream::OpDesc;
 using stream::OpKind;
 using stream::TensorDesc;
 
-CUdeviceptr device_address(const void* p) {
-  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
-}
-
 }  // namespace
 
 CudaBackend::CudaBackend(int ordinal)
@@ -102,18 +98,7 @@ void CudaBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
 void CudaBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs,
                                   TensorHandle& out) {
   const TensorDesc& od = op.outputs[0];
-  // As on the CPU: a last-use input of the output's dtype and shape that nothing else shares
-  // becomes the output (each thread reads an element before it writes it).
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const TensorDesc& in = op.inputs[i];
-    if (in.status == stream::TensorStatus::kReadWrite && in.dtype == od.dtype &&
-        in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
-      overwrite(inputs[i]);
-      out = inputs[i];
-      break;
-    }
-  }
-  if (!out.storage) out = allocate(od.shape, od.dtype);
+  out = elementwise_output(op, inputs);
   if (od.shape.numel() == 0) return;
   kernels().elementwise(op, inputs, out);
 }
@@ -168,12 +153,12 @@ void CudaBackend::to_host(const TensorHandle& h, DType dtype, const Shape& shape
 }
 
 void CudaBackend::overwrite(const TensorHandle& h) {
-  if (h.storage) streams_.claim(const_cast<StorageBlock&>(*h.storage.block()));
+  if (h.storage) streams_.claim(*h.storage.block());
 }
 
 void CudaBackend::share(const TensorHandle& h, StreamId producer, StreamId consumer) {
   if (producer == consumer) return;
-  if (h.storage) StreamSet::note_use(const_cast<StorageBlock&>(*h.storage.block()), consumer);
+  if (h.storage) StreamSet::note_use(*h.storage.block(), consumer);
   streams_.order(producer, consumer);
 }
 

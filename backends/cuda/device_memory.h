@@ -6,12 +6,18 @@
 // is emptied, not per tensor.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "backends/caching_allocator.h"
 #include "backends/cuda/context.h"
 
 namespace streamfuse::backends::cuda {
+
+// The CUdeviceptr of a device address held as a pointer (StorageBlock::data, element_ptr).
+inline CUdeviceptr device_address(const void* p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+}
 
 class DeviceMemory final : public MemorySource {
  public:

@@ -42,7 +42,7 @@ void StreamSet::order(StreamId producer, StreamId consumer) {
                       std::to_string(producer) + " on " + device_->name());
 }
 
-void StreamSet::note_use(StorageBlock& block, StreamId consumer) {
+void StreamSet::note_use(const StorageBlock& block, StreamId consumer) {
   block.users.fetch_or(user_bit(consumer), std::memory_order_relaxed);
 }
 
@@ -69,7 +69,7 @@ void StreamSet::handed_out(StorageBlock& block, bool reused) {
   block.users.store(user_bit(current_stream_id()), std::memory_order_relaxed);
 }
 
-void StreamSet::claim(StorageBlock& block) {
+void StreamSet::claim(const StorageBlock& block) {
   const StreamId current = current_stream_id();
   const std::uint64_t mine = user_bit(current);
   const std::uint64_t before = block.users.exchange(mine, std::memory_order_relaxed);

@@ -36,14 +36,14 @@ class StreamSet final : public BlockHandoff {
   // Work queued on `consumer` from now on starts after everything queued so far on `producer`.
   void order(StreamId producer, StreamId consumer);
   // Notes that `consumer`'s work uses `block` (a tensor shared between streams).
-  static void note_use(StorageBlock& block, StreamId consumer);
+  static void note_use(const StorageBlock& block, StreamId consumer);
   // Waits for the work queued on `id` / on every stream.
   void synchronize(StreamId id);
   void synchronize_all();
 
   // The current stream's work is about to overwrite `block` (in place, or after reusing it): it
   // waits for the block's other users' work queued so far, and becomes its only user.
-  void claim(StorageBlock& block);
+  void claim(const StorageBlock& block);
   // BlockHandoff: a reused block is claimed; a fresh one has no users to wait for.
   void handed_out(StorageBlock& block, bool reused) override;
 
