@@ -65,6 +65,7 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   };
 
   // Plan every kernel's outputs: lent input buffers or new ones.
+  bool lent = false;
   for (const ElementwiseKernel& k : kernels_) {
     for (std::size_t o = 0; o < k.outputs.size(); ++o) {
       Value& out = values[k.outputs[o]];
@@ -76,6 +77,7 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
             backends::is_contiguous(in.handle, in.desc->shape)) {
           context.backend().overwrite(in.handle);
           out.handle = in.handle;
+          lent = true;
           continue;
         }
       }
@@ -109,9 +111,11 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
     }
     return true;
   };
-  // A launcher without a fallback (CUDA) may fail to build a kernel: every kernel is made sure
-  // of before the first one writes, so that a failure leaves lent inputs unwritten.
-  if (context.launcher().may_fail()) {
+  // A launcher without a fallback (CUDA) may fail to build a kernel. Where an earlier kernel
+  // would already have written over a lent input, every kernel is made sure of first, so that a
+  // failure leaves the inputs as they were (with one kernel, or nothing lent, the launch's own
+  // failure changes nothing: no extra work on the common path).
+  if (lent && kernels_.size() > 1 && context.launcher().may_fail()) {
     for (const ElementwiseKernel& k : kernels_)
       if (arguments(k))
         context.launcher().require(k.program, k.facts, desc_at(context, k.shape_source).shape, ins,

@@ -1,9 +1,11 @@
 // ElementwiseOptimization::execute is all or nothing. With a launcher that may fail to build a
-// kernel (CUDA has no interpreter to fall back on), every kernel is made sure of before the first
-// one runs: a failure then launches nothing and publishes nothing, so the processor can run the
-// segment's ops one by one, reading inputs that no kernel overwrote in place.
+// kernel (CUDA has no interpreter to fall back on) and a segment whose first kernel overwrites a
+// lent input, every kernel is made sure of before the first one runs: a failure then launches
+// nothing and publishes nothing, so the processor can run the segment's ops one by one, reading
+// inputs that no kernel overwrote in place.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,7 +45,8 @@ class FakeLauncher final : public sf::jit::KernelLauncher {
   int requires_ = 0;
 };
 
-// Handles of fresh CPU memory for the segment's inputs; remembers what was published.
+// Handles of fresh CPU memory for the segment's inputs, held as a handle container holds them
+// (so a moved input can be lent to an output); remembers what was published.
 class TestContext final : public sf::fusion::ExecutionContext {
  public:
   TestContext(const std::vector<st::OpDesc>& ops, sf::jit::KernelLauncher& launcher)
@@ -51,9 +54,10 @@ class TestContext final : public sf::fusion::ExecutionContext {
   const st::OpDesc& op(std::size_t i) const override { return ops_.at(i); }
   void run_operation(std::size_t) override { ADD_FAILURE() << "run_operation"; }
   sf::backends::TensorHandle handle(st::TensorId id, st::Failure*) override {
+    if (auto it = held_.find(id); it != held_.end()) return it->second;
     for (const st::OpDesc& o : ops_)
       for (const st::TensorDesc& d : o.inputs)
-        if (d.id == id) return backend_.allocate(d.shape, d.dtype);
+        if (d.id == id) return held_[id] = backend_.allocate(d.shape, d.dtype);
     ADD_FAILURE() << "no input t" << id;
     return {};
   }
@@ -68,20 +72,21 @@ class TestContext final : public sf::fusion::ExecutionContext {
   const std::vector<st::OpDesc>& ops_;
   sf::jit::KernelLauncher& launcher_;
   sf::backends::cpu::CpuBackend backend_;
+  std::map<st::TensorId, sf::backends::TensorHandle> held_;
 };
 
-// Two kernels (two shapes), the first lending a moved input's buffer to its output.
+// Two kernels (two shapes), the first lending a moved input's buffer to its output when `move`.
 struct TwoKernels {
   sf::testing::RecordedOps ops;
   std::unique_ptr<sf::fusion::Optimization> optimization;
 };
-TwoKernels two_kernels() {
+TwoKernels two_kernels(bool move = true) {
   sf::Tensor a = sf::randn({4, 8});
   const sf::Tensor c = sf::randn({16});
   sf::Tensor p, q;
   TwoKernels t;
   t.ops = sf::testing::record_without_running([&] {
-    p = sf::exp(std::move(a)) * 2.0f;
+    p = move ? sf::exp(std::move(a)) * 2.0f : sf::exp(a) * 2.0f;
     q = sf::exp(c + 1.0f) * c;
   });
   sf::fusion::ElementwiseBuilder builder;
@@ -108,6 +113,15 @@ TEST(ElementwiseOptimizationTest, AKernelThatCannotBeBuiltLaunchesNothingAndPubl
   EXPECT_TRUE(launcher.calls == std::vector<std::string>{"require"})
       << "the first kernel, which writes over a lent input, never ran";
   EXPECT_EQ(context.published, 0);
+}
+
+TEST(ElementwiseOptimizationTest, WithNothingLentNoKernelIsAskedForFirst) {
+  const TwoKernels t = two_kernels(/*move=*/false);
+  FakeLauncher launcher(/*may_fail=*/true, /*fail_require_at=*/0);
+  TestContext context(t.ops.global, launcher);
+  t.optimization->execute(context);
+  EXPECT_EQ(launcher.calls, (std::vector<std::string>{"launch", "launch"}))
+      << "a failing launch would change nothing the fallback reads";
 }
 
 TEST(ElementwiseOptimizationTest, ALauncherWithAFallbackIsNotAsked) {
