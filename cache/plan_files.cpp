@@ -18,7 +18,7 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
   std::error_code ec;
   fs::directory_iterator it(folder, ec);
   if (ec) {
-    if (cache_logging()) cache_log("miss: no plans start with " + stream::to_string(first));
+    if (cache_logging()) cache_log("miss: no plans start with " + stream::to_string(first, stream::OpForm::kRelative));
     return plans;
   }
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -37,7 +37,7 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
   if (cache_logging())
     cache_log((plans.empty() ? "miss: no plans start with "
                              : "hit: " + std::to_string(plans.size()) + " plan(s) start with ") +
-              stream::to_string(first));
+              stream::to_string(first, stream::OpForm::kRelative));
   return plans;
 }
 

@@ -1,6 +1,8 @@
 #include "fusion/processor.h"
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "stream/log.h"
 
@@ -13,12 +15,46 @@ bool logging() { return stream::log_enabled(LogChannel::kFusion); }
 
 void log(const std::string& line) { stream::log_line(LogChannel::kFusion, line); }
 
-// The plan and the segment's first op as recorded (the plan's own ops are relative: their
-// scalars are placeholders).
+// Kinds a log line lists before it leaves out the middle of a long plan: the first
+// kListedHead and the last kListedTail.
+constexpr std::size_t kListedHead = 8;
+constexpr std::size_t kListedTail = 3;
+
+// "mul, erf, add; 2 drops": the kinds of a plan's ops in order, its drops counted apart (they
+// free memory and compute nothing), the middle of a long plan left out ("..., 40 more, ...").
+std::string op_kinds(const std::vector<stream::OpDesc>& ops) {
+  std::vector<std::string_view> kinds;
+  std::size_t drops = 0;
+  for (const stream::OpDesc& op : ops) {
+    if (op.kind == stream::OpKind::kDrop)
+      ++drops;
+    else
+      kinds.push_back(stream::op_name(op.kind));
+  }
+  std::string s;
+  const bool cut = kinds.size() > kListedHead + kListedTail + 1;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    if (cut && i == kListedHead) {
+      s += ", " + std::to_string(kinds.size() - kListedHead - kListedTail) + " more";
+      i = kinds.size() - kListedTail - 1;
+      continue;
+    }
+    if (i) s += ", ";
+    s += kinds[i];
+  }
+  if (drops == 1 && s.empty()) return "drop";
+  if (drops)
+    s += (s.empty() ? "" : "; ") + std::to_string(drops) + (drops == 1 ? " drop" : " drops");
+  return s;
+}
+
+// What the plan covers and how it runs, then the segment's first op as recorded, with its real
+// sizes and scalars: "3 ops (add, mul, add) -> elementwise: ...; first add(t1:[4, 8]:f32:ro, ...".
 std::string describe(const ExecutionPlan& plan, const SegmentQueue& queue) {
-  std::string s = std::to_string(plan.len()) + " ops, ";
+  std::string s = std::to_string(plan.len()) + (plan.len() == 1 ? " op (" : " ops (");
+  s += op_kinds(plan.ops) + ") -> ";
   s += plan.optimization ? plan.optimization->describe() : std::string("operations");
-  s += ", first " + stream::to_string(queue.global(0));
+  s += "; first " + stream::to_string(queue.global(0));
   return s;
 }
 

@@ -5,9 +5,9 @@
 #include <nvrtc.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 
+#include "stream/environment.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -36,7 +36,7 @@ struct Loaded {
 };
 
 std::vector<std::string> candidates() {
-  if (const char* v = std::getenv("STREAMFUSE_NVRTC"); v && *v) return {v};
+  if (auto v = stream::env_text("STREAMFUSE_NVRTC")) return {std::move(*v)};
   return {"libnvrtc.so." + std::to_string(CUDA_VERSION / 1000), "libnvrtc.so"};
 }
 

@@ -1,11 +1,15 @@
 // The process-wide Config: from the environment on first use, or from set_config().
 #include "streamfuse/config.h"
 
-#include <cstdlib>
+#include <climits>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "backends/cpu/isa.h"
+#include "stream/environment.h"
 #include "stream/log.h"
 #include "stream/runtime.h"
 #include "streamfuse/error.h"
@@ -13,27 +17,10 @@
 namespace streamfuse {
 namespace {
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
-[[noreturn]] void bad_value(const char* name, const std::string& value, const char* expected) {
-  throw Error(std::string(name) + "='" + value + "' is not valid: expected " + expected);
-}
-
-std::size_t parse_size(const char* name, const char* text, const char* expected) {
-  const std::string value(text);
-  std::size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(value, &used);
-  } catch (const std::exception&) {
-    bad_value(name, value, expected);
-  }
-  if (used != value.size() || value.front() == '-') bad_value(name, value, expected);
-  return static_cast<std::size_t>(v);
-}
+// The channels of STREAMFUSE_LOG, in LogChannel order: the names stream/log.cpp prints (a test
+// checks that both agree).
+constexpr std::string_view kLogChannels[] = {"stream", "fusion", "jit", "cache", "alloc"};
+constexpr std::string_view kJitModes[] = {"compile", "interpret"};
 
 struct Global {
   std::mutex mutex;
@@ -47,41 +34,23 @@ Global& global() {
 }  // namespace
 
 Config Config::from_env() {
+  using stream::env_count;
   Config c;
-  if (const char* v = env("STREAMFUSE_FUSION")) {
-    const std::string s(v);
-    if (s == "0" || s == "off" || s == "false")
-      c.fusion = false;
-    else if (s == "1" || s == "on" || s == "true")
-      c.fusion = true;
-    else
-      bad_value("STREAMFUSE_FUSION", s, "0 or 1");
-  }
-  if (const char* v = env("STREAMFUSE_JIT")) {
-    const std::string s(v);
-    if (s == "compile")
-      c.jit = JitMode::kCompile;
-    else if (s == "interpret")
-      c.jit = JitMode::kInterpret;
-    else
-      bad_value("STREAMFUSE_JIT", s, "compile or interpret");
-  }
-  if (const char* v = env("STREAMFUSE_QUEUE_BOUND")) {
-    c.queue_bound = parse_size("STREAMFUSE_QUEUE_BOUND", v, "a number of ops, at least 1");
-    if (c.queue_bound == 0) bad_value("STREAMFUSE_QUEUE_BOUND", v, "a number of ops, at least 1");
-  }
-  if (const char* v = env("STREAMFUSE_LOG")) {
-    stream::parse_log_channels(v);  // validates
-    c.log = v;
-  }
-  if (const char* v = env("STREAMFUSE_CACHE_DIR")) c.cache_dir = v;
-  if (const char* v = env("STREAMFUSE_CACHE_MAX_MB"))
-    c.cache_max_bytes = parse_size("STREAMFUSE_CACHE_MAX_MB", v, "a size in MiB") << 20;
-  if (const char* v = env("STREAMFUSE_ALLOCATOR_CACHE_MB"))
-    c.allocator_cache_bytes = parse_size("STREAMFUSE_ALLOCATOR_CACHE_MB", v, "a size in MiB") << 20;
-  if (const char* v = env("STREAMFUSE_NUM_THREADS"))
-    c.num_threads =
-        static_cast<int>(parse_size("STREAMFUSE_NUM_THREADS", v, "a thread count (0: all cores)"));
+  if (const auto v = stream::env_bool("STREAMFUSE_FUSION")) c.fusion = *v;
+  if (const auto v = stream::env_choice("STREAMFUSE_JIT", kJitModes))
+    c.jit = *v == 0 ? JitMode::kCompile : JitMode::kInterpret;
+  if (const auto v = env_count("STREAMFUSE_QUEUE_BOUND", 1, SIZE_MAX, "ops a stream queues"))
+    c.queue_bound = static_cast<std::size_t>(*v);
+  if (stream::env_list("STREAMFUSE_LOG", kLogChannels)) c.log = *stream::env_text("STREAMFUSE_LOG");
+  if (auto v = stream::env_text("STREAMFUSE_CACHE_DIR")) c.cache_dir = std::move(*v);
+  if (const auto v = stream::env_mib("STREAMFUSE_CACHE_MAX_MB")) c.cache_max_bytes = *v;
+  if (const auto v = stream::env_mib("STREAMFUSE_ALLOCATOR_CACHE_MB")) c.allocator_cache_bytes = *v;
+  if (const auto v = env_count("STREAMFUSE_NUM_THREADS", 0, INT_MAX,
+                               "threads per CPU kernel; 0 uses every core"))
+    c.num_threads = static_cast<int>(*v);
+  // Not a setting (the CPU kernels are chosen once per process), but read with the others so
+  // that a bad value is an Error at the library's first use, as theirs are.
+  backends::cpu::isa_cap_from_env();
   return c;
 }
 

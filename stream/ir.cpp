@@ -79,27 +79,51 @@ std::string_view status_name(TensorStatus s) {
 }
 
 namespace {
-void print_desc(std::ostream& os, const TensorDesc& t, bool with_status) {
-  os << 't' << t.id << ':' << t.shape.to_string() << ':' << dtype_name(t.dtype);
+void print_shape(std::ostream& os, const Shape& shape, OpForm form) {
+  if (form == OpForm::kGlobal) {
+    os << shape.to_string();
+    return;
+  }
+  os << '[';
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (d) os << ", ";
+    if (shape[d] == 0)
+      os << '1';
+    else
+      os << 's' << shape[d];
+  }
+  os << ']';
+}
+
+void print_desc(std::ostream& os, const TensorDesc& t, OpForm form, bool with_status) {
+  os << 't' << t.id << ':';
+  print_shape(os, t.shape, form);
+  os << ':' << dtype_name(t.dtype);
   if (with_status) os << ':' << status_name(t.status);
+}
+
+void print_scalar(std::ostream& os, const Scalar& s, OpForm form) {
+  if (form == OpForm::kRelative)
+    os << '$' << s.bits();  // its position among the segment's scalars, whatever its kind
+  else if (s.kind() == Scalar::Kind::kFloat)
+    os << s.to_double();
+  else
+    os << s.to_int();
 }
 }  // namespace
 
-std::string to_string(const OpDesc& op) {
+std::string to_string(const OpDesc& op, OpForm form) {
   std::ostringstream os;
   os << op_name(op.kind) << '(';
   const char* sep = "";
   for (const TensorDesc& t : op.inputs) {
     os << sep;
-    print_desc(os, t, true);
+    print_desc(os, t, form, true);
     sep = ", ";
   }
   for (const Scalar& s : op.scalars) {
     os << sep;
-    if (s.kind() == Scalar::Kind::kFloat)
-      os << s.to_double();
-    else
-      os << s.to_int();
+    print_scalar(os, s, form);
     sep = ", ";
   }
   os << ')';
@@ -110,7 +134,7 @@ std::string to_string(const OpDesc& op) {
     os << "[axis " << int{op.attrs.axis} << (op.attrs.keepdim ? ", keepdim]" : "]");
   for (const TensorDesc& t : op.outputs) {
     os << " -> ";
-    print_desc(os, t, false);
+    print_desc(os, t, form, false);
   }
   return os.str();
 }

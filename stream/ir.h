@@ -158,8 +158,18 @@ struct OpDesc {
 
 // A hash of everything operator== compares.
 std::uint64_t hash_op(const OpDesc& op);
-// "add(t3:[2, 3]:f32:ro, t4:[3]:f32:rw) -> t5:[2, 3]:f32", for logs and test failures.
-std::string to_string(const OpDesc& op);
+
+// Which form an op is in (stream/relative.h): the form decides what its numbers mean, and
+// nothing in the op itself tells (a relative scalar placeholder is a valid value).
+enum class OpForm : std::uint8_t {
+  kGlobal,    // as recorded: real sizes and scalar values
+  kRelative,  // as in plans: sizes are size ids (0 is size 1), scalars positional placeholders
+};
+// For logs, tools and test failures. Global: "mul(t3:[2, 3]:f32:ro, 0.5) -> t5:[2, 3]:f32".
+// Relative: each size id k > 0 as sK and id 0 as 1, each scalar placeholder i as $i:
+// "mul(t0:[s1, s2]:f32:ro, $0) -> t1:[s1, s2]:f32". Every printer of ops goes through here, so
+// that logs and streamfuse-cache show one op the same way.
+std::string to_string(const OpDesc& op, OpForm form = OpForm::kGlobal);
 std::string_view status_name(TensorStatus s);
 
 // The shape of the NumPy matrix product of operands shaped `a` and `b` (a 1-D `a` is a row, a

@@ -36,4 +36,27 @@ void RelativeConverter::convert(const OpDesc& global, OpDesc& relative) {
     relative.scalars[i] = Scalar::from_bits(global.scalars[i].kind(), next_scalar_++);
 }
 
+bool RelativeFormCheck::accept_desc(const TensorDesc& t, bool output) {
+  if (t.id < tensors_.size()) {  // seen before: an input, as it was
+    return !output && tensors_[t.id].first == t.shape && tensors_[t.id].second == t.dtype;
+  }
+  if (t.id != tensors_.size()) return false;
+  for (std::int64_t d : t.shape) {
+    if (d > sizes_ + 1) return false;  // ids given out in order (0 is size 1)
+    if (d == sizes_ + 1) ++sizes_;
+  }
+  tensors_.emplace_back(t.shape, t.dtype);
+  return true;
+}
+
+bool RelativeFormCheck::accept(const OpDesc& op) {
+  for (const TensorDesc& t : op.inputs)
+    if (!accept_desc(t, false)) return false;
+  for (const TensorDesc& t : op.outputs)
+    if (!accept_desc(t, true)) return false;
+  for (const Scalar& s : op.scalars)
+    if (s.bits() != scalars_++) return false;
+  return true;
+}
+
 }  // namespace streamfuse::stream

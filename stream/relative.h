@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
@@ -29,6 +31,26 @@ class RelativeConverter {
   boost::unordered_flat_map<TensorId, TensorId> ids_;
   boost::unordered_flat_map<std::int64_t, std::int64_t> sizes_;
   std::int64_t next_scalar_ = 0;
+};
+
+// Checks that ops are the relative form RelativeConverter writes for a segment, op by op: tensor
+// ids and size ids dense by first appearance, each tensor one shape and dtype everywhere, every
+// output a new tensor, scalars numbered in order. Plans read from files are checked with it: a
+// plan of other ops never matches a segment, and code that runs a plan may rely on its ops
+// being what a stream records. Copyable, so a trigger's ops are checked as continuing the
+// plan's.
+class RelativeFormCheck {
+ public:
+  // Whether `op` continues the relative form of the ops accepted so far; after false the check
+  // is spent.
+  bool accept(const OpDesc& op);
+
+ private:
+  bool accept_desc(const TensorDesc& t, bool output);
+
+  std::vector<std::pair<Shape, DType>> tensors_;  // by relative id
+  std::int64_t sizes_ = 0;                        // size ids given out: 1..sizes_
+  std::int64_t scalars_ = 0;
 };
 
 }  // namespace streamfuse::stream

@@ -24,8 +24,13 @@ fs::path resolve(const fs::path& root, const std::string& file) {
   const fs::path given(file);
   if (fs::exists(fs::symlink_status(given, ec))) return given;
   if (given.is_relative() && fs::exists(fs::symlink_status(root / given, ec))) return root / given;
-  throw ToolError(kExitFailure, "info: no file " + file +
-                                    (given.is_relative() ? " here or in " + root.string() : ""));
+  std::string where;
+  if (given.is_relative()) {
+    where = " here or in " + root.string();
+    if (!fs::exists(fs::symlink_status(root, ec)))
+      where += ", which does not exist (give the cache directory with --dir)";
+  }
+  throw ToolError(kExitFailure, "info: no file " + file + where);
 }
 
 std::string whose_plans(const std::string& fingerprint) {
@@ -45,9 +50,11 @@ void print_indented(const std::string& text, const char* indent) {
   for (std::string line; std::getline(lines, line);) std::cout << indent << line << '\n';
 }
 
-void print_ops(const std::vector<stream::OpDesc>& ops, const char* indent) {
+// A plan's ops or a trigger's: relative form.
+void print_relative_ops(const std::vector<stream::OpDesc>& ops, const char* indent) {
   for (std::size_t i = 0; i < ops.size(); ++i)
-    std::cout << indent << i << "  " << stream::to_string(ops[i]) << '\n';
+    std::cout << indent << i << "  " << stream::to_string(ops[i], stream::OpForm::kRelative)
+              << '\n';
 }
 
 // "matmul(...) -> ...  strides [32, 1] [16, 1]": the op, then each input's element strides.
@@ -72,15 +79,16 @@ void print_prepared_ops(const std::vector<backends::PreparedOp>& ops, const char
 void print_plan(const std::string& payload) {
   const fusion::PlanDraft plan = cache::decode_plan(payload);
   std::cout << "ops (" << plan.ops.size()
-            << "; relative form: tensors numbered from the plan's start, scalars are positional "
+            << "; relative form: tensors numbered from the plan's start, sizes s1, s2, ... "
+               "stand for the sizes other than 1, scalars $0, $1, ... are positional "
                "placeholders):\n";
-  print_ops(plan.ops, "  ");
+  print_relative_ops(plan.ops, "  ");
   std::cout << "triggers (" << plan.triggers.size() << "):\n";
   for (const fusion::Trigger& t : plan.triggers) {
     switch (t.kind) {
       case fusion::Trigger::Kind::kOnOperations:
         std::cout << "  when the next ops are (" << t.ops.size() << "):\n";
-        print_ops(t.ops, "    ");
+        print_relative_ops(t.ops, "    ");
         break;
       case fusion::Trigger::Kind::kOnSync:
         std::cout << "  on sync\n";

@@ -1,11 +1,18 @@
 #include "backends/cpu/isa.h"
 
-#include <cstdlib>
 #include <string>
+#include <string_view>
 
+#include "stream/environment.h"
 #include "stream/log.h"
 
 namespace streamfuse::backends::cpu {
+
+std::optional<int> isa_cap_from_env() {
+  static constexpr std::string_view kLevels[] = {"v2", "v3", "v4"};
+  const std::optional<std::size_t> i = stream::env_choice("STREAMFUSE_CPU_ISA", kLevels);
+  return i ? std::optional<int>(static_cast<int>(*i) + 2) : std::nullopt;
+}
 
 #if defined(__x86_64__)
 namespace isa_v2 {
@@ -33,20 +40,17 @@ int supported_level() {
 }
 
 int choose_level() {
-  int level = supported_level();
-  if (const char* cap = std::getenv("STREAMFUSE_CPU_ISA")) {
-    const std::string v(cap);
-    const int asked = v == "v2" ? 2 : v == "v3" ? 3 : v == "v4" ? 4 : 0;
-    if (asked == 0 || asked > level)
-      stream::warn_once("cpu-isa", "STREAMFUSE_CPU_ISA=" + v +
-                                       " ignored: use v2, v3 or v4, up to what this CPU "
-                                       "supports (v" +
-                                       std::to_string(level) + ")");
-    else
-      level = asked;
-  }
+  const int supported = supported_level();
+  const std::optional<int> cap = isa_cap_from_env();
+  // A cap is a most: one above what this CPU has leaves the CPU's level, as the log says.
+  const int level = cap && *cap < supported ? *cap : supported;
   if (stream::log_enabled(stream::LogChannel::kStream))
-    stream::log_line(stream::LogChannel::kStream, "cpu kernels: x86-64-v" + std::to_string(level));
+    stream::log_line(
+        stream::LogChannel::kStream,
+        "cpu kernels: x86-64-v" + std::to_string(level) +
+            (cap && *cap > supported
+                 ? " (STREAMFUSE_CPU_ISA=v" + std::to_string(*cap) + " is above this CPU's level)"
+                 : std::string()));
   return level;
 }
 }  // namespace
@@ -73,7 +77,14 @@ const KernelTable* kernel_table_for(int level) {
 namespace isa_generic {
 const KernelTable& kernel_table();
 }
-int isa_level() { return 0; }
+int isa_level() {
+  // No levels here, but a bad value is refused as on x86-64.
+  static const int level = [] {
+    isa_cap_from_env();
+    return 0;
+  }();
+  return level;
+}
 const KernelTable* kernel_table_for(int level) {
   return level == 0 ? &isa_generic::kernel_table() : nullptr;
 }

@@ -1,11 +1,14 @@
 // Every tensor op. Each validates its operands at once (shapes broadcast, dtypes promote, devices
 // match) and throws a subclass of streamfuse::Error naming the op, the shapes and the dtypes;
-// then it records the op and returns the result's handle without running anything.
+// then it records the op and returns the result's handle without running anything. A function
+// made of other ops (zeros, clamp, unsqueeze, nn::softmax, ...) names itself, then the op inside
+// it that failed: "softmax: axis 5 is out of range ... (in its max step)".
 //
 // Tensors are taken by value: pass a temporary or std::move(t) and the op may reuse its memory.
 // Broadcasting and type promotion follow NumPy/PyTorch (see promote_types and Scalar).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,17 +28,19 @@ template <class T>
 Tensor from_blob(const T* data, Shape shape, Device device = Device::cpu()) {
   return from_blob(static_cast<const void*>(data), dtype_of<T>(), shape, device);
 }
+namespace detail {
+// from_vector's work: copies `n` elements of `dtype` (n must be the shape's numel); errors name
+// from_vector.
+Tensor from_vector_bytes(const void* data, std::size_t n, DType dtype, Shape shape, Device device);
+}  // namespace detail
 // Copies `values` into a tensor of `shape` (1-D of values.size() when omitted).
 template <class T>
 Tensor from_vector(const std::vector<T>& values, Shape shape, Device device = Device::cpu()) {
-  if (static_cast<std::int64_t>(values.size()) != shape.numel())
-    throw ShapeError("from_vector: " + std::to_string(values.size()) + " values for shape " +
-                     shape.to_string() + " of " + std::to_string(shape.numel()) + " elements");
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<unsigned char> bytes(values.begin(), values.end());
-    return from_blob(static_cast<const void*>(bytes.data()), kBool, shape, device);
+    return detail::from_vector_bytes(bytes.data(), bytes.size(), kBool, shape, device);
   } else {
-    return from_blob(static_cast<const void*>(values.data()), dtype_of<T>(), shape, device);
+    return detail::from_vector_bytes(values.data(), values.size(), dtype_of<T>(), shape, device);
   }
 }
 template <class T>

@@ -35,8 +35,8 @@ class Tensor {
   const Shape& shape() const;
   DType dtype() const;
   Device device() const;
-  int rank() const { return shape().rank(); }
-  std::int64_t numel() const { return shape().numel(); }
+  int rank() const;
+  std::int64_t numel() const;
   // Size of one dimension; negative axes count from the end. Throws ShapeError out of range.
   std::int64_t size(int axis) const;
 

@@ -1,8 +1,10 @@
-// Creation ops: copies of host data, constants, ranges and random tensors.
+// Creation ops: copies of host data, constants, ranges and random tensors. Those made of other
+// ops (zeros over full, the *_like functions) name themselves in errors (api_call).
 #include <cmath>
 #include <mutex>
 #include <string>
 
+#include "stream/frontend/api_call.h"
 #include "stream/frontend/recorder.h"
 #include "stream/frontend/shape_rules.h"
 #include "stream/runtime.h"
@@ -12,6 +14,7 @@
 namespace streamfuse {
 
 using stream::OpKind;
+using stream::frontend::api_call;
 using stream::frontend::check_new_shape;
 using stream::frontend::node_of;
 using stream::frontend::record;
@@ -66,13 +69,28 @@ Tensor from_blob(const void* data, DType dtype, Shape shape, Device device) {
                                         dtype);
 }
 
+namespace detail {
+Tensor from_vector_bytes(const void* data, std::size_t n, DType dtype, Shape shape, Device device) {
+  return api_call("from_vector", [&] {
+    if (static_cast<std::int64_t>(n) != shape.numel())
+      throw ShapeError("from_vector: " + std::to_string(n) + " values for shape " +
+                       shape.to_string() + " of " + std::to_string(shape.numel()) + " elements");
+    return from_blob(data, dtype, shape, device);
+  });
+}
+}  // namespace detail
+
 Tensor full(Shape shape, Scalar value, std::optional<DType> dtype, Device device) {
   const DType d = dtype.value_or(value.default_dtype());
   check_new_shape(shape, d, "full");
   return record(OpKind::kFull, {}, shape, d, device, {}, {&value, 1});
 }
-Tensor zeros(Shape shape, DType dtype, Device device) { return full(shape, 0, dtype, device); }
-Tensor ones(Shape shape, DType dtype, Device device) { return full(shape, 1, dtype, device); }
+Tensor zeros(Shape shape, DType dtype, Device device) {
+  return api_call("zeros", [&] { return full(shape, 0, dtype, device); });
+}
+Tensor ones(Shape shape, DType dtype, Device device) {
+  return api_call("ones", [&] { return full(shape, 1, dtype, device); });
+}
 
 Tensor arange(Scalar end, std::optional<DType> dtype, Device device) {
   return arange(0, end, 1, dtype, device);
@@ -114,24 +132,34 @@ void manual_seed(std::uint64_t seed) {
 }
 
 Tensor zeros_like(const Tensor& t, std::optional<DType> dtype) {
-  const stream::TensorNode& n = node_of(t, "zeros_like");
-  return zeros(n.shape, dtype.value_or(n.dtype), n.device);
+  return api_call("zeros_like", [&] {
+    const stream::TensorNode& n = node_of(t, "zeros_like");
+    return zeros(n.shape, dtype.value_or(n.dtype), n.device);
+  });
 }
 Tensor ones_like(const Tensor& t, std::optional<DType> dtype) {
-  const stream::TensorNode& n = node_of(t, "ones_like");
-  return ones(n.shape, dtype.value_or(n.dtype), n.device);
+  return api_call("ones_like", [&] {
+    const stream::TensorNode& n = node_of(t, "ones_like");
+    return ones(n.shape, dtype.value_or(n.dtype), n.device);
+  });
 }
 Tensor full_like(const Tensor& t, Scalar value, std::optional<DType> dtype) {
-  const stream::TensorNode& n = node_of(t, "full_like");
-  return full(n.shape, value, dtype.value_or(n.dtype), n.device);
+  return api_call("full_like", [&] {
+    const stream::TensorNode& n = node_of(t, "full_like");
+    return full(n.shape, value, dtype.value_or(n.dtype), n.device);
+  });
 }
 Tensor rand_like(const Tensor& t, std::optional<DType> dtype) {
-  const stream::TensorNode& n = node_of(t, "rand_like");
-  return rand(n.shape, dtype.value_or(n.dtype), n.device);
+  return api_call("rand_like", [&] {
+    const stream::TensorNode& n = node_of(t, "rand_like");
+    return rand(n.shape, dtype.value_or(n.dtype), n.device);
+  });
 }
 Tensor randn_like(const Tensor& t, std::optional<DType> dtype) {
-  const stream::TensorNode& n = node_of(t, "randn_like");
-  return randn(n.shape, dtype.value_or(n.dtype), n.device);
+  return api_call("randn_like", [&] {
+    const stream::TensorNode& n = node_of(t, "randn_like");
+    return randn(n.shape, dtype.value_or(n.dtype), n.device);
+  });
 }
 
 }  // namespace streamfuse

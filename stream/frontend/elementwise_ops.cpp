@@ -1,7 +1,9 @@
-// The element-wise API ops: validation, promotion and recording.
+// The element-wise API ops: validation, promotion and recording. clamp and where with a scalar
+// are made of other ops and name themselves in errors (api_call).
 #include <array>
 #include <string>
 
+#include "stream/frontend/api_call.h"
 #include "stream/frontend/recorder.h"
 #include "stream/frontend/shape_rules.h"
 #include "streamfuse/error.h"
@@ -13,6 +15,7 @@ using stream::OpAttrs;
 using stream::OpCategory;
 using stream::OpKind;
 using stream::ScalarSide;
+using stream::frontend::api_call;
 using stream::frontend::common_device;
 using stream::frontend::describe_all;
 using stream::frontend::node_of;
@@ -159,9 +162,12 @@ Tensor minimum(Tensor a, Tensor b) { return binary(OpKind::kMinimum, std::move(a
 Tensor minimum(Tensor a, Scalar b) {
   return binary_scalar(OpKind::kMinimum, std::move(a), b, ScalarSide::kRhs);
 }
-Tensor clamp(Tensor x, Scalar lo, Scalar hi) { return minimum(maximum(std::move(x), lo), hi); }
+Tensor clamp(Tensor x, Scalar lo, Scalar hi) {
+  return api_call("clamp", [&] { return minimum(maximum(std::move(x), lo), hi); });
+}
 Tensor clamp(Tensor x, Tensor lo, Tensor hi) {
-  return minimum(maximum(std::move(x), std::move(lo)), std::move(hi));
+  return api_call("clamp",
+                  [&] { return minimum(maximum(std::move(x), std::move(lo)), std::move(hi)); });
 }
 
 Tensor operator==(Tensor a, Tensor b) { return binary(OpKind::kEq, std::move(a), std::move(b)); }
@@ -219,14 +225,18 @@ Tensor where(Tensor cond, Tensor a, Tensor b) {
 // A scalar branch of where is a 0-d tensor of the other branch's dtype where the scalar does not
 // promote it (so `where(c, x_f16, 0.5)` stays f16, as in PyTorch).
 Tensor where(Tensor cond, Tensor a, Scalar b) {
-  const stream::TensorNode& n = node_of(a, "where");
-  Tensor bt = full({}, b, promote_with_scalar(n.dtype, b), n.device);
-  return where(std::move(cond), std::move(a), std::move(bt));
+  return api_call("where", [&] {
+    const stream::TensorNode& n = node_of(a, "where");
+    Tensor bt = full({}, b, promote_with_scalar(n.dtype, b), n.device);
+    return where(std::move(cond), std::move(a), std::move(bt));
+  });
 }
 Tensor where(Tensor cond, Scalar a, Tensor b) {
-  const stream::TensorNode& n = node_of(b, "where");
-  Tensor at = full({}, a, promote_with_scalar(n.dtype, a), n.device);
-  return where(std::move(cond), std::move(at), std::move(b));
+  return api_call("where", [&] {
+    const stream::TensorNode& n = node_of(b, "where");
+    Tensor at = full({}, a, promote_with_scalar(n.dtype, a), n.device);
+    return where(std::move(cond), std::move(at), std::move(b));
+  });
 }
 
 Tensor Tensor::to(DType dtype) && {

@@ -1,7 +1,9 @@
-// Movement ops: reshape, permute, expand, slice, cat, contiguous and their compositions.
+// Movement ops: reshape, permute, expand, slice, cat, contiguous and their compositions
+// (transpose, unsqueeze, squeeze, flatten: they name themselves in errors, through api_call).
 #include <string>
 #include <vector>
 
+#include "stream/frontend/api_call.h"
 #include "stream/frontend/recorder.h"
 #include "stream/frontend/shape_rules.h"
 #include "streamfuse/error.h"
@@ -11,6 +13,7 @@ namespace streamfuse {
 
 using stream::OpAttrs;
 using stream::OpKind;
+using stream::frontend::api_call;
 using stream::frontend::describe;
 using stream::frontend::node_of;
 using stream::frontend::normalize_axis;
@@ -87,14 +90,16 @@ Tensor permute(Tensor x, std::initializer_list<int> axes) {
 }
 
 Tensor transpose(Tensor x, int axis0, int axis1) {
-  const stream::TensorNode& n = node_of(x, "transpose");
-  const int rank = n.shape.rank();
-  const int a = normalize_axis(axis0, rank, "transpose", x);
-  const int b = normalize_axis(axis1, rank, "transpose", x);
-  std::vector<int> axes(static_cast<std::size_t>(rank));
-  for (int i = 0; i < rank; ++i) axes[static_cast<std::size_t>(i)] = i;
-  std::swap(axes[static_cast<std::size_t>(a)], axes[static_cast<std::size_t>(b)]);
-  return permute(std::move(x), axes);
+  return api_call("transpose", [&] {
+    const stream::TensorNode& n = node_of(x, "transpose");
+    const int rank = n.shape.rank();
+    const int a = normalize_axis(axis0, rank, "transpose", x);
+    const int b = normalize_axis(axis1, rank, "transpose", x);
+    std::vector<int> axes(static_cast<std::size_t>(rank));
+    for (int i = 0; i < rank; ++i) axes[static_cast<std::size_t>(i)] = i;
+    std::swap(axes[static_cast<std::size_t>(a)], axes[static_cast<std::size_t>(b)]);
+    return permute(std::move(x), axes);
+  });
 }
 
 Tensor expand(Tensor x, Shape shape) {
@@ -181,33 +186,39 @@ Tensor contiguous(Tensor x) {
 }
 
 Tensor unsqueeze(Tensor x, int axis) {
-  const stream::TensorNode& n = node_of(x, "unsqueeze");
-  const int rank = n.shape.rank() + 1;
-  const int a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank)
-    throw ShapeError("unsqueeze: axis " + std::to_string(axis) + " is out of range for a tensor " +
-                     describe(x) + " (valid: " + std::to_string(-rank) + " to " +
-                     std::to_string(rank - 1) + ")");
-  Shape out;
-  for (int i = 0, j = 0; i < rank; ++i) out.push_back(i == a ? 1 : n.shape[j++]);
-  return reshape(std::move(x), out);
+  return api_call("unsqueeze", [&] {
+    const stream::TensorNode& n = node_of(x, "unsqueeze");
+    const int rank = n.shape.rank() + 1;
+    const int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+      throw ShapeError("unsqueeze: axis " + std::to_string(axis) +
+                       " is out of range for a tensor " + describe(x) + " (valid: " +
+                       std::to_string(-rank) + " to " + std::to_string(rank - 1) + ")");
+    Shape out;
+    for (int i = 0, j = 0; i < rank; ++i) out.push_back(i == a ? 1 : n.shape[j++]);
+    return reshape(std::move(x), out);
+  });
 }
 
 Tensor squeeze(Tensor x, int axis) {
-  const stream::TensorNode& n = node_of(x, "squeeze");
-  const int a = normalize_axis(axis, n.shape.rank(), "squeeze", x);
-  if (n.shape[a] != 1)
-    throw ShapeError("squeeze: axis " + std::to_string(axis) + " of a tensor " + describe(x) +
-                     " has size " + std::to_string(n.shape[a]) + ", not 1");
-  Shape out;
-  for (int i = 0; i < n.shape.rank(); ++i)
-    if (i != a) out.push_back(n.shape[i]);
-  return reshape(std::move(x), out);
+  return api_call("squeeze", [&] {
+    const stream::TensorNode& n = node_of(x, "squeeze");
+    const int a = normalize_axis(axis, n.shape.rank(), "squeeze", x);
+    if (n.shape[a] != 1)
+      throw ShapeError("squeeze: axis " + std::to_string(axis) + " of a tensor " + describe(x) +
+                       " has size " + std::to_string(n.shape[a]) + ", not 1");
+    Shape out;
+    for (int i = 0; i < n.shape.rank(); ++i)
+      if (i != a) out.push_back(n.shape[i]);
+    return reshape(std::move(x), out);
+  });
 }
 
 Tensor flatten(Tensor x) {
-  const std::int64_t numel = node_of(x, "flatten").shape.numel();
-  return reshape(std::move(x), Shape{numel});
+  return api_call("flatten", [&] {
+    const std::int64_t numel = node_of(x, "flatten").shape.numel();
+    return reshape(std::move(x), Shape{numel});
+  });
 }
 
 }  // namespace streamfuse

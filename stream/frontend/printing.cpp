@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stream/frontend/api_call.h"
 #include "streamfuse/ops.h"
 
 namespace streamfuse {
@@ -156,7 +157,8 @@ class Printer {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
-  const Values v = read_values(t);
+  // Reading is the step that can fail (the value could not be computed): name the user's call.
+  const Values v = stream::frontend::api_call("operator<<", [&] { return read_values(t); });
   const Printer printer(t.shape(), t.numel() > kSummarizeAbove);
   std::vector<std::string> cells;
   const bool floating = is_floating(t.dtype());

@@ -42,8 +42,12 @@ const Shape& Tensor::shape() const { return node_of(*this, "shape").shape; }
 DType Tensor::dtype() const { return node_of(*this, "dtype").dtype; }
 Device Tensor::device() const { return node_of(*this, "device").device; }
 
+// Each names itself in errors (an undefined tensor), rather than the shape() it reads.
+int Tensor::rank() const { return node_of(*this, "rank").shape.rank(); }
+std::int64_t Tensor::numel() const { return node_of(*this, "numel").shape.numel(); }
+
 std::int64_t Tensor::size(int axis) const {
-  const Shape& s = shape();
+  const Shape& s = node_of(*this, "size").shape;
   const int a = axis < 0 ? axis + s.rank() : axis;
   if (a < 0 || a >= s.rank())
     throw ShapeError("size: axis " + std::to_string(axis) +

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <streamfuse/streamfuse.h>
 
@@ -63,7 +65,7 @@ TEST(ErrorsTest, AxesOutOfRange) {
   expect_error<sf::ShapeError>([&] { return sf::argmax(x, -3); }, {"argmax", "axis -3"});
   expect_error<sf::ShapeError>([&] { return x.size(5); }, {"size", "axis 5"});
   expect_error<sf::ShapeError>([&] { return x.transpose(0, 2); }, {"transpose", "axis 2"});
-  expect_error<sf::ShapeError>([&] { return sf::nn::softmax(x, 3); }, {"max", "axis 3"});
+  expect_error<sf::ShapeError>([&] { return sf::nn::softmax(x, 3); }, {"softmax", "axis 3"});
   expect_error<sf::ShapeError>([&] { return sf::squeeze(x, 0); }, {"squeeze", "size 2, not 1"});
   expect_error<sf::ShapeError>([&] { return sf::unsqueeze(x, 4); }, {"unsqueeze", "axis 4"});
 }
@@ -123,13 +125,74 @@ TEST(ErrorsTest, MatmulShapes) {
 }
 
 TEST(ErrorsTest, NewShapes) {
-  expect_error<sf::ShapeError>([] { return sf::zeros({2, -1}); }, {"full", "negative"});
+  expect_error<sf::ShapeError>([] { return sf::zeros({2, -1}); }, {"zeros", "negative"});
   expect_error<sf::ShapeError>([] { return sf::Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}; },
                                {"9 dimensions", "at most 8"});
   expect_error<sf::ShapeError>([] { return sf::zeros({1LL << 40, 1LL << 40}); }, {"too large"});
   expect_error<sf::Error>([] { return sf::from_blob(static_cast<const float*>(nullptr), {2}); },
                           {"null"});
   expect_error<sf::Error>([] { return sf::arange(0, 1, 0); }, {"arange", "step"});
+}
+
+// Runs `f`, expects an exception of type E whose message starts with "<call>: " (the call the
+// test made, not an op it is made of) and contains every fragment.
+template <class E, class F>
+void expect_error_of(const std::string& call, F&& f, std::initializer_list<const char*> fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception from " << call;
+  } catch (const E& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(call + ": ", 0), 0u) << "does not start with '" << call << ": ': " << what;
+    for (const char* frag : fragments)
+      EXPECT_NE(what.find(frag), std::string::npos) << "'" << frag << "' missing from: " << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << call << ": wrong exception type: " << e.what();
+  }
+}
+
+// Functions made of other API ops name the call the user wrote, then the op that failed.
+TEST(ErrorsTest, CompositesNameTheCallTheUserWrote) {
+  const sf::Tensor x = sf::ones({2, 3}), i = sf::ones({2, 3}, sf::kI64);
+  expect_error_of<sf::ShapeError>(
+      "softmax", [&] { return sf::nn::softmax(x, 5); },
+      {"axis 5 is out of range", "[2, 3] f32", "-2 to 1", "(in its max step)"});
+  expect_error_of<sf::ShapeError>("zeros",
+                                  [] {
+                                    return sf::zeros({2, -1});
+                                  },
+                                  {"[2, -1] has a negative size", "(in its full step)"});
+  expect_error_of<sf::ShapeError>("ones", [] { return sf::ones({-3}); }, {"negative"});
+  expect_error_of<sf::DTypeError>("rand_like", [&] { return sf::rand_like(i); },
+                                  {"float dtype", "i64", "(in its rand step)"});
+  expect_error_of<sf::DTypeError>("randn_like", [&] { return sf::randn_like(i); }, {"i64"});
+  expect_error_of<sf::ShapeError>("clamp",
+                                  [&] { return sf::clamp(x, sf::ones({4}), sf::full({}, 1.0f)); },
+                                  {"[2, 3] f32 and [4] f32", "broadcast", "(in its maximum step)"});
+  expect_error_of<sf::DTypeError>(
+      "gelu",
+      [] { return sf::nn::gelu(sf::ones({2}, sf::kBool), sf::nn::GeluApproximation::kTanh); },
+      {"bool", "(in its mul step)"});
+  expect_error_of<sf::ShapeError>("from_vector",
+                                  [] {
+                                    return sf::from_vector(std::vector<float>{}, sf::Shape{0, -1});
+                                  },
+                                  {"negative", "(in its from_blob step)"});
+  // Their own checks, and a composite whose step has its name, are not renamed.
+  expect_error_of<sf::ShapeError>("layer_norm", [&] { return sf::nn::layer_norm(x, {2}); },
+                                  {"trailing"});
+  expect_error_of<sf::ShapeError>("squeeze", [&] { return sf::squeeze(x, 1); }, {"not 1"});
+  expect_error_of<sf::ShapeError>("where", [&] { return sf::where(x > 0, sf::ones({4}), 0.0f); },
+                                  {"broadcast"});
+  // Every nn function and composite names itself for an undefined operand.
+  const sf::Tensor u;
+  expect_error_of<sf::Error>("silu", [&] { return sf::nn::silu(u); }, {"undefined"});
+  expect_error_of<sf::Error>("transpose", [&] { return sf::transpose(u, 0, 1); }, {"undefined"});
+  expect_error_of<sf::Error>("flatten", [&] { return sf::flatten(u); }, {"undefined"});
+  expect_error_of<sf::Error>("zeros_like", [&] { return sf::zeros_like(u); }, {"undefined"});
+  expect_error_of<sf::Error>("numel", [&] { return u.numel(); }, {"undefined"});
+  expect_error_of<sf::Error>("rank", [&] { return u.rank(); }, {"undefined"});
+  expect_error_of<sf::Error>("size", [&] { return u.size(0); }, {"undefined"});
 }
 
 TEST(ErrorsTest, UndefinedTensors) {
@@ -162,6 +225,13 @@ TEST(ErrorsTest, FailuresInsideKernelsSurfaceWhenTheResultIsRead) {
   const sf::Tensor derived = sf::sum(huge + 1.0f);
   expect_error<sf::Error>([&] { return derived.item<float>(); }, {"out of memory", "full"});
   expect_error<sf::Error>([&] { return sf::max(huge).item<float>(); }, {"out of memory"});
+  // Printing reads the value: the error names the print, then the read.
+  expect_error_of<sf::Error>("operator<<",
+                             [&] {
+                               std::ostringstream os;
+                               os << derived;
+                             },
+                             {"out of memory", "(in its to_vector step)"});
   // Nothing else is lost: other tensors still compute.
   EXPECT_EQ(sf::sum(sf::ones({4})).item<float>(), 4.0f);
 }

@@ -212,32 +212,73 @@ TEST_F(ProcessorTest, AStoredPlanIsReusedAcrossBatchSizesAndScalarValues) {
   EXPECT_EQ(store_.explorations(), explorations) << "matched, not explored";
 }
 
-// STREAMFUSE_LOG=fusion: one line per decision, naming the plan and the op it starts with.
-TEST_F(ProcessorTest, LogsEachDecisionOnOneLine) {
-  auto p = make();
+// The lines STREAMFUSE_LOG=fusion prints while `body` runs.
+template <class F>
+std::vector<std::string> fusion_log_lines(F&& body) {
   st::set_log_mask(st::parse_log_channels("fusion"));
   ::testing::internal::CaptureStderr();
-  run(*p, chain_then_reduce(4).ops, true);
-  run(*p, chain_then_reduce(4).ops, true);
+  body();
   const std::string out = ::testing::internal::GetCapturedStderr();
   st::set_log_mask(0);
   std::vector<std::string> lines;
   for (std::size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
     lines.push_back(out.substr(at, nl - at));
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+// STREAMFUSE_LOG=fusion: one line per decision, naming what the plan covers (its ops' kinds), how
+// it runs, and the op it starts with as recorded.
+TEST_F(ProcessorTest, LogsEachDecisionOnOneLine) {
+  auto p = make();
+  const std::vector<std::string> lines = fusion_log_lines([&] {
+    run(*p, chain_then_reduce(4).ops, true);
+    run(*p, chain_then_reduce(4).ops, true);
+  });
+  const std::string out = joined(lines);
   const auto count = [&](const std::string& prefix) {
     return std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
       return l.rfind("[streamfuse:fusion] " + prefix, 0) == 0;
     });
   };
-  EXPECT_EQ(count("explored plan: 3 ops, mock"), 1) << out;
-  EXPECT_EQ(count("matched plan: 3 ops, mock"), 1) << out;
-  EXPECT_EQ(count("executed: 3 ops, mock"), 2) << out;
-  EXPECT_EQ(count("executed: 1 ops, operations"), 2) << out;  // the reduction, twice
-  for (const std::string& l : lines) {
-    if (l.find("mock") != std::string::npos) {
-      EXPECT_NE(l.find(", first add("), std::string::npos) << l;
-    }
+  const std::string chain = "3 ops (add, mul, add) -> mock; first add(t100:[4, 8]:f32:ro, ";
+  EXPECT_EQ(count("explored plan: " + chain), 1) << out;
+  EXPECT_EQ(count("matched plan: " + chain), 1) << out;
+  EXPECT_EQ(count("executed: " + chain), 2) << out;
+  const std::string reduction = "1 op (sum) -> operations; first sum(t103:[4, 8]:f32:ro)";
+  EXPECT_EQ(count("explored plan: " + reduction), 1) << out;
+  EXPECT_EQ(count("matched plan: " + reduction), 1) << out;
+  EXPECT_EQ(count("executed: " + reduction), 2) << out;
+  EXPECT_EQ(lines.size(), 8u) << out;
+}
+
+// A long plan's line stays short: the kinds of its first and last ops, how many between, and its
+// drops counted apart.
+TEST_F(ProcessorTest, LogsALongPlanAbbreviated) {
+  std::vector<std::unique_ptr<fu::OptimizationBuilder>> builders;
+  builders.push_back(std::make_unique<MockBuilder>(log_, builds_));
+  fu::Processor p(store_, std::move(builders), 64);
+  Program prog(4);
+  st::TensorId a = prog.input();
+  const st::TensorId b = prog.input();
+  for (int i = 0; i < 15; ++i) {
+    const st::TensorId t = prog.binary(st::OpKind::kAdd, a, b);
+    a = prog.binary(st::OpKind::kMul, t, 0, 0.5f);
+    prog.drop(t);
   }
+  prog.reduce(a);
+  const std::vector<std::string> lines = fusion_log_lines([&] { run(p, prog.ops, true); });
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].rfind("[streamfuse:fusion] explored plan: 45 ops (add, mul, add, mul, add, "
+                           "mul, add, mul, 19 more, mul, add, mul; 15 drops) -> mock; first add(",
+                           0),
+            0u)
+      << joined(lines);
 }
 
 TEST_F(ProcessorTest, OnOperationsTriggerFiresOnTheOpThatClosedExploration) {

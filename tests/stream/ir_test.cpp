@@ -1,9 +1,11 @@
-// The op table and the OpDesc value type.
+// The op table, the OpDesc value type and how ops print.
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "stream/ir.h"
+#include "stream/relative.h"
 
 namespace st = streamfuse::stream;
 
@@ -47,6 +49,40 @@ TEST(IrTest, EqualityAndHashCoverEveryField) {
   differs([](st::OpDesc& c) { c.attrs.scalar_side = st::ScalarSide::kLhs; });
   differs([](st::OpDesc& c) { c.attrs.perm[3] = 1; });
   EXPECT_EQ(st::to_string(a), "mul(t1:[2, 3]:f32:ro, 2)[scalar rhs] -> t2:[2, 3]:f32");
+}
+
+// Plans are relative: their numbers are ids and placeholders, and print as such (a placeholder's
+// bits read as a double are a denormal: 9.88131e-324 for $2).
+TEST(IrTest, TheRelativeFormPrintsPlaceholdersNotValues) {
+  st::OpDesc add;
+  add.kind = st::OpKind::kAdd;
+  add.inputs.push_back({7, {1, 3}, streamfuse::kF32, st::TensorStatus::kReadOnly});
+  add.scalars.push_back(1.5f);
+  add.attrs.scalar_side = st::ScalarSide::kRhs;
+  add.outputs.push_back({8, {1, 3}, streamfuse::kF32, st::TensorStatus::kNotInit});
+  st::OpDesc mul = add;
+  mul.kind = st::OpKind::kMul;
+  mul.inputs[0] = {8, {1, 3}, streamfuse::kF32, st::TensorStatus::kReadWrite};
+  mul.scalars[0] = 2;
+  mul.outputs[0] = {9, {4, 3}, streamfuse::kI64, st::TensorStatus::kNotInit};
+  st::OpDesc fill;
+  fill.kind = st::OpKind::kFull;
+  fill.scalars.push_back(0.25);
+  fill.outputs.push_back({10, {3}, streamfuse::kF32, st::TensorStatus::kNotInit});
+
+  st::RelativeConverter converter;
+  std::vector<st::OpDesc> relative(3);
+  converter.convert(add, relative[0]);
+  converter.convert(mul, relative[1]);
+  converter.convert(fill, relative[2]);
+  const st::OpForm r = st::OpForm::kRelative;
+  EXPECT_EQ(st::to_string(relative[0], r),
+            "add(t0:[1, s1]:f32:ro, $0)[scalar rhs] -> t1:[1, s1]:f32");
+  EXPECT_EQ(st::to_string(relative[1], r),
+            "mul(t1:[1, s1]:f32:rw, $1)[scalar rhs] -> t2:[s2, s1]:i64");
+  EXPECT_EQ(st::to_string(relative[2], r), "full($2) -> t3:[s1]:f32");
+  // The global form is unchanged.
+  EXPECT_EQ(st::to_string(fill), "full(0.25) -> t10:[3]:f32");
 }
 
 }  // namespace

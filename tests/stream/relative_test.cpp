@@ -115,4 +115,60 @@ TEST(RelativeFormTest, DropsRecordDestroyedHandles) {
   EXPECT_EQ(ops[3].kind, st::OpKind::kMul);
 }
 
+// RelativeFormCheck accepts what the converter writes, op by op, and nothing a stream could not
+// have recorded.
+bool accepted(const std::vector<st::OpDesc>& ops) {
+  st::RelativeFormCheck check;
+  for (const st::OpDesc& op : ops)
+    if (!check.accept(op)) return false;
+  return true;
+}
+
+TEST(RelativeFormCheck, AcceptsWhatTheConverterWrites) {
+  const auto ops = relative_form([] {
+    sf::Tensor x = sf::ones({4, 64});
+    sf::Tensor y = sf::where(x > 0.5f, x * 2.0f, sf::full({4, 64}, 1.0f));
+    { sf::Tensor t = y + 1.0f; }
+    sf::Tensor z = sf::sum(std::move(y), 1) + sf::ones({1});
+  });
+  ASSERT_GT(ops.size(), 6u);
+  EXPECT_TRUE(accepted(ops));
+  // A continuation is checked from the state the ops before it left: the final add (the drops
+  // of x and y follow it; x, tensor 0, would also pass a fresh check).
+  std::size_t last = ops.size() - 1;
+  while (ops[last].kind == st::OpKind::kDrop) --last;
+  ASSERT_EQ(ops[last].kind, st::OpKind::kAdd);
+  st::RelativeFormCheck check;
+  for (std::size_t i = 0; i < last; ++i) ASSERT_TRUE(check.accept(ops[i]));
+  st::RelativeFormCheck copy = check;
+  EXPECT_TRUE(copy.accept(ops[last]));
+  EXPECT_FALSE(st::RelativeFormCheck().accept(ops[last])) << "numbered on, not from zero";
+}
+
+TEST(RelativeFormCheck, RejectsWhatNoStreamRecords) {
+  const auto ops = relative_form([] {
+    sf::Tensor x = sf::ones({4, 64});
+    sf::Tensor y = x * 2.0f + 1.0f;
+  });
+  ASSERT_EQ(ops.size(), 5u);  // ones, mul, add, then the drops of y and x
+  ASSERT_TRUE(accepted(ops));
+  const auto with = [&](const std::function<void(std::vector<st::OpDesc>&)>& change) {
+    std::vector<st::OpDesc> bad = ops;
+    change(bad);
+    return accepted(bad);
+  };
+  EXPECT_FALSE(with([](auto& o) { o[1].outputs[0].id = 7; })) << "an id skipped";
+  EXPECT_FALSE(with([](auto& o) { o[1].outputs[0].id = 0; })) << "an output that exists";
+  EXPECT_FALSE(with([](auto& o) {
+    o[2].inputs[0].shape = sf::Shape{4, 64};
+  })) << "a tensor reshaped";
+  EXPECT_FALSE(with([](auto& o) { o[2].inputs[0].dtype = sf::kF16; })) << "a tensor's dtype";
+  EXPECT_FALSE(with([](auto& o) {
+    o[0].outputs[0].shape = sf::Shape{2, 1};
+  })) << "a size id skipped";
+  EXPECT_FALSE(with([](auto& o) {
+    o[2].scalars[0] = sf::Scalar::from_bits(sf::Scalar::Kind::kFloat, 0);
+  })) << "a placeholder out of order";
+}
+
 }  // namespace
