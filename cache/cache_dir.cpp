@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "cache/cache_log.h"
 #include "cache/prune.h"
@@ -60,6 +62,10 @@ fs::path library_path(const fs::path& root, std::string_view name) {
   return root / "kernels" / "cpu" / (std::string(name) + ".lib");
 }
 fs::path claims_path(const fs::path& root) { return root / "claims"; }
+fs::path handed_on_folder(const fs::path& root, std::string_view fingerprint) {
+  return root / "kernels" / "cpu" / "handed-on" / hex16(jit::fnv1a(fingerprint));
+}
+fs::path scratch_base(const fs::path& root) { return root / "scratch"; }
 fs::path prepared_ops_path(const fs::path& root, std::string_view device) {
   return root / "prepared" / (std::string(device) + ".ops");
 }
@@ -70,6 +76,7 @@ std::optional<FileKind> kind_by_extension(const fs::path& path) {
   if (ext == ".kernel") return FileKind::kCpuKernel;
   if (ext == ".lib") return FileKind::kCpuLibrary;
   if (ext == ".ops") return FileKind::kPreparedOps;
+  if (ext == ".pending") return FileKind::kHandedOn;
   return std::nullopt;
 }
 
@@ -83,7 +90,50 @@ CacheDir::CacheDir(fs::path root, std::uint64_t max_bytes)
                       "cache: directory '" + root_.string() +
                           "' cannot be created or written; plans and kernels are not persisted "
                           "(set STREAMFUSE_CACHE_DIR to a writable directory)");
+    return;
   }
+  // What processes that ended left in the making (their builds, unfinished writes). Usually
+  // nothing: one read of a small folder.
+  const ScratchCleanup cleaned = ScratchArea::remove_abandoned(scratch_base(root_));
+  if (cleaned.folders)
+    cache_log("removed " + std::to_string(cleaned.folders) +
+              " scratch folders of processes that ended (" + std::to_string(cleaned.bytes) +
+              " bytes)");
+}
+
+CacheDir::~CacheDir() = default;
+
+fs::path CacheDir::scratch() {
+  std::lock_guard lock(scratch_mutex_);
+  return scratch_area().path();
+}
+
+fs::path CacheDir::scratch_file(std::string_view suffix) {
+  std::lock_guard lock(scratch_mutex_);
+  return scratch_area().unique_file(suffix);
+}
+
+ScratchArea& CacheDir::scratch_area() {
+  if (!scratch_) {
+    if (writable()) {
+      try {
+        scratch_ = std::make_unique<ScratchArea>(scratch_base(root_));
+      } catch (const CacheError& e) {
+        cache_log(e.what());
+      }
+    }
+    if (!scratch_) {  // a directory that cannot be written: the user's own folder in /tmp
+      const fs::path base = private_scratch_base();
+      ScratchArea::remove_abandoned(base);
+      scratch_ = std::make_unique<ScratchArea>(base);
+    }
+  }
+  return *scratch_;
+}
+
+void CacheDir::release_scratch() {
+  std::lock_guard lock(scratch_mutex_);
+  scratch_.reset();
 }
 
 std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
@@ -130,38 +180,71 @@ bool CacheDir::write(const fs::path& path, FileKind kind, std::string_view finge
   std::error_code ec;
   if (fs::is_directory(path, ec)) return false;  // something else's place: warned on reading
   fs::create_directories(path.parent_path(), ec);
+  // The temporary goes to the scratch folder: a process killed while writing leaves it there,
+  // where the next process finds it abandoned, never beside the cache's files.
+  fs::path temporary;
   try {
-    write_cache_file(path, kind, fingerprint, payload);
-  } catch (const Error& e) {
-    if (!fs::is_directory(path.parent_path(), ec) ||
-        access(path.parent_path().c_str(), W_OK) != 0) {
-      writable_ = false;
-      stream::warn_once("cache-dir:" + root_.string(),
-                        "cache: directory '" + root_.string() +
-                            "' cannot be written; plans and kernels are no longer persisted (" +
-                            e.what() + ")");
-    } else {
-      stream::warn_once("cache-write:" + path.string(), std::string("cache: ") + e.what());
+    temporary = scratch_file(".tmp");
+  } catch (const CacheError&) {
+    // No scratch folder: a temporary beside the file.
+  }
+  try {
+    try {
+      write_cache_file(path, kind, fingerprint, payload, temporary);
+    } catch (const WriteError& e) {
+      if (e.error_number() != EXDEV || temporary.empty()) throw;
+      write_cache_file(path, kind, fingerprint, payload);  // scratch on another file system
     }
+  } catch (const WriteError& e) {
+    write_failed(path, e);
     return false;
   }
   cache_log("wrote " + path.string());
-  maybe_prune(payload.size());
+  after_write(payload.size() + fingerprint.size() + 32);
   return true;
 }
 
-void CacheDir::maybe_prune(std::uint64_t written) {
+void CacheDir::write_failed(const fs::path& path, const WriteError& e) {
+  const int err = e.error_number();
+  std::error_code ec;
+  const bool refused = err == EACCES || err == EPERM || err == EROFS ||
+                       !fs::is_directory(path.parent_path(), ec) ||
+                       access(path.parent_path().c_str(), W_OK) != 0;
+  if (refused) {
+    writable_ = false;
+    stream::warn_once("cache-dir:" + root_.string(),
+                      "cache: directory '" + root_.string() +
+                          "' cannot be written; plans and kernels are no longer persisted (" +
+                          e.what() + ")");
+    return;
+  }
+  // A full disk (or a quota, or an I/O error) fails every write alike: said once for the
+  // directory, and every write still tries, since space may be freed.
+  cache_log(std::string("write failed: ") + e.what());
+  stream::warn_once("cache-write:" + root_.string() + ":" + std::to_string(err),
+                    "cache: cannot write in '" + root_.string() + "': " + std::strerror(err) +
+                        "; what this process learns is not persisted while this lasts (first: " +
+                        path.string() + ")");
+}
+
+void CacheDir::after_write(std::uint64_t written) {
   std::lock_guard lock(prune_mutex_);
-  written_since_prune_ += written;
-  // The first write of a process and then every eighth of the limit written: a scan of the
-  // directory is cheap next to the writes it follows.
-  if (pruned_once_ && written_since_prune_ < max_bytes_ / 8) return;
-  pruned_once_ = true;
-  written_since_prune_ = 0;
-  std::uint64_t total = 0;
-  for (const CacheEntry& e : list_cache_entries(root_)) total += e.bytes;
-  if (total <= max_bytes_) return;
+  written_since_scan_ += written;
+  estimated_bytes_ += written;
+  // The size is known by a scan at the first write, then counted: a write that takes the
+  // directory past its limit prunes at once. Scanned again after an eighth of the limit was
+  // written, since other processes write too.
+  if (scanned_ && estimated_bytes_ <= max_bytes_ && written_since_scan_ < max_bytes_ / 8) return;
+  scanned_ = true;
+  written_since_scan_ = 0;
+  const std::vector<CacheEntry> entries = list_cache_entries(root_);
+  estimated_bytes_ = 0;
+  for (const CacheEntry& e : entries) estimated_bytes_ += e.bytes;
+  if (const std::size_t removed = remove_abandoned_temporaries(entries))
+    cache_log("removed " + std::to_string(removed) + " temporary files of writers that ended");
+  if (estimated_bytes_ <= max_bytes_) return;
   const PruneResult r = prune_cache(root_, max_bytes_ / 10 * 8);  // room for a while
+  estimated_bytes_ = r.bytes_after;
   cache_log("pruned " + std::to_string(r.removed) + " files: " + std::to_string(r.bytes_before) +
             " -> " + std::to_string(r.bytes_after) + " bytes (limit " + std::to_string(max_bytes_) +
             ")");

@@ -6,8 +6,12 @@
 //   <root>/plans/<device>/<first op hash>/<plan hash>.plan   one plan (portable)
 //   <root>/kernels/cpu/<program hash>/<kernel hash>.kernel   one compiled kernel's record
 //   <root>/kernels/cpu/<library name>.lib                    a kernel library: source and .so
+//   <root>/kernels/cpu/handed-on/<fp hash>/<name>.pending    kernels a process could not
+//                                                            compile before it exited
 //   <root>/prepared/<device>.ops                             ops the backend prepares at start
 //   <root>/claims                                            byte locks: who compiles what
+//   <root>/scratch/<pid>-<random>/                           a process's files in the making
+//                                                            (cache/scratch_area.h)
 //
 // Hashes are 16 hex digits. A file is used when it was read (its modification time is set then),
 // which is what least-recently-used pruning goes by.
@@ -17,12 +21,14 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "cache/cache_file.h"
+#include "cache/scratch_area.h"
 #include "jit/hash_mix.h"
 #include "streamfuse/config.h"
 
@@ -46,8 +52,12 @@ std::filesystem::path kernel_path(const std::filesystem::path& root, std::uint64
 std::filesystem::path library_path(const std::filesystem::path& root, std::string_view name);
 std::filesystem::path claims_path(const std::filesystem::path& root);
 std::filesystem::path prepared_ops_path(const std::filesystem::path& root, std::string_view device);
-// The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib, .ops), or
-// nullopt.
+// The handed-on kernels of every process with kernel fingerprint `fingerprint`.
+std::filesystem::path handed_on_folder(const std::filesystem::path& root,
+                                       std::string_view fingerprint);
+std::filesystem::path scratch_base(const std::filesystem::path& root);
+// The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib, .ops,
+// .pending), or nullopt.
 std::optional<FileKind> kind_by_extension(const std::filesystem::path& path);
 
 // Reading a file marks it used (its modification time, which pruning orders by) only when the
@@ -57,8 +67,10 @@ inline constexpr std::chrono::hours kUseMarkInterval{1};
 class CacheDir {
  public:
   // Creates `root` when missing; when it cannot be made or written, reads still work where
-  // possible and writes are skipped (said once).
+  // possible and writes are skipped (said once). Removes the scratch folders of processes that
+  // ended.
   CacheDir(std::filesystem::path root, std::uint64_t max_bytes);
+  ~CacheDir();
 
   const std::filesystem::path& root() const { return root_; }
   bool writable() const { return writable_.load(std::memory_order_relaxed); }
@@ -75,23 +87,43 @@ class CacheDir {
                                   std::string_view fingerprint, Foreign foreign = Foreign::kReject);
   // A file whose payload did not decode (FormatError `why`): warned once, removed.
   void reject_payload(const std::filesystem::path& path, const std::string& why);
-  // Writes a cache file atomically. False when the directory cannot be written (warned once for
-  // the directory; later writes are skipped). Never throws.
+  // Writes a cache file atomically (its temporary in this process's scratch folder), then prunes
+  // when the directory went past its size limit. False when it could not: a directory that
+  // cannot be written is warned about once and later writes are skipped; any other failure (a
+  // full disk) is warned about once per reason for the whole directory, and later writes are
+  // tried again. Never throws.
   bool write(const std::filesystem::path& path, FileKind kind, std::string_view fingerprint,
              std::string_view payload);
+
+  // This process's scratch folder for the directory, made on first use: under <root>/scratch/
+  // when the directory can be written, else under private_scratch_base(). Throws CacheError
+  // when neither can be made.
+  std::filesystem::path scratch();
+  // A new file name in the scratch folder (for a temporary). Throws as scratch() does.
+  std::filesystem::path scratch_file(std::string_view suffix);
+  // Removes the scratch folder (at exit, once nothing works in it any more; a later scratch()
+  // makes a new one).
+  void release_scratch();
 
  private:
   void reject(const std::filesystem::path& path, Rejection rejection, const std::string& detail);
   // Logs and warns (once per file) that `path` is not used; removes it when `broken_file`.
   void ignore(const std::filesystem::path& path, const std::string& why, bool broken_file);
-  void maybe_prune(std::uint64_t written);
+  ScratchArea& scratch_area();  // requires scratch_mutex_; throws as scratch() does
+  // Warns once per directory and reason about a write that failed, or disables writing.
+  void write_failed(const std::filesystem::path& path, const WriteError& e);
+  // Counts `written` bytes; scans, and prunes past the limit, when due.
+  void after_write(std::uint64_t written);
 
   std::filesystem::path root_;
   std::uint64_t max_bytes_;
   std::atomic<bool> writable_{true};
   std::mutex prune_mutex_;
-  std::uint64_t written_since_prune_ = 0;  // under prune_mutex_
-  bool pruned_once_ = false;               // under prune_mutex_
+  bool scanned_ = false;                  // under prune_mutex_: the directory's size is known
+  std::uint64_t estimated_bytes_ = 0;     // under prune_mutex_: at the last scan, plus writes
+  std::uint64_t written_since_scan_ = 0;  // under prune_mutex_
+  std::mutex scratch_mutex_;
+  std::unique_ptr<ScratchArea> scratch_;  // under scratch_mutex_
 };
 
 }  // namespace streamfuse::cache

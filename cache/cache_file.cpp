@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <system_error>
 
@@ -79,29 +78,51 @@ fs::path temporary_beside(const fs::path& path) {
   return tmp;
 }
 
-void write_file_atomically(const fs::path& path, std::string_view bytes) {
-  const fs::path tmp = temporary_beside(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      const int err = errno;
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error("cannot write " + path.string() + ": " + std::strerror(err));
-    }
+long writer_of_temporary(const fs::path& path) {
+  // <name>.tmp.<pid>.<n>
+  const std::string name = path.filename().string();
+  const std::size_t tmp = name.rfind(".tmp.");
+  if (tmp == std::string::npos) return 0;
+  const std::size_t dot = name.find('.', tmp + 5);
+  if (dot == std::string::npos || dot == tmp + 5 || dot + 1 == name.size()) return 0;
+  long pid = 0;
+  for (std::size_t i = tmp + 5; i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 1'000'000'000) return 0;
+    pid = pid * 10 + (name[i] - '0');
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
+  for (std::size_t i = dot + 1; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return 0;
+  return pid;
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes,
+                           const fs::path& temporary) {
+  const fs::path tmp = temporary.empty() ? temporary_beside(path) : temporary;
+  auto fail = [&](int err) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    throw Error("cannot write " + path.string() + ": " + std::strerror(err));
+    throw WriteError("cannot write " + path.string() + ": " + std::strerror(err), err);
+  };
+  // POSIX calls, not a stream: the caller needs the error number (a full disk shows at write
+  // or, on some file systems, only at close).
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail(errno);
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      fail(err);
+    }
+    done += static_cast<std::size_t>(n);
   }
+  if (::close(fd) != 0) fail(errno);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
 }
 
 void write_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint,
-                      std::string_view payload) {
+                      std::string_view payload, const fs::path& temporary) {
   std::string bytes(kMagic, sizeof kMagic);
   put(bytes, kFormatVersion, 4);
   put(bytes, static_cast<std::uint32_t>(kind), 4);
@@ -110,7 +131,7 @@ void write_cache_file(const fs::path& path, FileKind kind, std::string_view fing
   put(bytes, crc32(payload), 4);
   bytes.append(fingerprint);
   bytes.append(payload);
-  write_file_atomically(path, bytes);
+  write_file_atomically(path, bytes, temporary);
 }
 
 namespace {
@@ -154,13 +175,21 @@ std::optional<ReadResult> read_whole_file(const fs::path& path, std::string& byt
 }
 
 // Reads and checks `path`; the kind and fingerprint only where given.
-ReadResult read_checked(const fs::path& path, const FileKind* kind,
-                        const std::string_view* fingerprint) {
+ReadResult read_checked(const fs::path& path, std::optional<FileKind> kind,
+                        std::optional<std::string_view> fingerprint) {
   std::string bytes;
   fs::file_time_type modified;
   if (const std::optional<ReadResult> failed = read_whole_file(path, bytes, modified))
     return *failed;
+  ReadResult result = parse_cache_file(bytes, kind, fingerprint);
+  if (result) result.modified = modified;
+  return result;
+}
 
+}  // namespace
+
+ReadResult parse_cache_file(std::string_view bytes, std::optional<FileKind> kind,
+                            std::optional<std::string_view> fingerprint) {
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     return reject(bytes.size() < sizeof kMagic ? Rejection::kTruncated : Rejection::kWrongMagic);
   if (bytes.size() < kHeaderSize) return reject(Rejection::kTruncated);
@@ -189,17 +218,16 @@ ReadResult read_checked(const fs::path& path, const FileKind* kind,
   result.kind = static_cast<FileKind>(file_kind);
   result.fingerprint.assign(stored);
   result.payload.assign(payload);
-  result.modified = modified;
   return result;
 }
 
-}  // namespace
-
 ReadResult read_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint) {
-  return read_checked(path, &kind, &fingerprint);
+  return read_checked(path, kind, fingerprint);
 }
 
-ReadResult inspect_cache_file(const fs::path& path) { return read_checked(path, nullptr, nullptr); }
+ReadResult inspect_cache_file(const fs::path& path) {
+  return read_checked(path, std::nullopt, std::nullopt);
+}
 
 const char* file_kind_name(FileKind kind) {
   switch (kind) {
@@ -213,6 +241,8 @@ const char* file_kind_name(FileKind kind) {
       return "cpu library";
     case FileKind::kPreparedOps:
       return "prepared ops";
+    case FileKind::kHandedOn:
+      return "handed-on kernels";
   }
   return "unknown";
 }

@@ -12,8 +12,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "streamfuse/error.h"
 
 namespace streamfuse::cache {
 
@@ -26,6 +29,7 @@ enum class FileKind : std::uint32_t {
   kBundle = 3,
   kCpuLibrary = 4,
   kPreparedOps = 5,
+  kHandedOn = 6,  // kernels a process could not compile before it exited
 };
 
 // Why a file was not used. kMissing is the ordinary miss; every other reason is worth a warning.
@@ -56,17 +60,36 @@ struct ReadResult {
 };
 
 // A name next to `path` that no other thread or process uses at the same time: where a file is
-// made before it is renamed to `path`.
+// made before it is renamed to `path` when the writer has no scratch folder (cache/scratch_area.h)
+// on its file system. "<name>.tmp.<pid>.<n>": a temporary whose process ended is garbage.
 std::filesystem::path temporary_beside(const std::filesystem::path& path);
+// The pid in a name temporary_beside() made, or 0 when `path` is not such a name.
+long writer_of_temporary(const std::filesystem::path& path);
 
-// Writes `bytes` to `path` through a temporary file in the same directory renamed into place.
-// Throws streamfuse::Error with the path and the system's reason.
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+// A write that failed, with the system's error number (ENOSPC, EACCES, EXDEV, ...) so that the
+// caller can tell a full disk from a directory it may not write.
+class WriteError : public CacheError {
+ public:
+  WriteError(const std::string& what, int error_number)
+      : CacheError(what), error_number_(error_number) {}
+  int error_number() const { return error_number_; }
 
-// Writes `payload` atomically (temporary file + rename). Throws streamfuse::Error naming the path
-// when the directory cannot be written; the caller decides whether that disables persistence.
+ private:
+  int error_number_;
+};
+
+// Writes `bytes` to `path` through the file `temporary` (on the same file system), renamed into
+// place; an empty `temporary` is temporary_beside(path). The temporary is removed on failure.
+// Throws WriteError with the path and the system's reason.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           const std::filesystem::path& temporary = {});
+
+// Writes `payload` atomically (temporary file + rename, as write_file_atomically). Throws
+// WriteError naming the path when the directory cannot be written; the caller decides whether
+// that disables persistence.
 void write_cache_file(const std::filesystem::path& path, FileKind kind,
-                      std::string_view fingerprint, std::string_view payload);
+                      std::string_view fingerprint, std::string_view payload,
+                      const std::filesystem::path& temporary = {});
 
 // Reads and checks a file written by write_cache_file. Never throws for a bad file: the result
 // says why it was rejected.
@@ -74,6 +97,10 @@ ReadResult read_cache_file(const std::filesystem::path& path, FileKind kind,
                            std::string_view fingerprint);
 // The same checks, but any kind and fingerprint are accepted (and returned): for tools.
 ReadResult inspect_cache_file(const std::filesystem::path& path);
+// The checks of both on a file's bytes (`modified` is left unset): the kind and fingerprint only
+// where given. Never throws for bad bytes.
+ReadResult parse_cache_file(std::string_view bytes, std::optional<FileKind> kind,
+                            std::optional<std::string_view> fingerprint);
 const char* file_kind_name(FileKind kind);  // "plan", "cpu kernel", ...
 
 }  // namespace streamfuse::cache

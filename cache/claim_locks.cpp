@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 namespace streamfuse::cache {
 namespace {
@@ -49,9 +51,17 @@ void ClaimLocks::release(std::uint64_t name) {
   if (fd_ >= 0) lock(fd_, F_OFD_SETLK, name, F_UNLCK);
 }
 
-void ClaimLocks::wait_free(std::uint64_t name) {
-  if (fd_ < 0) return;
-  if (lock(fd_, F_OFD_SETLKW, name, F_WRLCK) == 0) lock(fd_, F_OFD_SETLK, name, F_UNLCK);
+bool ClaimLocks::wait_free(std::uint64_t name, const std::atomic<bool>& give_up) {
+  if (fd_ < 0) return true;
+  for (;;) {
+    if (lock(fd_, F_OFD_SETLK, name, F_WRLCK) == 0) {
+      lock(fd_, F_OFD_SETLK, name, F_UNLCK);
+      return true;
+    }
+    if (errno != EAGAIN && errno != EACCES) return true;  // cannot tell: the caller compiles
+    if (give_up.load(std::memory_order_relaxed)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace streamfuse::cache

@@ -5,6 +5,7 @@
 // holder exits, so a crashed compile never blocks the others.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 
@@ -23,8 +24,9 @@ class ClaimLocks {
   // True when `name` is now claimed by this object; false when another holder has it.
   bool try_claim(std::uint64_t name);
   void release(std::uint64_t name);
-  // Blocks until `name` is free (without keeping it).
-  void wait_free(std::uint64_t name);
+  // Blocks until `name` is free (without keeping it), or until `give_up` is set: then false.
+  // Polls every few milliseconds (a blocking lock could not be given up at exit).
+  bool wait_free(std::uint64_t name, const std::atomic<bool>& give_up);
 
  private:
   int fd_ = -1;

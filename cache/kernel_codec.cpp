@@ -2,6 +2,7 @@
 
 #include "cache/serialize.h"
 #include "jit/hash_mix.h"
+#include "jit/program_check.h"
 
 namespace streamfuse::cache {
 std::uint64_t kernel_hash(std::uint64_t program_hash, const jit::SpecializationKey& key,
@@ -24,14 +25,23 @@ void put_kernel_entry(OutArchive& out, const KernelEntry& entry) {
   put_bytes(out, entry.library);
 }
 
+namespace {
+
+// A program and its key, as a kernel record and a handed-on request hold them.
+void get_program_and_key(InArchive& in, jit::FusedProgram& program, jit::SpecializationKey& key) {
+  program = get_program(in);
+  key = get_key(in);
+  // A key launch_key() could have made for the program: the code generators rely on it.
+  if (std::string why = jit::key_fit_problem(program, key); !why.empty())
+    bad_payload("kernel key does not fit its program: " + why);
+}
+
+}  // namespace
+
 KernelEntry get_kernel_entry(InArchive& in) {
   KernelEntry e;
   in(e.program_hash);
-  e.program = get_program(in);
-  e.key = get_key(in);
-  if (e.key.inputs.size() != e.program.inputs.size() ||
-      e.key.outputs.size() != e.program.outputs.size())
-    bad_payload("kernel key does not fit its program");
+  get_program_and_key(in, e.program, e.key);
   e.symbol = get_bytes(in, 256);
   e.library = get_bytes(in, 256);
   if (!valid_library_name(e.library)) bad_payload("library name");
@@ -45,6 +55,31 @@ std::string encode_kernel_entry(const KernelEntry& entry) {
 
 KernelEntry decode_kernel_entry(std::string_view bytes) {
   return decode_with(bytes, [](InArchive& in) { return get_kernel_entry(in); });
+}
+
+std::string encode_kernel_requests(std::span<const jit::KernelRequest> requests) {
+  return encode_with([&](OutArchive& out) {
+    out(static_cast<std::uint32_t>(requests.size()));
+    for (const jit::KernelRequest& r : requests) {
+      out(r.program_hash);
+      put_program(out, r.program);
+      put_key(out, r.key);
+    }
+  });
+}
+
+std::vector<jit::KernelRequest> decode_kernel_requests(std::string_view bytes) {
+  return decode_with(bytes, [](InArchive& in) {
+    // One by one: a count that lies about a short payload fails before it allocates.
+    std::vector<jit::KernelRequest> requests;
+    for (std::uint32_t n = get_size(in, kMaxOps, "handed-on kernel"); n > 0; --n) {
+      jit::KernelRequest& r = requests.emplace_back();
+      in(r.program_hash);
+      get_program_and_key(in, r.program, r.key);
+      if (r.program_hash != r.program.hash()) bad_payload("program hash");
+    }
+    return requests;
+  });
 }
 
 void put_library(OutArchive& out, const jit::LibraryImage& library) {

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/archive.h"
 #include "jit/kernel_store.h"
@@ -36,6 +38,11 @@ void put_library(OutArchive& out, const jit::LibraryImage& library);
 jit::LibraryImage get_library(InArchive& in);
 std::string encode_library(const jit::LibraryImage& library);
 jit::LibraryImage decode_library(std::string_view bytes);  // throws FormatError
+
+// Kernels a process handed on at exit (KernelStore::hand_on): their programs and keys, checked as
+// kernel records are (the key fits its program, the hash is the program's).
+std::string encode_kernel_requests(std::span<const jit::KernelRequest> requests);
+std::vector<jit::KernelRequest> decode_kernel_requests(std::string_view bytes);  // FormatError
 
 // A library name is 16 hex digits (it becomes a file name).
 bool valid_library_name(std::string_view name);

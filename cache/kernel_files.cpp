@@ -1,10 +1,23 @@
 #include "cache/kernel_files.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
 #include "cache/cache_log.h"
 #include "cache/kernel_codec.h"
+#include "cache/prune.h"
 #include "stream/log.h"
 
 namespace streamfuse::cache {
+namespace {
+
+// Requests one process hands on, and one takes: far above one program's kernels.
+constexpr std::size_t kMaxHandedOn = 4096;
+
+}  // namespace
+
 KernelFiles::KernelFiles(std::shared_ptr<CacheDir> dir, std::string fingerprint)
     : dir_(std::move(dir)),
       fingerprint_(std::move(fingerprint)),
@@ -60,8 +73,17 @@ std::optional<jit::KernelRecord> KernelFiles::read_record(const std::filesystem:
   }
   std::shared_ptr<const jit::LibraryImage> image = library(entry.library);
   if (!image) {
+    // Kernel files without their library (removed as broken, here or by another process) can
+    // never be used: they go too, so that the directory stays consistent; the kernels are
+    // compiled again and written anew with a new library.
+    std::error_code ec;
+    std::size_t removed = 0;
+    if (!std::filesystem::exists(library_path(dir_->root(), entry.library), ec) && !ec &&
+        dir_->writable())
+      removed = remove_kernels_of_library(dir_->root(), entry.library);
     if (cache_logging())
-      cache_log("miss: kernel " + name + ": its library " + entry.library + " is gone");
+      cache_log("miss: kernel " + name + ": its library " + entry.library + " is gone" +
+                (removed ? "; removed its " + std::to_string(removed) + " kernel files" : ""));
     return std::nullopt;
   }
   if (cache_logging()) cache_log("hit: kernel " + name + " in library " + entry.library);
@@ -136,8 +158,50 @@ void KernelFiles::release(std::uint64_t program_hash, const jit::SpecializationK
   claims_.release(kernel_hash(program_hash, key, fingerprint_));
 }
 
-void KernelFiles::wait_unclaimed(std::uint64_t program_hash, const jit::SpecializationKey& key) {
-  claims_.wait_free(kernel_hash(program_hash, key, fingerprint_));
+bool KernelFiles::wait_unclaimed(std::uint64_t program_hash, const jit::SpecializationKey& key,
+                                 const std::atomic<bool>& give_up) {
+  return claims_.wait_free(kernel_hash(program_hash, key, fingerprint_), give_up);
+}
+
+void KernelFiles::hand_on(std::span<const jit::KernelRequest> requests) {
+  if (requests.empty() || !dir_->writable()) return;
+  requests = requests.first(std::min(requests.size(), kMaxHandedOn));
+  // A name of this process's own: processes exiting together each leave a file.
+  static std::atomic<std::uint64_t> counter{0};
+  const std::uint64_t name = jit::hash_mix(
+      jit::hash_mix(static_cast<std::uint64_t>(getpid()), counter.fetch_add(1)),
+      static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  const std::filesystem::path path =
+      handed_on_folder(dir_->root(), fingerprint_) / (hex16(name) + ".pending");
+  if (dir_->write(path, FileKind::kHandedOn, fingerprint_, encode_kernel_requests(requests)))
+    cache_log("handed on " + std::to_string(requests.size()) +
+              " kernels to compile: " + path.string());
+}
+
+std::vector<jit::KernelRequest> KernelFiles::take_handed_on() {
+  std::vector<jit::KernelRequest> taken;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(handed_on_folder(dir_->root(), fingerprint_), ec);
+  for (; !ec && it != std::filesystem::directory_iterator() && taken.size() < kMaxHandedOn;
+       it.increment(ec)) {
+    const std::filesystem::path path = it->path();
+    if (path.extension() != ".pending") continue;  // temporaries of writes in flight
+    std::optional<std::string> payload = dir_->read(path, FileKind::kHandedOn, fingerprint_);
+    if (!payload) continue;
+    std::vector<jit::KernelRequest> requests;
+    try {
+      requests = decode_kernel_requests(*payload);
+    } catch (const FormatError& e) {
+      dir_->reject_payload(path, e.what());
+      continue;
+    }
+    // Whoever removes the file takes it: of processes that read it together, one succeeds.
+    std::error_code remove_ec;
+    if (!std::filesystem::remove(path, remove_ec)) continue;
+    cache_log("took " + std::to_string(requests.size()) + " handed-on kernels: " + path.string());
+    for (jit::KernelRequest& r : requests) taken.push_back(std::move(r));
+  }
+  return taken;
 }
 
 }  // namespace streamfuse::cache

@@ -34,7 +34,10 @@ class KernelFiles final : public jit::KernelStore {
   void save_library(const jit::LibraryImage& image) override;
   bool try_claim(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
   void release(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
-  void wait_unclaimed(std::uint64_t program_hash, const jit::SpecializationKey& key) override;
+  bool wait_unclaimed(std::uint64_t program_hash, const jit::SpecializationKey& key,
+                      const std::atomic<bool>& give_up) override;
+  void hand_on(std::span<const jit::KernelRequest> requests) override;
+  std::vector<jit::KernelRequest> take_handed_on() override;
 
  private:
   std::shared_ptr<const jit::LibraryImage> library(const std::string& name);

@@ -18,7 +18,8 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
   std::error_code ec;
   fs::directory_iterator it(folder, ec);
   if (ec) {
-    if (cache_logging()) cache_log("miss: no plans start with " + stream::to_string(first, stream::OpForm::kRelative));
+    if (cache_logging())
+      cache_log("miss: no plans start with " + stream::to_string(first, stream::OpForm::kRelative));
     return plans;
   }
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {

@@ -1,9 +1,16 @@
 #include "cache/prune.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "cache/cache_dir.h"
+#include "cache/kernel_codec.h"
+#include "cache/scratch_area.h"
 
 namespace streamfuse::cache {
 namespace fs = std::filesystem;
@@ -16,14 +23,34 @@ bool is_cache_file(const fs::path& p, bool& temporary) {
   return temporary || kind_by_extension(p).has_value();
 }
 
+// Whether process `pid` exists on this machine (in this pid namespace).
+bool process_alive(long pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
+
+// Files pruned together, used as recently as the most recent of them.
+struct Unit {
+  std::vector<const CacheEntry*> files;  // a library's kernels first, the library last
+  std::uint64_t bytes = 0;
+  fs::file_time_type used = fs::file_time_type::min();
+  void add(const CacheEntry& e) {
+    files.push_back(&e);
+    bytes += e.bytes;
+    used = std::max(used, e.used);
+  }
+};
+
 }  // namespace
 
 std::vector<CacheEntry> list_cache_entries(const fs::path& root) {
   std::vector<CacheEntry> out;
   std::error_code ec;
+  const fs::path scratch = scratch_base(root);
   for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
        end;
        !ec && it != end; it.increment(ec)) {
+    if (it.depth() == 0 && it->path() == scratch) {  // files in the making: not the cache's
+      it.disable_recursion_pending();
+      continue;
+    }
     bool temporary = false;
     if (!it->is_regular_file(ec) || !is_cache_file(it->path(), temporary)) continue;
     CacheEntry e;
@@ -39,28 +66,98 @@ std::vector<CacheEntry> list_cache_entries(const fs::path& root) {
   return out;
 }
 
+std::string library_of_kernel(const fs::path& path) {
+  const ReadResult r = inspect_cache_file(path);
+  if (!r || r.kind != FileKind::kCpuKernel) return {};
+  try {
+    return decode_kernel_entry(r.payload).library;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+std::size_t remove_kernels_of_library(const fs::path& root, const std::string& name) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const CacheEntry& e : list_cache_entries(root / "kernels")) {
+    if (e.temporary || e.path.extension() != ".kernel" || library_of_kernel(e.path) != name)
+      continue;
+    if (fs::remove(e.path, ec)) {
+      ++removed;
+      fs::remove(e.path.parent_path(), ec);  // its program's folder, when left empty
+    }
+  }
+  return removed;
+}
+
+bool abandoned_temporary(const CacheEntry& entry) {
+  if (!entry.temporary) return false;
+  const auto now = fs::file_time_type::clock::now();
+  if (entry.used < now - std::chrono::hours(1)) return true;
+  const long pid = writer_of_temporary(entry.path);
+  return pid > 0 && entry.used < now - std::chrono::minutes(1) && !process_alive(pid);
+}
+
+std::size_t remove_abandoned_temporaries(const std::vector<CacheEntry>& entries) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const CacheEntry& e : entries)
+    if (abandoned_temporary(e) && fs::remove(e.path, ec)) ++removed;
+  return removed;
+}
+
 PruneResult prune_cache(const fs::path& root, std::uint64_t target_bytes) {
   PruneResult r;
-  std::vector<CacheEntry> entries = list_cache_entries(root);
+  r.scratch_folders = ScratchArea::remove_abandoned(scratch_base(root)).folders;
+  const std::vector<CacheEntry> entries = list_cache_entries(root);
   for (const CacheEntry& e : entries) r.bytes_before += e.bytes;
   r.bytes_after = r.bytes_before;
   std::error_code ec;
-  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
   auto remove = [&](const CacheEntry& e) {
-    if (fs::remove(e.path, ec)) {
-      r.bytes_after -= e.bytes;
-      ++r.removed;
-      // A plan's first-op folder and a kernel's program folder go when they are left empty
-      // (remove() leaves a non-empty folder alone).
-      if (e.path.extension() == ".plan" || e.path.extension() == ".kernel")
-        fs::remove(e.path.parent_path(), ec);
-    }
+    if (!fs::remove(e.path, ec)) return;
+    r.bytes_after -= e.bytes;
+    ++r.removed;
+    // A plan's first-op folder and a kernel's program folder go when they are left empty
+    // (remove() leaves a non-empty folder alone).
+    if (e.path.extension() == ".plan" || e.path.extension() == ".kernel" ||
+        e.path.extension() == ".pending")
+      fs::remove(e.path.parent_path(), ec);
   };
-  for (const CacheEntry& e : entries)
-    if (e.temporary && e.used < stale) remove(e);
-  for (const CacheEntry& e : entries) {  // oldest first
+
+  // Units: each library with the kernel files that name it; every other file alone.
+  std::map<std::string, Unit> libraries;  // by library name
+  std::vector<Unit> units;
+  for (const CacheEntry& e : entries) {
+    if (e.temporary) {
+      if (abandoned_temporary(e)) remove(e);
+      continue;  // in flight: not the pruner's
+    }
+    const std::optional<FileKind> kind = kind_by_extension(e.path);
+    if (kind == FileKind::kCpuLibrary) {
+      libraries[e.path.stem().string()].add(e);
+    } else if (kind == FileKind::kCpuKernel) {
+      const std::string library = library_of_kernel(e.path);
+      if (library.empty() || !valid_library_name(library)) {
+        units.emplace_back().add(e);  // undecodable: pruned by its own use
+      } else if (!fs::exists(library_path(root, library), ec)) {
+        remove(e);  // names a library that is gone: never usable again
+      } else {
+        Unit& u = libraries[library];
+        u.files.insert(u.files.begin(), &e);  // before its library: removed first
+        u.bytes += e.bytes;
+        u.used = std::max(u.used, e.used);
+      }
+    } else {
+      units.emplace_back().add(e);
+    }
+  }
+  for (auto& [name, unit] : libraries)
+    if (!unit.files.empty()) units.push_back(std::move(unit));
+  std::sort(units.begin(), units.end(),
+            [](const Unit& a, const Unit& b) { return a.used < b.used; });
+  for (const Unit& unit : units) {  // least recently used first
     if (r.bytes_after <= target_bytes) break;
-    if (!e.temporary && fs::exists(e.path, ec)) remove(e);
+    for (const CacheEntry* e : unit.files) remove(*e);
   }
   return r;
 }

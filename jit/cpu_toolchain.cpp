@@ -13,6 +13,7 @@
 #include "backends/cpu/isa.h"
 #include "cache/cache_file.h"
 #include "jit/cpp_codegen.h"
+#include "stream/environment.h"
 #include "stream/log.h"
 #include "streamfuse/error.h"
 
@@ -44,59 +45,54 @@ bool file_equals(const std::string& path, const std::string& text) {
   return read_file(path, bytes) && bytes == text;
 }
 
-// `directory` when it exists (or can be made) and is writable, else (or when empty) a new private
-// directory.
-std::string usable_directory(const std::string& directory, bool& is_private) {
+// `directory` when it exists (or can be made) and is writable; else empty (builds use a scratch
+// folder), with a warning when a directory was given.
+std::string usable_directory(const std::string& directory) {
+  if (directory.empty()) return directory;
   std::error_code ec;
-  if (!directory.empty()) {
-    fs::create_directories(directory, ec);
-    if (fs::is_directory(directory, ec) && access(directory.c_str(), W_OK | X_OK) == 0) {
-      is_private = false;
-      return directory;
-    }
-  }
-  std::string pattern = (fs::temp_directory_path(ec) / "streamfuse-jit-XXXXXX").string();
-  if (!mkdtemp(pattern.data()))
-    throw CacheError(
-        "jit: kernel directory '" + directory +
-        "' is not writable and no temporary directory can be made: " + std::strerror(errno));
-  is_private = true;
-  if (directory.empty()) return pattern;  // asked for a private one
-  stream::warn_once("jit-dir:" + directory, "jit: kernel directory '" + directory +
-                                                "' is not writable; compiled kernels " + "go to " +
-                                                pattern + " for this process");
-  return pattern;
+  fs::create_directories(directory, ec);
+  if (fs::is_directory(directory, ec) && access(directory.c_str(), W_OK | X_OK) == 0)
+    return directory;
+  stream::warn_once("jit-dir:" + directory,
+                    "jit: kernel directory '" + directory +
+                        "' is not writable; kernels are built in a scratch folder of this process");
+  return {};
 }
 
 }  // namespace
 
 CpuToolchain::CpuToolchain(std::string directory, std::string fingerprint,
-                           std::chrono::milliseconds compile_timeout)
-    : directory_(usable_directory(directory, private_directory_)),
+                           std::chrono::milliseconds compile_timeout,
+                           std::function<fs::path()> scratch)
+    : directory_(usable_directory(directory)),
+      scratch_(std::move(scratch)),
       fingerprint_(fingerprint.empty() ? kernel_fingerprint(backends::cpu::isa_level())
                                        : std::move(fingerprint)),
       compile_timeout_(compile_timeout) {
-  if (private_directory_) {  // named now (mkdtemp), made again by each build
-    std::error_code ec;
-    fs::remove(directory_, ec);
+  if (directory_.empty() && !scratch_) {
+    scratch_ = [this] {  // made on the first build, on the compile thread
+      if (!own_scratch_)
+        own_scratch_ = std::make_unique<cache::ScratchArea>(cache::private_scratch_base());
+      return own_scratch_->path();
+    };
   }
 }
 
-CpuToolchain::~CpuToolchain() {
-  if (private_directory_) {
-    std::error_code ec;
-    fs::remove_all(directory_, ec);  // loaded libraries stay mapped
-  }
-}
+CpuToolchain::~CpuToolchain() = default;
 
 bool CpuToolchain::prepare(std::string& why) {
   compiler_ = SystemCompiler::probe();
   if (compiler_) return true;
-  const char* env = std::getenv("STREAMFUSE_CXX");
-  why = std::string("jit: no C++ compiler found (") +
-        (env && *env ? "STREAMFUSE_CXX=" + std::string(env)
-                     : std::string("tried c++, g++, clang++ on PATH")) +
-        "); fused programs run in the interpreter";
+  const std::vector<CompilerCandidate> tried = compiler_candidates();
+  std::string what;
+  if (!tried.front().variable.empty()) {
+    what = tried.front().variable + "='" +
+           stream::env_text(tried.front().variable.c_str()).value_or("") +
+           "' does not answer --version";
+  } else {
+    what = "tried c++, g++, clang++ on PATH; set STREAMFUSE_CXX or CXX to choose one";
+  }
+  why = "jit: no C++ compiler found (" + what + "); fused programs run in the interpreter";
   return false;
 }
 
@@ -112,30 +108,38 @@ std::string CpuToolchain::kernel_source(const FusedProgram& program, const Speci
 }
 
 BuiltLibrary CpuToolchain::build(const std::string& source) {
-  if (!private_directory_) return build_in_directory(source);
-  // A private directory holds files only while a build runs: the device runtime's cache lives
-  // until the process exits, and leaving even an empty folder per process in /tmp adds up.
-  std::error_code ec;
-  fs::create_directories(directory_, ec);
-  struct Remove {
-    const std::string& dir;
-    ~Remove() {
-      std::error_code e;
-      fs::remove_all(dir, e);
-    }
-  } remove{directory_};
-  return build_in_directory(source);
+  if (!directory_.empty()) return build_in(directory_, source, /*keep=*/true);
+  fs::path folder;
+  try {
+    folder = scratch_();
+  } catch (const Error& e) {
+    throw CompileError(std::string("jit: no folder to build kernels in: ") + e.what());
+  }
+  return build_in(folder, source, /*keep=*/false);
 }
 
-BuiltLibrary CpuToolchain::build_in_directory(const std::string& source) {
+BuiltLibrary CpuToolchain::build_in(const fs::path& folder, const std::string& source, bool keep) {
   BuiltLibrary out;
   out.key = compiler_->library_key(source);
-  const std::string base = (fs::path(directory_) / out.key).string();
+  const std::string base = (folder / out.key).string();
   const std::string path = base + ".cpp";
   const std::string so = base + ".so";
   out.label = path;
   std::error_code ec;
-  if (fs::exists(so, ec) && file_equals(path, source)) {  // built before, maybe by another process
+  // A scratch folder's files go once the library is loaded (from memory: dlopen keeps a
+  // mapping), or when the build fails.
+  struct Remove {
+    const std::string* files[3];
+    bool active;
+    ~Remove() {
+      std::error_code e;
+      for (const std::string* f : files)
+        if (active && f) fs::remove(*f, e);
+    }
+  };
+  const std::string tmp = keep ? cache::temporary_beside(so).string() : base + ".so.tmp";
+  Remove remove{{&path, &so, &tmp}, !keep};
+  if (keep && fs::exists(so, ec) && file_equals(path, source)) {  // built before, maybe elsewhere
     try {
       out.library = load_library(so);
       if (read_file(so, out.bytes)) {
@@ -147,7 +151,6 @@ BuiltLibrary CpuToolchain::build_in_directory(const std::string& source) {
     }
   }
   write_file(path, source);
-  const std::string tmp = cache::temporary_beside(so).string();
   try {
     compiler_->compile(path, tmp, compile_timeout_);
   } catch (...) {

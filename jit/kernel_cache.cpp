@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backends/cpu/isa.h"
+#include "jit/child_process.h"
 #include "jit/cpu_toolchain.h"
 #include "jit/hash_mix.h"
 #include "stream/log.h"
@@ -43,8 +44,8 @@ KernelCache::KernelCache(std::string directory, KernelCacheOptions options)
       fingerprint_(options_.fingerprint.empty() ? kernel_fingerprint(backends::cpu::isa_level())
                                                 : options_.fingerprint) {
   if (options_.mode == JitMode::kInterpret) return;
-  auto cpu =
-      std::make_unique<CpuToolchain>(std::move(directory), fingerprint_, options_.compile_timeout);
+  auto cpu = std::make_unique<CpuToolchain>(std::move(directory), fingerprint_,
+                                            options_.compile_timeout, options_.scratch);
   directory_ = cpu->directory();
   toolchain_ = std::move(cpu);
   thread_ = std::thread(&KernelCache::run, this);
@@ -280,6 +281,7 @@ KernelCacheStats KernelCache::stats() const {
 void KernelCache::run() {
   std::string why;
   const bool prepared = toolchain_->prepare(why);
+  if (prepared && store_) take_handed_on();
   std::unique_lock lock(mutex_);
   if (prepared) {
     if (stream::log_enabled(stream::LogChannel::kJit))
@@ -288,6 +290,8 @@ void KernelCache::run() {
     no_toolchain_ = true;
     stream::warn_once("jit-no-toolchain:" + why, why);
   }
+  started_ = true;
+  idle_cv_.notify_all();
   auto idle = [&] { return queue_.empty() && to_save_.empty(); };
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !idle(); });
@@ -314,27 +318,110 @@ void KernelCache::run() {
         return stop_ || flush_waiters_ > 0 || queue_.size() >= options_.max_batch;
       });
     if (stop_) break;
-    // Take up to max_batch requests whose entries are still pending (not evicted meanwhile).
-    std::vector<Request> batch;
-    std::size_t taken = 0;
-    for (; taken < queue_.size() && batch.size() < std::max<std::size_t>(options_.max_batch, 1);
-         ++taken) {
-      const auto it =
-          entries_.find(KeyRef{queue_[taken].key.program_hash, &queue_[taken].key.spec});
-      if (it != entries_.end() && it->second.state == State::kPending)
-        batch.push_back(std::move(queue_[taken]));
-    }
-    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(taken));
+    std::vector<Request> batch = next_batch();
+    in_flight_ = batch;  // what finish_at_exit hands on should this batch not finish
     compiling_ = true;
     lock.unlock();
     if (!batch.empty()) compile_batch(batch);
     lock.lock();
+    in_flight_.clear();
     compiling_ = false;
     if (idle()) idle_cv_.notify_all();
   }
   queue_.clear();
+  exited_ = true;
   idle_cv_.notify_all();
   settled_cv_.notify_all();
+}
+
+std::vector<KernelCache::Request> KernelCache::next_batch() {
+  // Up to max_batch requests whose entries are still pending (not evicted meanwhile); handed-on
+  // requests, which come first, in batches small enough to finish before a short process exits.
+  std::size_t cap = std::max<std::size_t>(options_.max_batch, 1);
+  if (!queue_.empty() && queue_.front().handed_on)
+    cap = std::min(cap, std::max<std::size_t>(options_.max_handed_on_batch, 1));
+  std::vector<Request> batch;
+  std::size_t taken = 0;
+  for (; taken < queue_.size() && batch.size() < cap; ++taken) {
+    const auto it = entries_.find(KeyRef{queue_[taken].key.program_hash, &queue_[taken].key.spec});
+    if (it != entries_.end() && it->second.state == State::kPending)
+      batch.push_back(std::move(queue_[taken]));
+  }
+  queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(taken));
+  return batch;
+}
+
+void KernelCache::take_handed_on() {
+  std::vector<KernelRequest> handed = store_->take_handed_on();
+  if (handed.empty()) return;
+  std::unique_lock lock(mutex_);
+  if (stop_) {  // the process is exiting before this thread got going: pass them on again
+    lock.unlock();
+    store_->hand_on(handed);
+    return;
+  }
+  std::size_t queued = 0;
+  for (KernelRequest& r : handed) {
+    if (stop_ || entries_.contains(KeyRef{r.program_hash, &r.key})) continue;
+    insert_pending(Key{r.program_hash, std::move(r.key)});
+    queue_.push_back(Request{lru_.front(), std::move(r.program), false, true});
+    ++queued;
+  }
+  if (queued > 0 && stream::log_enabled(stream::LogChannel::kJit))
+    stream::log_line(stream::LogChannel::kJit,
+                     "compiling " + std::to_string(queued) +
+                         " kernels an earlier process asked for and could not finish");
+}
+
+void KernelCache::finish_at_exit(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable()) return;
+  const auto start = std::chrono::steady_clock::now();
+  ++flush_waiters_;  // no batch window: start what is queued now
+  work_cv_.notify_all();
+  const bool finished = idle_cv_.wait_until(lock, deadline, [&] {
+    return (started_ && queue_.empty() && to_save_.empty() && !compiling_) || exited_;
+  });
+  --flush_waiters_;
+  if (finished && stream::log_enabled(stream::LogChannel::kJit) &&
+      std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1))
+    stream::log_line(stream::LogChannel::kJit,
+                     "exiting: waited " +
+                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - start)
+                                            .count()) +
+                         " ms for the compiles in flight");
+  std::vector<KernelRequest> unfinished;
+  if (!finished) {
+    abandoned_ = true;
+    for (std::vector<Request>* requests : {&in_flight_, &queue_})
+      for (const Request& r : *requests)
+        unfinished.push_back(KernelRequest{r.key.program_hash, r.program, r.key.spec});
+    queue_.clear();
+  }
+  stop_ = true;
+  work_cv_.notify_all();
+  settled_cv_.notify_all();
+  lock.unlock();
+  if (!finished) {
+    stop_child_processes();  // the compiler dies now, not after its compile
+    if (store_) store_->hand_on(unfinished);
+    if (stream::log_enabled(stream::LogChannel::kJit))
+      stream::log_line(stream::LogChannel::kJit,
+                       "exiting: handed on " + std::to_string(unfinished.size()) +
+                           " kernels still compiling to the next process");
+  }
+  // The thread ends at once now, unless it is inside a build that cannot be killed (NVRTC):
+  // then it is left to the process's exit rather than holding the exit up.
+  lock.lock();
+  const bool ended =
+      idle_cv_.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(500),
+                          [&] { return exited_; });
+  lock.unlock();
+  if (ended)
+    thread_.join();
+  else
+    thread_.detach();
 }
 
 void KernelCache::fail_all(const std::vector<Request>& batch) {
@@ -366,7 +453,7 @@ void KernelCache::compile_batch(std::vector<Request>& batch) {
   for (std::size_t i = 0; i < claimed.size(); ++i)
     if (held[i]) store_->release(claimed[i].key.program_hash, claimed[i].key.spec);
   for (Request& r : waiting) {
-    store_->wait_unclaimed(r.key.program_hash, r.key.spec);
+    if (!store_->wait_unclaimed(r.key.program_hash, r.key.spec, abandoned_)) return;  // exiting
     if (install_from_store(r)) continue;
     r.waited = true;  // the holder saved nothing: compile it here
     std::lock_guard lock(mutex_);
@@ -420,6 +507,7 @@ void KernelCache::compile(std::vector<Request>& batch) {
       std::fill(entries.begin(), entries.end(), nullptr);
       std::fill(records.begin(), records.end(), nullptr);
       library.reset();
+      if (abandoned_) return;  // killed at exit: handed on, not failed
       const std::string message = std::string(e.what()) + "\n(" + std::to_string(generated) +
                                   " kernels of this batch run interpreted)";
       stream::warn_once("jit-compile-failed", message);  // later failures: jit log only

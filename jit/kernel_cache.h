@@ -12,12 +12,18 @@
 //   each failure is warned about once, naming the source file;
 // - a kernel another process is compiling is waited for and loaded, not compiled twice;
 // - at most `max_kernels` entries; the least recently used is evicted first;
-// - a library stays loaded while an entry or a caller's ReadyKernel holds it.
+// - a library stays loaded while an entry or a caller's ReadyKernel holds it;
+// - at the process's exit (finish_at_exit, called by the device runtime's exit handler) what is
+//   compiling finishes within a bound; what does not is handed on to the store for the next
+//   process, its compiler is killed, and nothing is warned about it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -56,6 +62,14 @@ struct KernelCacheOptions {
   KernelStore* store = nullptr;
   // CPU kernels: what libraries built here are tagged with; empty: kernel_fingerprint(isa_level()).
   std::string fingerprint;
+  // CPU kernels built with no directory: where a build makes its files (a folder of this
+  // process's, made on first use: the cache directory's scratch folder), which are removed once
+  // the library is loaded. Unset: a scratch folder of this process's own under
+  // cache::private_scratch_base().
+  std::function<std::filesystem::path()> scratch;
+  // Handed-on requests (KernelStore::take_handed_on) compile at most this many to a batch, so
+  // that a process that lives less than a big batch's compile still finishes some.
+  std::size_t max_handed_on_batch = 16;
 };
 
 struct KernelCacheStats {
@@ -73,9 +87,9 @@ struct KernelCacheStats {
 
 class KernelCache {
  public:
-  // CPU kernels, built in `directory` (CpuToolchain: created; empty, or one that cannot be
-  // written: a private temporary directory that exists only during builds, with a warning for the
-  // latter). In kCompile mode a background thread starts and probes for a compiler
+  // CPU kernels, built in `directory` (CpuToolchain: created, and the files kept; empty: in
+  // options.scratch, and the files removed after each build; one that cannot be written: as if
+  // empty, with a warning). In kCompile mode a background thread starts and probes for a compiler
   // (SystemCompiler::probe); none found is warned about once.
   explicit KernelCache(std::string directory, KernelCacheOptions options = {});
   // Kernels built by `toolchain` (its prepare() runs on the cache's thread; a failure is warned
@@ -104,6 +118,13 @@ class KernelCache {
   void read_ahead(std::uint64_t program_hash, const FusedProgram& program);
   // Returns when no request is queued or compiling (for tests and benchmarks).
   void wait_idle();
+  // For the process's exit (the device runtime's exit handler calls it once): lets what is
+  // queued or compiling finish and persist until `deadline`; past it, hands what is left on to
+  // the store (KernelStore::hand_on), kills the compiles in flight (stop_child_processes) and
+  // stops waiting for other processes' claims. Stops the compile thread: afterwards lookups
+  // miss and nothing compiles. Returns by `deadline` plus the time to hand on, unless a build
+  // that cannot be killed (NVRTC, in this process) runs on: it is then left to the exit.
+  void finish_at_exit(std::chrono::steady_clock::time_point deadline);
 
   // Every ready kernel with its library (for bundles).
   std::vector<KernelRecord> ready_kernels() const;
@@ -154,7 +175,8 @@ class KernelCache {
   struct Request {
     Key key;
     FusedProgram program;
-    bool waited = false;  // another process held its claim and saved nothing: compile it here
+    bool waited = false;     // another process held its claim and saved nothing: compile it here
+    bool handed_on = false;  // an earlier process's (small batches)
   };
   struct Loaded {
     void* entry = nullptr;
@@ -163,6 +185,10 @@ class KernelCache {
   };
 
   void run();
+  // Queues what earlier processes handed on (on the compile thread, at its start).
+  void take_handed_on();
+  // The requests of the next batch, taken from queue_. Requires mutex_.
+  std::vector<Request> next_batch();
   // Loads a kernel from its record (a stored library is loaded once while anything holds it).
   std::optional<Loaded> load_record(KernelRecord record);
   // The store's copy of the request's kernel, installed ready; false when it has none.
@@ -199,6 +225,12 @@ class KernelCache {
   bool compiling_ = false;
   bool no_toolchain_ = false;  // prepare() failed: every request fails
   bool stop_ = false;
+  bool started_ = false;            // run() probed the toolchain and took what was handed on
+  bool exited_ = false;             // run() returned
+  std::vector<Request> in_flight_;  // copies of the batch compiling: handed on if abandoned
+  // The process is exiting and no longer waits for the compile: failures are not warned about,
+  // claims are not waited for.
+  std::atomic<bool> abandoned_{false};
   int flush_waiters_ = 0;
   KernelCacheStats stats_;
   std::thread thread_;

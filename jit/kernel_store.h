@@ -2,6 +2,7 @@
 // cache/ over the cache directory, and handed to the KernelCache by the device runtime.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,6 +31,13 @@ struct KernelRecord {
   SpecializationKey key;
   std::string symbol;
   std::shared_ptr<const LibraryImage> library;
+};
+
+// A kernel to compile: its program and specialization.
+struct KernelRequest {
+  std::uint64_t program_hash = 0;  // ProgramFacts::hash of `program`
+  FusedProgram program;
+  SpecializationKey key;
 };
 
 class KernelStore {
@@ -61,8 +69,18 @@ class KernelStore {
   // True when this store now holds it; false when another process (or another store) does.
   virtual bool try_claim(std::uint64_t program_hash, const SpecializationKey& key) = 0;
   virtual void release(std::uint64_t program_hash, const SpecializationKey& key) = 0;
-  // Blocks until nobody holds the claim (the holder saved the kernel, gave up, or exited).
-  virtual void wait_unclaimed(std::uint64_t program_hash, const SpecializationKey& key) = 0;
+  // Blocks until nobody holds the claim (the holder saved the kernel, gave up, or exited), or
+  // `give_up` is set (checked every few milliseconds); false in the latter case.
+  virtual bool wait_unclaimed(std::uint64_t program_hash, const SpecializationKey& key,
+                              const std::atomic<bool>& give_up) = 0;
+
+  // Kernels this process was asked for and could not compile before it exited, left for the
+  // next process of this fingerprint to compile first, so that a short-lived program's kernels
+  // get built over its runs however long they take. Never throws.
+  virtual void hand_on(std::span<const KernelRequest> requests) = 0;
+  // Takes what processes of this fingerprint handed on: each request goes to one process only.
+  // Bad files are removed with one warning. Never throws.
+  virtual std::vector<KernelRequest> take_handed_on() = 0;
 };
 
 }  // namespace streamfuse::jit

@@ -1,13 +1,8 @@
 #include "jit/system_compiler.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,78 +12,15 @@
 #include <filesystem>
 
 #include "backends/cpu/isa.h"
+#include "jit/child_process.h"
 #include "jit/hash_mix.h"
+#include "stream/environment.h"
 #include "streamfuse/error.h"
-
-extern char** environ;
 
 namespace streamfuse::jit {
 namespace {
 
-constexpr std::size_t kMaxOutput = 64 * 1024;  // compiler output kept for error messages
 constexpr int kErrorLines = 8;
-
-struct ProcessResult {
-  bool started = false;
-  bool timed_out = false;
-  int exit_code = -1;  // -1 when killed by a signal
-  std::string output;  // stdout and stderr together, truncated to kMaxOutput
-};
-
-// Runs argv (argv[0] looked up on PATH, no shell) with stdin from /dev/null, collecting its
-// output; past `timeout` its process group is killed.
-ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  ProcessResult r;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return r;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // own group: a timeout kills cc1plus too
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    return r;
-  }
-  r.started = true;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      r.timed_out = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t got = read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EOF: every writer exited
-    if (r.output.size() < kMaxOutput) r.output.append(buf, static_cast<std::size_t>(got));
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  return r;
-}
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -122,11 +54,35 @@ std::vector<std::string> kernel_compile_flags(int isa_level) {
   return f;
 }
 
-// The compilers probe() tries, in order.
-std::vector<std::string> compiler_candidates() {
-  if (const char* env = std::getenv("STREAMFUSE_CXX"); env && *env) return {env};
-  return {"c++", "g++", "clang++"};
+namespace {
+
+// A command as the environment gives it: words split at spaces (no quoting), so that
+// CXX="ccache g++" runs ccache with g++ as its first argument.
+std::vector<std::string> command_words(std::string_view text) {
+  std::vector<std::string> words;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t start = text.find_first_not_of(" \t", pos);
+    if (start == std::string_view::npos) break;
+    const std::size_t end = std::min(text.find_first_of(" \t", start), text.size());
+    words.emplace_back(text.substr(start, end - start));
+    pos = end;
+  }
+  return words;
 }
+
+}  // namespace
+
+std::vector<CompilerCandidate> compiler_candidates() {
+  for (const char* variable : {"STREAMFUSE_CXX", "CXX"}) {
+    const std::optional<std::string> env = stream::env_text(variable);
+    if (!env) continue;
+    std::vector<std::string> words = command_words(*env);
+    if (!words.empty()) return {CompilerCandidate{variable, std::move(words)}};
+  }
+  return {{"", {"c++"}}, {"", {"g++"}}, {"", {"clang++"}}};
+}
+
+namespace {
 
 // `name` as execvp would find it, with symbolic links resolved; empty when it is not found.
 std::string resolve_executable(const std::string& name) {
@@ -149,12 +105,17 @@ std::string resolve_executable(const std::string& name) {
   return {};
 }
 
+}  // namespace
+
 std::optional<SystemCompiler> SystemCompiler::probe(int isa_level) {
-  for (const std::string& cxx : compiler_candidates()) {
-    const ProcessResult r = run_process({cxx, "--version"}, std::chrono::seconds(10));
+  for (CompilerCandidate& candidate : compiler_candidates()) {
+    std::vector<std::string> argv = candidate.command;
+    argv.push_back("--version");
+    const ChildResult r = run_child_process(argv, std::chrono::seconds(10));
     if (!r.started || r.timed_out || r.exit_code != 0) continue;
     SystemCompiler c;
-    c.executable_ = cxx;
+    c.command_ = std::move(candidate.command);
+    c.variable_ = std::move(candidate.variable);
     c.version_ = first_line(r.output);
     c.flags_ = kernel_compile_flags(isa_level);
     return c;
@@ -165,7 +126,8 @@ std::optional<SystemCompiler> SystemCompiler::probe(int isa_level) {
 std::optional<SystemCompiler> SystemCompiler::probe() { return probe(backends::cpu::isa_level()); }
 
 std::string SystemCompiler::command_line() const {
-  std::string line = executable_;
+  std::string line;
+  for (const std::string& word : command_) line += (line.empty() ? "" : " ") + word;
   for (const std::string& f : flags_) line += " " + f;
   return line;
 }
@@ -180,13 +142,16 @@ std::string SystemCompiler::library_key(std::string_view source) const {
 
 void SystemCompiler::compile(const std::string& source_path, const std::string& library_path,
                              std::chrono::milliseconds timeout) const {
-  std::vector<std::string> argv = {executable_};
+  std::vector<std::string> argv = command_;
   argv.insert(argv.end(), flags_.begin(), flags_.end());
   argv.insert(argv.end(), {"-o", library_path, source_path});
-  const ProcessResult r = run_process(argv, timeout);
+  const ChildResult r = run_child_process(argv, timeout);
+  if (r.stopped)
+    throw CompileError("jit: compiling " + source_path + " was stopped: the process is exiting");
   if (!r.started)
-    throw CompileError("jit: cannot start compiler '" + executable_ + "' for " + source_path +
-                       "; set STREAMFUSE_CXX to a working C++ compiler");
+    throw CompileError("jit: cannot start compiler '" + executable() + "' for " + source_path +
+                       (variable_.empty() ? "; set STREAMFUSE_CXX or CXX to a working C++ compiler"
+                                          : " (from " + variable_ + ")"));
   if (r.timed_out)
     throw CompileError("jit: compiling " + source_path + " ran past " +
                        std::to_string(timeout.count()) + " ms and was stopped (" + command_line() +
@@ -201,12 +166,15 @@ constexpr int kKernelAbiVersion = 1;
 
 std::string kernel_fingerprint(int isa_level) {
   std::string compiler = "none";
-  for (const std::string& cxx : compiler_candidates()) {
-    const std::string resolved = resolve_executable(cxx);
+  for (const CompilerCandidate& candidate : compiler_candidates()) {
+    const std::string resolved = resolve_executable(candidate.command.front());
     struct stat st {};
     if (resolved.empty() || stat(resolved.c_str(), &st) != 0) continue;
     compiler = resolved + " size " + std::to_string(st.st_size) + " mtime " +
                std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    // A launcher's arguments (ccache's compiler) choose the compiler as much as its path does.
+    for (std::size_t i = 1; i < candidate.command.size(); ++i)
+      compiler += " " + candidate.command[i];
     break;
   }
   std::string flags;

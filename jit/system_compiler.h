@@ -13,35 +13,51 @@
 
 namespace streamfuse::jit {
 
+// A compiler to try: the words of its command (a program looked up on PATH and the arguments that
+// come before the kernel flags, as in CXX="ccache g++"), and the variable that named it ("" for
+// the defaults).
+struct CompilerCandidate {
+  std::string variable;
+  std::vector<std::string> command;
+};
+// What probe() tries, in order: $STREAMFUSE_CXX when set, else $CXX when set (the usual way to
+// choose a C++ compiler; either one alone, never a fallback past a compiler the user chose), else
+// c++, g++ and clang++ from PATH. A variable's value is split at spaces, without quoting.
+std::vector<CompilerCandidate> compiler_candidates();
+
 class SystemCompiler {
  public:
-  // The first compiler that answers `--version`: $STREAMFUSE_CXX when set (and then only it),
-  // else c++, g++, clang++ from PATH; nullopt when none does. Kernels get the flags of x86-64
-  // level `isa_level` (backends/cpu/isa.h; 0 adds no ISA flags). Spawns one process per
-  // candidate, so callers probe once and keep the result.
+  // The first of compiler_candidates() that answers `--version`; nullopt when none does. Kernels
+  // get the flags of x86-64 level `isa_level` (backends/cpu/isa.h; 0 adds no ISA flags). Spawns
+  // one process per candidate, so callers probe once and keep the result.
   static std::optional<SystemCompiler> probe(int isa_level);
   // probe(backends::cpu::isa_level()).
   static std::optional<SystemCompiler> probe();
 
-  // As given on PATH or in $STREAMFUSE_CXX.
-  const std::string& executable() const { return executable_; }
+  // The program run: as given on PATH or by the variable.
+  const std::string& executable() const { return command_.front(); }
+  // The variable that chose the compiler ("STREAMFUSE_CXX", "CXX"), or "" for a default.
+  const std::string& variable() const { return variable_; }
   // The first line of `--version`.
   const std::string& version() const { return version_; }
   // Every argument before `-o <library> <source>`.
   const std::vector<std::string>& flags() const { return flags_; }
-  // The executable and its flags as one line, for keys and logs.
+  // The command and its flags as one line, for keys and logs.
   std::string command_line() const;
   // The name of the library built from `source`: a hash of the source, the full command and the
   // compiler's version, as 16 hex digits.
   std::string library_key(std::string_view source) const;
 
-  // Compiles the file `source_path` into the shared object `library_path`. Throws CompileError
-  // naming the source path with the compiler's first error lines, or the timeout it ran past.
+  // Compiles the file `source_path` into the shared object `library_path`, the compiler running
+  // under jit/child_process.h's guard (it never outlives this process). Throws CompileError
+  // naming the source path with the compiler's first error lines, the timeout it ran past, or
+  // that the process is exiting (stop_child_processes()).
   void compile(const std::string& source_path, const std::string& library_path,
                std::chrono::milliseconds timeout = std::chrono::minutes(5)) const;
 
  private:
-  std::string executable_;
+  std::vector<std::string> command_;  // never empty
+  std::string variable_;
   std::string version_;
   std::vector<std::string> flags_;
 };

@@ -1,6 +1,10 @@
 #include "stream/runtime.h"
 
+#include <unistd.h>
+
 #include <array>
+#include <chrono>
+#include <cstdlib>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/isa.h"
@@ -33,6 +37,12 @@ struct Registry {
 Registry& registry() {
   static Registry* r = new Registry;
   return *r;
+}
+
+// The process that made the runtimes (see finish_at_exit).
+pid_t creator_pid() {
+  static const pid_t pid = getpid();
+  return pid;
 }
 
 // This thread's streams. The destructor runs at thread exit: it drains them (their tensors may
@@ -83,11 +93,29 @@ DeviceRuntime& DeviceRuntime::get(Device device) {
   if (DeviceRuntime* rt = entry.load(std::memory_order_acquire)) return *rt;  // every op: no lock
   std::lock_guard lock(r.mutex);
   if (DeviceRuntime* rt = entry.load(std::memory_order_relaxed)) return *rt;
+  creator_pid();
   const Config settings = config();  // may throw for a bad environment: nothing made yet
   auto created = std::make_unique<DeviceRuntime>(device, make_backend(device), settings);
   created->apply(settings);
+  // After the runtime's parts registered theirs: this handler runs before them.
+  static std::once_flag exit_handler;
+  std::call_once(exit_handler, [] { std::atexit(&DeviceRuntime::finish_at_exit); });
   entry.store(created.get(), std::memory_order_release);
   return *created.release();
+}
+
+void DeviceRuntime::finish_at_exit() {
+  // A child made by fork() shares the parent's runtimes but not their threads or scratch
+  // folders: it leaves them alone.
+  if (getpid() != creator_pid()) return;
+  const auto deadline = std::chrono::steady_clock::now() + kExitCompileBudget;
+  std::vector<DeviceRuntime*> runtimes = all();
+  for (DeviceRuntime* rt : runtimes)
+    if (rt->kernel_cache_) rt->kernel_cache_->finish_at_exit(deadline);
+  for (DeviceRuntime* rt : runtimes) {
+    rt->plan_files_->flush();  // the plans learned last, written before the scratch folder goes
+    rt->cache_dir_->release_scratch();
+  }
 }
 
 std::vector<DeviceRuntime*> DeviceRuntime::all() {
@@ -118,7 +146,9 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
     options.fingerprint = jit::kernel_fingerprint(backends::cpu::isa_level());
     kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, options.fingerprint);
     options.store = kernel_files_.get();
-    // Kernels are built in a private directory; what persists goes through the KernelFiles.
+    // Kernels are built in the cache directory's scratch folder of this process, their files
+    // removed once loaded; what persists goes through the KernelFiles.
+    options.scratch = [dir = cache_dir_] { return dir->scratch(); };
     kernel_cache_ = std::make_unique<jit::KernelCache>(std::string(), options);
     auto cpu = std::make_unique<jit::CpuLauncher>(backends::cpu::kernels(), kernel_cache_.get());
     cpu_launcher_ = cpu.get();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -71,6 +72,14 @@ class DeviceRuntime {
 
   // A retired stream's thread has exited after draining it; the stream may serve a new thread.
   void retire(Stream* stream);
+
+  // How long a process's exit waits for the kernels it is compiling (then they are handed on to
+  // the next process and their compilers killed).
+  static constexpr std::chrono::milliseconds kExitCompileBudget{2000};
+  // The process's exit handler (registered with the first runtime, so that it runs before the
+  // handlers of the runtimes' parts): compiles finish or are handed on within
+  // kExitCompileBudget, plans are written, scratch folders removed.
+  static void finish_at_exit();
 
  private:
   Stream* acquire_stream();

@@ -12,6 +12,7 @@
 #include "cache/cache_dir.h"
 #include "cache/plan_codec.h"
 #include "cache/prepared_op_codec.h"
+#include "cache/scratch_area.h"
 #include "tools/streamfuse_cache.h"
 
 namespace streamfuse::tools {
@@ -31,13 +32,18 @@ std::vector<fs::path> parts_under(const fs::path& root, const fs::path& path) {
   return std::vector<fs::path>(rel.begin(), rel.end());
 }
 
-// Removes `path`, and its folder when that is left empty and is one of a plan's first op or a
-// kernel's program (plans/<device>/<hash>/, kernels/cpu/<hash>/): never plans/ or the root.
+// Removes `path`, and its folder when that is left empty and is one of a plan's first op, a
+// kernel's program or a fingerprint's handed-on kernels (plans/<device>/<hash>/,
+// kernels/cpu/<hash>/, kernels/cpu/handed-on/<hash>/): never plans/ or the root.
 bool remove_bad_file(const fs::path& root, const fs::path& path, std::error_code& ec) {
   if (!fs::remove(path, ec)) return false;
   const fs::path folder = path.parent_path();
   if (parts_under(root, folder).size() == 3 &&
       (path.extension() == ".plan" || path.extension() == ".kernel")) {
+    std::error_code ignored;
+    fs::remove(folder, ignored);  // fails, as meant, while other files are there
+  }
+  if (parts_under(root, folder).size() == 4 && path.extension() == ".pending") {
     std::error_code ignored;
     fs::remove(folder, ignored);  // fails, as meant, while other files are there
   }
@@ -66,11 +72,18 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
   CheckedFile file;
   file.path = entry.path;
   if (entry.temporary) {
-    // A write in flight is renamed into place within moments; prune_cache removes the rest.
-    if (entry.used > fs::file_time_type::clock::now() - std::chrono::hours(1))
+    // A write in flight is renamed into place within moments; one whose writer ended never is.
+    if (!cache::abandoned_temporary(entry)) {
       file.skipped = true;
-    else
-      file.problem = "an unfinished write (a temporary file older than an hour)";
+    } else {
+      const long writer = cache::writer_of_temporary(entry.path);
+      const bool old = entry.used < fs::file_time_type::clock::now() - std::chrono::hours(1);
+      file.problem =
+          "an abandoned write (" +
+          (old ? std::string("a temporary file over an hour old")
+               : "the temporary file of process " + std::to_string(writer) + ", which has ended") +
+          ")";
+    }
     return file;
   }
   cache::ReadResult r = cache::inspect_cache_file(entry.path);
@@ -96,6 +109,9 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
       break;
     case cache::FileKind::kPreparedOps:
       check_prepared(file, r.payload);
+      break;
+    case cache::FileKind::kHandedOn:
+      check_handed_on(file, r.payload);
       break;
     default: {  // a library: named by its contents, read under its kernels' fingerprint
       const std::string name = entry.path.stem().string();
@@ -194,6 +210,19 @@ void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {
   file.kernel = std::move(kernel);
 }
 
+void CacheChecker::check_handed_on(CheckedFile& file, const std::string& payload) {
+  try {
+    cache::decode_kernel_requests(payload);
+  } catch (const std::exception& e) {
+    file.problem = e.what();
+    return;
+  }
+  // kernels/cpu/handed-on/<fingerprint hash>/: the processes of that fingerprint look there.
+  const fs::path expected = cache::handed_on_folder(root_, file.fingerprint);
+  if (!same_path(file.path.parent_path(), expected))
+    file.problem = "in the wrong place: its fingerprint names " + relative_name(root_, expected);
+}
+
 const CacheChecker::LibraryVerdict& CacheChecker::library_verdict(const std::string& name,
                                                                   cache::ReadResult* read) {
   if (const auto it = libraries_.find(name); it != libraries_.end()) return it->second;
@@ -246,6 +275,22 @@ int verify_command(const fs::path& root, bool remove) {
         std::cout << " (removed)";
       } else if (ec && remove_error.empty()) {
         remove_error = "verify: cannot remove " + file.path.string() + ": " + ec.message();
+      }
+    }
+    std::cout << '\n';
+  }
+  // Build folders of processes that ended (kernels compiling when they were killed).
+  for (const fs::path& folder : cache::ScratchArea::abandoned(cache::scratch_base(root))) {
+    ++checked;
+    ++bad;
+    std::cout << relative_name(root, folder) << "/: the build folder of a process that ended";
+    if (remove) {
+      std::error_code ec;
+      if (fs::remove_all(folder, ec) > 0 && !ec) {
+        ++removed;
+        std::cout << " (removed)";
+      } else if (ec && remove_error.empty()) {
+        remove_error = "verify: cannot remove " + folder.string() + ": " + ec.message();
       }
     }
     std::cout << '\n';

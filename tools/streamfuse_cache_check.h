@@ -24,6 +24,7 @@ struct CheckedFile {
   std::filesystem::path path;
   std::string problem;   // why the file is bad; empty when it is good (or skipped)
   bool skipped = false;  // a temporary of a write that may still be in flight: neither good nor bad
+                         // (one whose writer ended is bad)
   cache::FileKind kind = cache::FileKind::kPlan;  // good files
   std::string fingerprint;                        // good files
   std::string device;  // good plans and prepared ops: the device their place names
@@ -59,6 +60,7 @@ class CacheChecker {
   void check_plan(CheckedFile& file, const std::string& payload);
   void check_prepared(CheckedFile& file, const std::string& payload);
   void check_kernel(CheckedFile& file, const std::string& payload);
+  void check_handed_on(CheckedFile& file, const std::string& payload);
 
   std::filesystem::path root_;
   bool keep_libraries_;

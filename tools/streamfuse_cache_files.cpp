@@ -8,6 +8,7 @@
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
 #include "cache/prune.h"
+#include "cache/scratch_area.h"
 #include "tools/streamfuse_cache.h"
 #include "tools/streamfuse_cache_check.h"
 
@@ -47,18 +48,21 @@ std::string relative_name(const fs::path& root, const fs::path& path) {
 int list_command(const fs::path& root) {
   std::uint64_t total = 0;
   std::size_t files = 0;
+  // The status is verify's verdict, so that list never calls ok what verify calls bad (a kernel
+  // whose library is missing, a plan in the wrong place).
+  CacheChecker checker(root, /*keep_libraries=*/false);
   for (const cache::CacheEntry& entry : cache::list_cache_entries(root)) {
     std::string kind, status;
+    const CheckedFile file = checker.check(entry);
     if (entry.temporary) {
       kind = "temporary";
-      status = "write in progress or abandoned";
+      status = file.skipped ? "write in progress" : file.problem;
     } else {
-      const cache::ReadResult r = cache::inspect_cache_file(entry.path);
       const std::optional<cache::FileKind> by_name = cache::kind_by_extension(entry.path);
-      kind = r         ? cache::file_kind_name(r.kind)
-             : by_name ? cache::file_kind_name(*by_name)
-                       : "unknown";
-      status = r ? "ok" : rejection_text(r);
+      kind = file.good() ? cache::file_kind_name(file.kind)
+             : by_name   ? cache::file_kind_name(*by_name)
+                         : "unknown";
+      status = file.good() ? "ok" : file.problem;
     }
     std::cout << kind << '\t' << status << '\t' << entry.bytes << '\t' << local_time(entry.used)
               << '\t' << relative_name(root, entry.path) << '\n';
@@ -72,7 +76,10 @@ int list_command(const fs::path& root) {
 int prune_command(const fs::path& root, std::uint64_t max_bytes) {
   const cache::PruneResult r = cache::prune_cache(root, max_bytes);
   std::cout << "pruned " << root.string() << " to at most " << max_bytes << " bytes: removed "
-            << r.removed << " files, " << r.bytes_before << " -> " << r.bytes_after << " bytes\n";
+            << r.removed << " files, " << r.bytes_before << " -> " << r.bytes_after << " bytes";
+  if (r.scratch_folders)
+    std::cout << ", and " << r.scratch_folders << " scratch folders of ended processes";
+  std::cout << '\n';
   return kExitOk;
 }
 
@@ -80,6 +87,11 @@ int clear_command(const fs::path& root) {
   std::string removed;
   auto say = [&](const std::string& what) { removed += (removed.empty() ? "" : ", ") + what; };
   std::error_code ec;
+  // scratch/ holds the build folders of running processes too: only those of ended ones go.
+  if (const cache::ScratchCleanup gone =
+          cache::ScratchArea::remove_abandoned(cache::scratch_base(root));
+      gone.folders > 0)
+    say("scratch folders of ended processes (" + std::to_string(gone.folders) + ")");
   for (const char* folder : {"plans", "kernels", "prepared"}) {
     const fs::path dir = root / folder;
     if (!fs::exists(fs::symlink_status(dir, ec))) continue;

@@ -1,15 +1,18 @@
 // streamfuse-cache [--dir DIR] COMMAND [ARGS]: the command line, --help and the exit statuses.
 #include <cctype>
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <ostream>
+#include <streambuf>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
 #include "cache/cache_dir.h"
+#include "stream/environment.h"
+#include "stream/log.h"
 #include "streamfuse/config.h"
 #include "streamfuse/error.h"
 #include "tools/streamfuse_cache.h"
@@ -42,9 +45,14 @@ Commands:
                          SIZE is bytes, or a number with a K, M or G suffix (512M)
   export FILE            writes every good plan, kernel and prepared-ops file of DIR to the
                          bundle FILE (which streamfuse::plans::load_bundle also reads)
-  import FILE            writes the plans of the bundle FILE into DIR, and its kernels that were
+  import FILE [--no-native-code]
+                         writes the plans of the bundle FILE into DIR, and its kernels that were
                          built for this machine (the others are counted as skipped); its prepared
-                         ops go first in prepared/<device>.ops, before those the file held
+                         ops go first in prepared/<device>.ops, before those the file held.
+                         A bundle's kernels are shared objects, code that streamfuse runs: with
+                         --no-native-code none of them (nor their sources) is written, and
+                         streamfuse compiles them here from their programs when a program needs
+                         them. Use it for a bundle you would not trust as a program
   clear                  removes the plans/, kernels/ and prepared/ folders and the claims file
                          of DIR
 
@@ -52,6 +60,10 @@ Options:
   --dir DIR    the cache directory; default: $STREAMFUSE_CACHE_DIR, else
                $XDG_CACHE_HOME/streamfuse, else ~/.cache/streamfuse (here: %DIR%)
   -h, --help   this text
+
+DIR must exist, except for import, which creates it (as streamfuse does when it first persists
+something) so that a bundle can fill the cache of a machine that has not run streamfuse yet; info
+needs DIR only for a FILE that is not found as given.
 
 list, info, verify, prune, export and import are safe while streamfuse processes use DIR (their
 writes are atomic; a file removed is rebuilt when needed). Run clear when none does: a process
@@ -61,8 +73,8 @@ Exit status:
   0  success
   1  verify found bad files (also after removing them with --remove)
   2  usage error: unknown command or option, missing or extra argument, bad SIZE
-  3  operational error: a file or folder cannot be read or written, FILE is not a usable cache
-     file or bundle
+  3  operational error: DIR does not exist (see above), a file or folder cannot be read or
+     written, FILE is not a usable cache file or bundle
 Every failure prints one line to stderr that starts with "streamfuse-cache: ".
 )";
 
@@ -79,6 +91,7 @@ struct Args {
   std::vector<std::string> operands;
   bool remove = false;
   bool source = false;
+  bool no_native_code = false;
   std::optional<std::string> max_size;
 };
 
@@ -106,6 +119,8 @@ Args parse(int argc, char** argv) {
       args.remove = true;
     } else if (arg == "--source") {
       args.source = true;
+    } else if (arg == "--no-native-code") {
+      args.no_native_code = true;
     } else if (arg.size() > 1 && arg.front() == '-') {
       usage_error("unknown option '" + std::string(arg) + "'");
     } else if (args.command.empty()) {
@@ -148,7 +163,7 @@ fs::path default_directory() {
   try {
     config = Config::from_env();
   } catch (const Error&) {
-    if (const char* dir = std::getenv("STREAMFUSE_CACHE_DIR")) config.cache_dir = dir;
+    if (auto dir = stream::env_text("STREAMFUSE_CACHE_DIR")) config.cache_dir = std::move(*dir);
   }
   return cache::cache_directory(config);
 }
@@ -173,6 +188,8 @@ int run(const Args& args) {
     usage_error(c + ": unexpected argument '" + args.operands.back() + "'");
   if (args.remove && c != "verify") usage_error("--remove is an option of verify, not of " + c);
   if (args.source && c != "info") usage_error("--source is an option of info, not of " + c);
+  if (args.no_native_code && c != "import")
+    usage_error("--no-native-code is an option of import, not of " + c);
   if (args.max_size && c != "prune") usage_error("--max-size is an option of prune, not of " + c);
   if (c == "prune" && !args.max_size) usage_error("prune needs --max-size SIZE");
   std::optional<std::uint64_t> max_bytes;
@@ -186,21 +203,82 @@ int run(const Args& args) {
     throw ToolError(kExitFailure, root.string() +
                                       " is not a directory (give the cache directory "
                                       "with --dir)");
+  // A missing DIR is most likely a mistyped --dir: reporting it as an empty cache ("total: 0
+  // files") would hide that. import makes DIR; info reads it only for a FILE not found as given.
+  if (!fs::exists(status) && c != "import" && c != "info")
+    throw ToolError(
+        kExitFailure,
+        root.string() + ": " +
+            (status.type() == fs::file_type::not_found ? "no such directory"
+                                                       : "cannot be read: " + ec.message()) +
+            " (give the cache directory with --dir; streamfuse creates it when it "
+            "first persists a plan or kernel)");
   const std::string file = takes_file ? args.operands.front() : std::string();
   if (c == "list") return list_command(root);
   if (c == "info") return info_command(root, file, args.source);
   if (c == "verify") return verify_command(root, args.remove);
   if (c == "prune") return prune_command(root, *max_bytes);
   if (c == "export") return export_command(root, file);
-  if (c == "import") return import_command(root, file);
+  if (c == "import") return import_command(root, file, !args.no_native_code);
   return clear_command(root);
 }
+
+// Everything the tool prints goes through stream::printable, a line at a time: names, paths,
+// fingerprints and decoders' complaints come from files, and a corrupt one must not put raw
+// bytes (invalid UTF-8, terminal controls) on the terminal. Installed on std::cout and std::cerr
+// for the life of main, so that no command can print around it.
+class PrintableLines final : public std::streambuf {
+ public:
+  explicit PrintableLines(std::ostream& stream) : stream_(stream), out_(stream.rdbuf()) {
+    stream_.rdbuf(this);
+  }
+  ~PrintableLines() override {
+    sync();
+    stream_.rdbuf(out_);
+  }
+  PrintableLines(const PrintableLines&) = delete;
+  PrintableLines& operator=(const PrintableLines&) = delete;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+  }
+  // Whole lines pass at once, so that a character's UTF-8 bytes are never split between calls.
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    pending_.append(s, static_cast<std::size_t>(n));
+    const std::size_t end = pending_.rfind('\n');
+    if (end != std::string::npos) {
+      if (!put(std::string_view(pending_).substr(0, end + 1))) return 0;
+      pending_.erase(0, end + 1);
+    }
+    return n;
+  }
+  int sync() override {
+    const bool ok = put(pending_);
+    pending_.clear();
+    return ok && out_->pubsync() == 0 ? 0 : -1;
+  }
+
+ private:
+  bool put(std::string_view text) {
+    const std::string shown = streamfuse::stream::printable(text);
+    const auto size = static_cast<std::streamsize>(shown.size());
+    return out_->sputn(shown.data(), size) == size;
+  }
+
+  std::ostream& stream_;
+  std::streambuf* out_;
+  std::string pending_;  // the line being written
+};
 
 }  // namespace
 }  // namespace streamfuse::tools
 
 int main(int argc, char** argv) {
   using namespace streamfuse::tools;
+  const PrintableLines out(std::cout), err(std::cerr);
   try {
     const Args args = parse(argc, argv);
     if (args.help) {

@@ -118,6 +118,33 @@ TEST_F(CacheFileTest, HeadersFromElsewhereAreRejected) {
   EXPECT_NE(other.detail.find("fp"), std::string::npos);
 }
 
+// The checks on bytes are the checks on files: a parser that fuzz targets and tools can call.
+TEST_F(CacheFileTest, BytesAreCheckedAsFilesAre) {
+  const fs::path p = dir_ / "b";
+  write_cache_file(p, FileKind::kPlan, "fp", payload_);
+  const std::string whole = bytes_of(p);
+  const ReadResult r = parse_cache_file(whole, FileKind::kPlan, "fp");
+  ASSERT_TRUE(r) << rejection_name(r.rejection);
+  EXPECT_EQ(r.payload, payload_);
+  EXPECT_EQ(r.fingerprint, "fp");
+  const ReadResult any = parse_cache_file(whole, std::nullopt, std::nullopt);
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any.kind, FileKind::kPlan);
+  EXPECT_EQ(parse_cache_file(whole, FileKind::kBundle, "fp").rejection, Rejection::kWrongKind);
+  EXPECT_EQ(parse_cache_file(whole, std::nullopt, "other").rejection,
+            Rejection::kOtherFingerprint);
+  EXPECT_EQ(parse_cache_file(whole.substr(0, 31), std::nullopt, std::nullopt).rejection,
+            Rejection::kTruncated);
+  std::string corrupt = whole;
+  corrupt.back() ^= 1;
+  EXPECT_EQ(parse_cache_file(corrupt, std::nullopt, std::nullopt).rejection,
+            Rejection::kChecksumMismatch);
+  // A fingerprint size that claims the whole file, and more.
+  std::string lying = whole;
+  for (int i = 0; i < 4; ++i) lying[16 + i] = '\xff';
+  EXPECT_EQ(parse_cache_file(lying, std::nullopt, std::nullopt).rejection, Rejection::kTruncated);
+}
+
 // Readers racing a writer see the old file or the new one, never a mix.
 TEST_F(CacheFileTest, ConcurrentWritersAndReadersSeeWholeFiles) {
   const fs::path p = dir_ / "race";

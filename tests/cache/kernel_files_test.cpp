@@ -178,6 +178,35 @@ TEST(KernelFiles, BadKernelAndLibraryFilesAreMissesWithOneWarning) {
   }
 }
 
+TEST(KernelFiles, ABrokenLibraryIsRemovedWithEveryKernelThatNamesIt) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  {
+    Process first(dir.path());
+    for (int n : {1, 2, 3}) first.request(n);
+    first.cache.wait_idle();
+    EXPECT_EQ(first.cache.stats().batches, 1u);  // one library, three kernel files
+  }
+  auto count = [&](const char* extension) {
+    int n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir.path()))
+      n += e.path().extension() == extension;
+    return n;
+  };
+  ASSERT_EQ(count(".kernel"), 3);
+  fs::path library;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path()))
+    if (e.path().extension() == ".lib") library = e.path();
+  fs::resize_file(library, fs::file_size(library) - 7);
+  ::testing::internal::CaptureStderr();
+  Process p(dir.path());
+  EXPECT_FALSE(p.request(1).has_value());  // the library is broken: removed, and its kernels too
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(fs::exists(library));
+  EXPECT_EQ(count(".kernel"), 0);  // none is left pointing to a library that is gone
+  jit::expect_chain_result(p.ready(2), 2);
+}
+
 TEST(KernelFiles, BundledKernelsInstallReadyOrCompileWhereBuiltElsewhere) {
   REQUIRE_COMPILER();
   TempDir a_dir, b_dir, c_dir;
@@ -210,7 +239,10 @@ TEST(ClaimLocks, ExcludeEachOtherAndWaitersWakeOnRelease) {
   EXPECT_TRUE(a.try_claim(42));
   EXPECT_FALSE(b.try_claim(42));
   EXPECT_TRUE(b.try_claim(43));  // other names are free
-  auto waited = std::async(std::launch::async, [&] { b.wait_free(42); });
+  auto waited = std::async(std::launch::async, [&] {
+    std::atomic<bool> never{false};
+    b.wait_free(42, never);
+  });
   EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   a.release(42);
   EXPECT_EQ(waited.wait_for(std::chrono::seconds(10)), std::future_status::ready);

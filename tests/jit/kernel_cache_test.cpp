@@ -309,22 +309,27 @@ TEST(KernelCache, CompileFailureIsReportedOnceAndNeverRetried) {
   EXPECT_NE(err.find("this compiler always fails"), std::string::npos) << err;
 }
 
-TEST(KernelCache, UnwritableDirectoryFallsBackToAPrivateOne) {
+TEST(KernelCache, UnwritableDirectoryBuildsInScratchAndRemovesTheFiles) {
   REQUIRE_COMPILER();
   const std::string bad = "/proc/streamfuse-cannot-create-this";
+  TempDir scratch;
+  KernelCacheOptions options = long_window();
+  int asked = 0;
+  options.scratch = [&] {
+    ++asked;
+    return std::filesystem::path(scratch.path());
+  };
   ::testing::internal::CaptureStderr();
-  std::string used;
   {
-    KernelCache cache(bad, long_window());
-    used = cache.directory();
-    EXPECT_NE(used, bad);
-    EXPECT_FALSE(used.empty());
+    KernelCache cache(bad, options);
+    EXPECT_EQ(cache.directory(), "");  // nothing kept
     request(cache, 0);
     cache.wait_idle();
     EXPECT_TRUE(request(cache, 0).has_value());
-    EXPECT_FALSE(std::filesystem::exists(used));  // private: it exists only while building
+    EXPECT_GT(asked, 0);
+    // The build's source and library were made in the scratch folder and removed after loading.
+    EXPECT_TRUE(std::filesystem::is_empty(scratch.path()));
   }
-  EXPECT_FALSE(std::filesystem::exists(used));
   EXPECT_NE(::testing::internal::GetCapturedStderr().find(bad), std::string::npos);
 }
 

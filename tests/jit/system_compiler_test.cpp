@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "streamfuse/error.h"
+#include "tests/file_text.h"
 #include "tests/scoped_env.h"
 #include "tests/temp_dir.h"
 
@@ -108,6 +109,44 @@ TEST(SystemCompiler, HangingCompilerIsStoppedAtTheTimeout) {
                                  std::chrono::milliseconds(300)),
                CompileError);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A compiler that logs its arguments to `log` and then runs c++ with them.
+std::string logging_compiler(const TempDir& dir, const std::string& name, const std::string& log) {
+  return dir.write(name, "#!/bin/sh\necho \"$@\" >> '" + log + "'\nexec c++ \"$@\"\n", true);
+}
+
+TEST(SystemCompiler, CxxChoosesTheCompilerAndStreamfuseCxxOverridesIt) {
+  if (!SystemCompiler::probe(0)) GTEST_SKIP() << "no C++ compiler found";
+  TempDir dir;
+  const std::string log = dir.path() + "/log";
+  const std::string launcher = logging_compiler(dir, "launcher", log);
+  // As make and CMake read it: a command that may carry words ("ccache g++").
+  ScopedEnv cxx("CXX", launcher + " -DFROM_CXX");
+  ScopedEnv unset("STREAMFUSE_CXX", "");
+  const auto compiler = SystemCompiler::probe(0);
+  ASSERT_TRUE(compiler.has_value());
+  EXPECT_EQ(compiler->executable(), launcher);
+  EXPECT_EQ(compiler->variable(), "CXX");
+  compiler->compile(dir.write("k.cpp", "extern \"C\" int k() { return FROM_CXX; }\n"),
+                    dir.path() + "/k.so");
+  EXPECT_NE(streamfuse::testing::read_all(log).find("-DFROM_CXX"), std::string::npos);
+  {
+    const std::string own = logging_compiler(dir, "own", log);
+    ScopedEnv chosen("STREAMFUSE_CXX", own);
+    const auto preferred = SystemCompiler::probe(0);
+    ASSERT_TRUE(preferred.has_value());
+    EXPECT_EQ(preferred->executable(), own);
+    EXPECT_EQ(preferred->variable(), "STREAMFUSE_CXX");
+  }
+  // A chosen compiler that does not work is not replaced by another: there is none.
+  ScopedEnv broken("CXX", "/nonexistent/g++");
+  EXPECT_FALSE(SystemCompiler::probe(0).has_value());
+  // ...and the fingerprint (which keys the kernels) follows the choice.
+  EXPECT_NE(kernel_fingerprint(0), [&] {
+    ScopedEnv other("CXX", launcher);
+    return kernel_fingerprint(0);
+  }());
 }
 
 TEST(SystemCompiler, LoadingANonLibraryThrows) {

@@ -159,7 +159,12 @@ inline std::vector<Listed> listed(const Result& r, std::string* total = nullptr)
 // Each test works on its own copy of the filled cache.
 class StreamfuseCacheTool : public ::testing::Test {
  protected:
-  void SetUp() override { fs::copy(filled_cache(), dir_.path(), fs::copy_options::recursive); }
+  void SetUp() override {
+    fs::copy(filled_cache(), dir_.path(), fs::copy_options::recursive);
+    // The copy of this process's scratch folder has no owner holding its lock: it would be a
+    // build folder of an ended process.
+    fs::remove_all(fs::path(dir_.path()) / "scratch");
+  }
   std::string dir() const { return "--dir " + quoted(dir_.path()) + " "; }
   Result run(const std::string& args) const { return tool(dir() + args); }
   // Paths (relative to the directory) of the listed files of `kind`.

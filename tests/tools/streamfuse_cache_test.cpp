@@ -2,6 +2,10 @@
 // the public API: list, info of each kind, verify (and --remove) of plans and prepared ops, prune,
 // and the exit statuses of bad usage and of files that cannot be used. Bundles:
 // streamfuse_cache_bundle_test.cpp.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -12,6 +16,7 @@
 
 #include "cache/cache_file.h"
 #include "tests/tools/cache_tool.h"
+#include "tests/valid_utf8.h"
 
 namespace streamfuse::testing {
 namespace {
@@ -40,10 +45,11 @@ TEST_F(StreamfuseCacheTool, ListsEveryFileWithItsStatusAndATotal) {
     EXPECT_GE(kinds["cpu kernel"], 1) << r.out;
     EXPECT_GE(kinds["cpu library"], 1) << r.out;
   }
-  // An empty or missing directory lists nothing.
-  const Result missing = tool("--dir " + quoted(dir_.path() + "/none") + " list");
-  EXPECT_EQ(missing.code, 0) << describe(missing);
-  EXPECT_EQ(missing.out, "total: 0 files, 0 bytes\n");
+  // An empty directory lists nothing (a missing one is an error: AMissingDirectoryIsAnError).
+  TempDir empty;
+  const Result none = tool("--dir " + quoted(empty.path()) + " list");
+  EXPECT_EQ(none.code, 0) << describe(none);
+  EXPECT_EQ(none.out, "total: 0 files, 0 bytes\n");
 }
 
 TEST_F(StreamfuseCacheTool, InfoDecodesAPlan) {
@@ -62,6 +68,11 @@ TEST_F(StreamfuseCacheTool, InfoDecodesAPlan) {
   EXPECT_NE(r.out.find("ops ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exp("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("triggers ("), std::string::npos) << r.out;
+  // exp(x * 2 + 1): the scalars print as placeholders $0 and $1 (not as their bits read as
+  // doubles, 0 and 4.94066e-324), the size 4096 as its id s1.
+  EXPECT_NE(r.out.find(":[s1]:f32:ro, $0)[scalar rhs] -> t"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(":[s1]:f32:rw, $1)[scalar rhs] -> t"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("e-32"), std::string::npos) << r.out;
   // An absolute path works too; --source is for libraries.
   EXPECT_EQ(tool("info " + quoted(dir_.path() + "/" + plan)).out, r.out);
   expect_failure(run("info --source " + quoted(plan)), 2);
@@ -142,11 +153,11 @@ TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsThatDoNotDecodeAndRemovesThem)
   const fs::path path = dir_.path() + "/prepared/cpu.ops";
   std::vector<sf::backends::PreparedOp> ops = prepared_ops_in(path);
   ASSERT_FALSE(ops.empty());
-  ops[0].op.kind = sf::stream::OpKind::kExp;
+  ops[0].op.kind = sf::stream::OpKind::kAdd;  // two inputs and an output, as a matmul has
   write_prepared_ops(path, ops);
   const Result bad = run("verify");
   expect_failure(bad, 1);
-  EXPECT_NE(bad.out.find("prepared/cpu.ops: cache payload does not decode: prepared op exp\n"),
+  EXPECT_NE(bad.out.find("prepared/cpu.ops: cache payload does not decode: prepared op add\n"),
             std::string::npos)
       << bad.out;
   EXPECT_NE(bad.err.find("1 of "), std::string::npos) << bad.err;
@@ -154,7 +165,7 @@ TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsThatDoNotDecodeAndRemovesThem)
 
   const Result removed = run("verify --remove");
   expect_failure(removed, 1);
-  EXPECT_NE(removed.out.find("prepared/cpu.ops: cache payload does not decode: prepared op exp "
+  EXPECT_NE(removed.out.find("prepared/cpu.ops: cache payload does not decode: prepared op add "
                              "(removed)\n"),
             std::string::npos)
       << removed.out;
@@ -216,6 +227,40 @@ TEST_F(StreamfuseCacheTool, VerifyNamesAPlanOfAnotherStreamfuseVersion) {
       << r.out;
 }
 
+// Text from files (a header's fingerprint, a file's name) with bytes that are not printable is
+// shown escaped, \xNN, on stdout and stderr: the tool's output is always valid UTF-8, and a
+// corrupt file cannot send the terminal control sequences.
+TEST_F(StreamfuseCacheTool, BytesFromCorruptFilesAreShownEscaped) {
+  const std::string plan = files("plan").at(0);
+  const fs::path path = dir_.path() + "/" + plan;
+  const sf::cache::ReadResult good = sf::cache::inspect_cache_file(path);
+  ASSERT_TRUE(good);
+  sf::cache::write_cache_file(path, sf::cache::FileKind::kPlan, "streamfuse \xff\xfe\x1b[2J",
+                              good.payload);
+  const std::string odd = path.parent_path().string() + "/odd\xff\x01.plan";
+  fs::copy_file(path, odd);
+  const std::string escaped = "streamfuse \\xff\\xfe\\x1b[2J";
+  for (const char* command : {"verify", "list"}) {
+    SCOPED_TRACE(command);
+    const Result r = run(command);
+    EXPECT_TRUE(valid_utf8(r.out) && valid_utf8(r.err)) << describe(r);
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find("odd\\xff\\x01.plan"), std::string::npos) << describe(r);
+  }
+  EXPECT_NE(
+      run("verify").out.find(plan + ": written by another streamfuse (fingerprint '" + escaped),
+      std::string::npos);
+  const Result info = run("info " + quoted(plan));
+  EXPECT_TRUE(valid_utf8(info.out)) << describe(info);
+  EXPECT_NE(info.out.find(escaped), std::string::npos) << describe(info);
+  // And in the one line of an error.
+  const Result missing = run("info " + quoted("plans/none\xfe\x1b.plan"));
+  expect_failure(missing, 3);
+  EXPECT_TRUE(valid_utf8(missing.err)) << describe(missing);
+  EXPECT_NE(missing.err.find("no file plans/none\\xfe\\x1b.plan"), std::string::npos)
+      << describe(missing);
+}
+
 TEST_F(StreamfuseCacheTool, ATemporaryOfAWriteInFlightIsListedButNotJudged) {
   const std::string plan = files("plan").at(0);
   const std::string temporary = plan + ".tmp.12345.0";
@@ -234,7 +279,102 @@ TEST_F(StreamfuseCacheTool, ATemporaryOfAWriteInFlightIsListedButNotJudged) {
                       fs::file_time_type::clock::now() - std::chrono::hours(2));
   const Result stale = run("verify");
   expect_failure(stale, 1);
-  EXPECT_NE(stale.out.find(temporary + ": an unfinished write"), std::string::npos) << stale.out;
+  EXPECT_NE(stale.out.find(temporary + ": an abandoned write (a temporary file over an hour old)"),
+            std::string::npos)
+      << stale.out;
+}
+
+// The pid of a process that has ended.
+long ended_process() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(StreamfuseCacheTool, TemporariesAndBuildFoldersOfEndedProcessesAreBadAndRemoved) {
+  const std::string plan = files("plan").at(0);
+  const long dead = ended_process();
+  const std::string temporary = plan + ".tmp." + std::to_string(dead) + ".3";
+  fs::copy_file(dir_.path() + "/" + plan, dir_.path() + "/" + temporary);
+  // A writer that ended a minute ago renames nothing any more (younger, it might live in another
+  // pid namespace with the same number).
+  fs::last_write_time(dir_.path() + "/" + temporary,
+                      fs::file_time_type::clock::now() - std::chrono::minutes(2));
+  // The build folder a process killed mid-compile left: its lock is held by nobody.
+  const fs::path build = fs::path(dir_.path()) / "scratch" / (std::to_string(dead) + "-AbCdEf");
+  fs::create_directories(build);
+  std::ofstream(build / "lock").put('\0');
+  std::ofstream(build / "0123456789abcdef.cpp") << "// a kernel being compiled";
+
+  const std::vector<Listed> all = listed(run("list"));
+  const auto it =
+      std::find_if(all.begin(), all.end(), [&](const Listed& f) { return f.path == temporary; });
+  ASSERT_NE(it, all.end());
+  EXPECT_EQ(it->status, "an abandoned write (the temporary file of process " +
+                            std::to_string(dead) + ", which has ended)");
+  const Result r = run("verify");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find(temporary + ": an abandoned write"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scratch/" + build.filename().string() +
+                       "/: the build folder of a process that ended"),
+            std::string::npos)
+      << r.out;
+  const Result removed = run("verify --remove");
+  expect_failure(removed, 1);
+  EXPECT_FALSE(fs::exists(dir_.path() + "/" + temporary));
+  EXPECT_FALSE(fs::exists(build));
+  EXPECT_EQ(run("verify").code, 0);
+
+  // prune and clear remove them too.
+  fs::copy_file(dir_.path() + "/" + plan, dir_.path() + "/" + temporary);
+  fs::last_write_time(dir_.path() + "/" + temporary,
+                      fs::file_time_type::clock::now() - std::chrono::minutes(2));
+  fs::create_directories(build);
+  std::ofstream(build / "lock").put('\0');
+  const Result pruned = run("prune --max-size 1G");
+  EXPECT_EQ(pruned.code, 0) << describe(pruned);
+  EXPECT_NE(pruned.out.find("removed 1 files"), std::string::npos) << pruned.out;
+  EXPECT_NE(pruned.out.find("1 scratch folders of ended processes"), std::string::npos)
+      << pruned.out;
+  EXPECT_FALSE(fs::exists(dir_.path() + "/" + temporary));
+  EXPECT_FALSE(fs::exists(build));
+  fs::create_directories(build);
+  std::ofstream(build / "lock").put('\0');
+  const Result cleared = run("clear");
+  EXPECT_EQ(cleared.code, 0) << describe(cleared);
+  EXPECT_FALSE(fs::exists(build));
+}
+
+TEST_F(StreamfuseCacheTool, PruneKeepsEveryLibraryWithItsKernels) {
+  if (!kernels_compiled()) GTEST_SKIP() << kNoKernels;
+  std::uint64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path()))
+    if (e.is_regular_file()) total += e.file_size();
+  // At every size, what is left is consistent: no kernel without its library (verify exits 0).
+  for (int eighths = 7; eighths >= 0; --eighths) {
+    const Result r = run("prune --max-size " + std::to_string(total * eighths / 8));
+    ASSERT_EQ(r.code, 0) << describe(r);
+    const Result check = run("verify");
+    EXPECT_EQ(check.code, 0) << eighths << "/8:\n" << describe(check);
+    for (const Listed& f : listed(run("list"))) EXPECT_EQ(f.status, "ok") << f.path;
+  }
+}
+
+TEST_F(StreamfuseCacheTool, AKernelWhoseLibraryIsMissingIsNotListedOk) {
+  if (!kernels_compiled()) GTEST_SKIP() << kNoKernels;
+  const std::string library = files("cpu library").at(0);
+  fs::remove(dir_.path() + "/" + library);
+  int not_ok = 0;
+  for (const Listed& f : listed(run("list")))
+    if (f.kind == "cpu kernel" && f.status != "ok") {
+      ++not_ok;
+      EXPECT_NE(f.status.find("its library " + fs::path(library).stem().string()),
+                std::string::npos)
+          << f.status;
+    }
+  EXPECT_GT(not_ok, 0);
+  expect_failure(run("verify"), 1);
 }
 
 TEST_F(StreamfuseCacheTool, VerifyNamesAPlanItsOpsDoNotName) {
@@ -313,6 +453,31 @@ TEST(StreamfuseCacheToolUsage, FilesThatCannotBeUsedExitWith3) {
   expect_failure(tool("--dir " + quoted(text) + " list"), 3);
 }
 
+// A mistyped --dir is an error, not an empty cache: every command that reads the directory exits
+// 3 with one line naming it. (import creates it: streamfuse_cache_bundle_test.cpp.)
+TEST(StreamfuseCacheToolUsage, AMissingDirectoryIsAnError) {
+  TempDir dir;
+  const std::string missing = dir.path() + "/typo";
+  for (const char* command :
+       {"list", "verify", "verify --remove", "prune --max-size 1K", "clear"}) {
+    SCOPED_TRACE(command);
+    const Result r = tool("--dir " + quoted(missing) + " " + command);
+    expect_failure(r, 3);
+    EXPECT_NE(r.err.find(missing + ": no such directory"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  const Result exported =
+      tool("--dir " + quoted(missing) + " export " + quoted(dir.path() + "/b.sfplans"));
+  expect_failure(exported, 3);
+  EXPECT_NE(exported.err.find(missing + ": no such directory"), std::string::npos) << exported.err;
+  EXPECT_FALSE(fs::exists(dir.path() + "/b.sfplans"));
+  // info needs the directory only to find a relative FILE, and says that it is missing.
+  const Result info = tool("--dir " + quoted(missing) + " info plans/x.plan");
+  expect_failure(info, 3);
+  EXPECT_NE(info.err.find("which does not exist"), std::string::npos) << info.err;
+  EXPECT_FALSE(fs::exists(missing)) << "nothing made it";
+}
+
 TEST(StreamfuseCacheToolUsage, HelpDocumentsTheExitStatuses) {
   const Result r = tool("--help");
   EXPECT_EQ(r.code, 0) << describe(r);
@@ -320,7 +485,7 @@ TEST(StreamfuseCacheToolUsage, HelpDocumentsTheExitStatuses) {
   for (const char* what :
        {"usage: streamfuse-cache", "list", "info FILE", "verify [--remove]",
         "prune --max-size SIZE", "export FILE", "import FILE", "clear", "prepared/", "prepared ops",
-        "Exit status:", "  1  verify", "  2  usage", "  3  operational"})
+        "Exit status:", "  1  verify", "  2  usage", "  3  operational", "DIR must exist"})
     EXPECT_NE(r.out.find(what), std::string::npos) << what;
 }
 
