@@ -1,7 +1,44 @@
 // make_matmul_layout: the rule that turns a product's operands into batches of strided matrices.
 #include "backends/matmul_layout.h"
 
+#include <optional>
+
+#include "stream/ir.h"
+
 namespace streamfuse::backends {
+namespace {
+
+// Whether `shape` has at most 2^62 elements.
+bool countable(const Shape& shape) {
+  constexpr std::int64_t kMaxElements = std::int64_t{1} << 62;
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d == 0) return true;
+    if (d > kMaxElements / n) return false;
+    n *= d;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string matmul_operands_problem(const MatmulOperand& a, const MatmulOperand& b,
+                                    const Shape& out_shape) {
+  constexpr std::int64_t kMaxSize = std::int64_t{1} << 31, kMaxStride = std::int64_t{1} << 40;
+  for (const MatmulOperand* x : {&a, &b})
+    for (int d = 0; d < x->shape.rank(); ++d) {
+      const std::int64_t size = x->shape[d], stride = x->strides[static_cast<std::size_t>(d)];
+      if (size < 0 || size > kMaxSize || stride < -kMaxStride || stride > kMaxStride)
+        return "a size or stride is out of range";
+    }
+  std::string why;
+  const std::optional<Shape> expected = stream::matmul_result_shape(a.shape, b.shape, why);
+  if (!expected) return why;
+  if (*expected != out_shape) return "the product's shape is " + expected->to_string();
+  if (!countable(a.shape) || !countable(b.shape) || !countable(out_shape))
+    return "an operand or the product has more than 2^62 elements";
+  return {};
+}
 
 MatmulLayout make_matmul_layout(const MatmulOperand& a, const MatmulOperand& b,
                                 const Shape& out_shape) {

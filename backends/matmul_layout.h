@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "streamfuse/shape.h"
 
@@ -50,6 +51,15 @@ struct MatmulLayout {
     return count;
   }
 };
+
+// Why `out_shape` is not the product of operands shaped and strided as `a` and `b`, or empty
+// when it is: the API's shape rule (stream::matmul_result_shape), sizes of at most 2^31 and
+// strides of at most 2^40 elements either way (so no address computation overflows), and
+// operands and product of at most 2^62 elements (so their element counts do not overflow). The
+// API checks shapes before it records a product; prepared ops come from files, so their decoder
+// and the backends check them with this before they make anything of them.
+std::string matmul_operands_problem(const MatmulOperand& a, const MatmulOperand& b,
+                                    const Shape& out_shape);
 
 // The layout of out = a @ b for `out_shape` (already validated by the caller). A batch dimension
 // of size 1, missing, or of stride 0 becomes a size-1, stride-0 batch dimension of the operand,

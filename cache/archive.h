@@ -98,6 +98,9 @@ std::string encode_with(F&& write) {
 // left over are format errors.
 template <class F>
 auto decode_with(std::string_view bytes, F&& read) {
+  // The archive's first byte says whether the writer was little-endian (1) or big-endian (0);
+  // cereal would take any other byte for "swap every value", which no writer means.
+  if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) > 1) bad_payload("byte order flag");
   std::istringstream is(std::string(bytes), std::ios::binary);
   try {
     InArchive in(is);

@@ -1,5 +1,8 @@
 #include "cache/bundle.h"
 
+#include <memory>
+#include <string>
+
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include "cache/archive.h"
@@ -22,11 +25,12 @@ std::string encode_bundle(const std::vector<BundleSection>& sections,
       if (plans_written) plans_written->push_back(plans.size());
       out(static_cast<std::uint32_t>(plans.size()));
       for (const fusion::ExecutionPlan* p : plans) put_plan(out, *p);
-      // Each library once, then the kernels by library index.
+      // Each library once (by name: two loads of one library are one library), then the
+      // kernels by library index.
       std::vector<const jit::LibraryImage*> libraries;
-      boost::unordered_flat_map<const jit::LibraryImage*, std::uint32_t> index;
+      boost::unordered_flat_map<std::string_view, std::uint32_t> index;
       for (const jit::KernelRecord& k : s.kernels)
-        if (index.emplace(k.library.get(), libraries.size()).second)
+        if (index.emplace(k.library->name, libraries.size()).second)
           libraries.push_back(k.library.get());
       out(static_cast<std::uint32_t>(libraries.size()));
       for (const jit::LibraryImage* l : libraries) {
@@ -35,7 +39,7 @@ std::string encode_bundle(const std::vector<BundleSection>& sections,
       }
       out(static_cast<std::uint32_t>(s.kernels.size()));
       for (const jit::KernelRecord& k : s.kernels) {
-        out(index.at(k.library.get()));
+        out(index.at(k.library->name));
         put_kernel_entry(out,
                          KernelEntry{k.program_hash, k.program, k.key, k.symbol, k.library->name});
       }
@@ -46,16 +50,25 @@ std::string encode_bundle(const std::vector<BundleSection>& sections,
 
 std::vector<BundleSection> decode_bundle(std::string_view payload) {
   return decode_with(payload, [](InArchive& in) {
-    std::vector<BundleSection> sections(get_size(in, 64, "device section"));
-    for (BundleSection& s : sections) {
+    std::vector<BundleSection> sections;
+    for (std::uint32_t n = get_size(in, 64, "device section"); n > 0; --n) {
+      BundleSection& s = sections.emplace_back();
       s.device = get_bytes(in, 64);
       for (std::uint32_t n = get_size(in, kMaxItems, "plan"); n > 0; --n)
         s.plans.push_back(fusion::make_plan(get_plan(in)));
       std::vector<std::shared_ptr<const jit::LibraryImage>> libraries;
+      boost::unordered_flat_map<std::string, const jit::LibraryImage*> named;
       for (std::uint32_t n = get_size(in, kMaxItems, "library"); n > 0; --n) {
         std::string fingerprint = get_bytes(in, 1 << 16);
         auto image = std::make_shared<jit::LibraryImage>(get_library(in));
         image->fingerprint = std::move(fingerprint);
+        // A name is a hash of the library's source and build, and the kernel cache loads a name
+        // once: two different images of one name would run one's kernels from the other's code.
+        // (Older writers listed one library once per load of it: equal copies are fine.)
+        const auto [it, added] = named.try_emplace(image->name, image.get());
+        if (!added && (it->second->fingerprint != image->fingerprint ||
+                       it->second->source != image->source || it->second->bytes != image->bytes))
+          bad_payload("two libraries named " + image->name);
         libraries.push_back(std::move(image));
       }
       for (std::uint32_t n = get_size(in, kMaxItems, "kernel"); n > 0; --n) {
@@ -88,7 +101,23 @@ std::vector<std::size_t> write_bundle(const std::filesystem::path& path,
   return written;
 }
 
-std::vector<BundleSection> read_bundle(const std::filesystem::path& path) {
+namespace {
+
+// Replaces every kernel's library by an image that holds its name only (one per name).
+void drop_native_code(std::vector<BundleSection>& sections) {
+  for (BundleSection& s : sections) {
+    boost::unordered_flat_map<std::string, std::shared_ptr<const jit::LibraryImage>> stubs;
+    for (jit::KernelRecord& k : s.kernels) {
+      std::shared_ptr<const jit::LibraryImage>& stub = stubs[k.library->name];
+      if (!stub) stub = std::make_shared<jit::LibraryImage>(jit::LibraryImage{k.library->name});
+      k.library = stub;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<BundleSection> read_bundle(const std::filesystem::path& path, NativeCode native_code) {
   const ReadResult r = read_cache_file(path, FileKind::kBundle, plan_fingerprint());
   if (!r)
     throw CacheError("load_bundle: " + path.string() +
@@ -98,7 +127,9 @@ std::vector<BundleSection> read_bundle(const std::filesystem::path& path) {
                           ? "; this is " + plan_fingerprint() + ", save the bundle again with it"
                           : std::string()));
   try {
-    return decode_bundle(r.payload);
+    std::vector<BundleSection> sections = decode_bundle(r.payload);
+    if (native_code == NativeCode::kDrop) drop_native_code(sections);
+    return sections;
   } catch (const FormatError& e) {
     throw CacheError("load_bundle: " + path.string() + " is corrupt: " + e.what());
   }

@@ -23,9 +23,20 @@ struct BundleSection {
 // Writes atomically. Throws CacheError naming the path. Returns the plans written per section.
 std::vector<std::size_t> write_bundle(const std::filesystem::path& path,
                                       const std::vector<BundleSection>& sections);
+// What read_bundle keeps of the kernels' libraries. A library's bytes are a shared object, and
+// loading one runs its code: kDrop is for bundles not trusted with code.
+enum class NativeCode {
+  kKeep,
+  // Each kernel keeps its program, key and symbol; its library becomes an image with the name
+  // only (no fingerprint, source or bytes), so nothing downstream can load, compile or persist
+  // the bundle's code: the kernels compile here from their programs.
+  kDrop,
+};
+
 // Throws CacheError naming the path and why it is not a usable bundle (missing, not a bundle,
 // other format or library version, corrupt).
-std::vector<BundleSection> read_bundle(const std::filesystem::path& path);
+std::vector<BundleSection> read_bundle(const std::filesystem::path& path,
+                                       NativeCode native_code = NativeCode::kKeep);
 
 // A bundle's payload, for tools: encode from sections / decode to sections. decode throws
 // FormatError.

@@ -1,6 +1,7 @@
 #include "cache/elementwise_codec.h"
 
 #include <string>
+#include <vector>
 
 #include "cache/serialize.h"
 #include "fusion/builders/elementwise_optimization.h"
@@ -123,20 +124,116 @@ ElementwiseKernel get_kernel(InArchive& in, std::span<const stream::OpDesc> ops,
   return k;
 }
 
+// What the segment's ops say of each tensor (by relative id: the plan's ops are a relative form,
+// so ids are dense and each names one tensor).
+struct TensorFacts {
+  bool made = false;        // an op of the segment makes it (else it exists before)
+  bool dies = false;        // dropped, or moved into an op (its last use is in the segment)
+  std::int32_t entry = -1;  // its index in the optimization's tensors
+};
+
+std::vector<TensorFacts> tensor_facts(std::span<const stream::OpDesc> ops) {
+  std::size_t descs = 0;
+  for (const stream::OpDesc& op : ops) descs += op.inputs.size() + op.outputs.size();
+  std::vector<TensorFacts> facts;
+  const auto fact = [&](const stream::TensorDesc& t) -> TensorFacts& {
+    // Dense ids (get_plan checked the relative form): fewer than the ops' tensors.
+    if (t.id >= descs) bad_payload("tensor id " + std::to_string(t.id));
+    if (t.id >= facts.size()) facts.resize(static_cast<std::size_t>(t.id) + 1);
+    return facts[static_cast<std::size_t>(t.id)];
+  };
+  for (const stream::OpDesc& op : ops) {
+    // Only what ElementwiseBuilder takes: a plan that says other ops run as kernels would skip
+    // them.
+    if (op.kind != stream::OpKind::kDrop && op.kind != stream::OpKind::kFull &&
+        !stream::is_elementwise(op.kind))
+      bad_payload("an elementwise optimization over " + std::string(stream::op_name(op.kind)));
+    for (const stream::TensorDesc& t : op.inputs)
+      if (op.kind == stream::OpKind::kDrop || t.status == stream::TensorStatus::kReadWrite)
+        fact(t).dies = true;
+      else
+        fact(t);
+    for (const stream::TensorDesc& t : op.outputs) fact(t).made = true;
+  }
+  return facts;
+}
+
+// Checks what a run relies on beyond each kernel fitting its program (get_kernel), all of which
+// ElementwiseBuilder makes true: tensors name distinct tensors; kernels write only tensors the
+// segment makes, each tensor once, and read only tensors that exist before the segment or that an
+// earlier kernel wrote (else a run reads a buffer nothing wrote, or a handle that is not there);
+// the tensors the segment makes that outlive it are exactly those published, and the existing
+// ones whose last use is here exactly those erased (else a value is lost, or a handle leaks);
+// an input lent to an output dies here, is read by no later kernel, is lent once, and has the
+// output's dtype and shape (else a kernel writes past its buffer, or over a live tensor).
+void check_dataflow(std::span<const stream::OpDesc> ops,
+                    const std::vector<ElementwiseOptimization::Tensor>& tensors,
+                    const std::vector<ElementwiseKernel>& kernels) {
+  std::vector<TensorFacts> facts = tensor_facts(ops);
+  const auto desc = [&](std::uint32_t t) -> const stream::TensorDesc& {
+    return tensor_at(ops, tensors[t].source);
+  };
+  for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+    TensorFacts& f = facts[static_cast<std::size_t>(desc(t).id)];
+    if (f.entry >= 0) bad_payload("two tensors of the optimization are one tensor");
+    f.entry = static_cast<std::int32_t>(t);
+    if (tensors[t].publish != (f.made && !f.dies)) bad_payload("tensor publish flag");
+    if (tensors[t].erase != (!f.made && f.dies)) bad_payload("tensor erase flag");
+  }
+  for (const TensorFacts& f : facts)
+    if ((f.made && !f.dies) || (!f.made && f.dies))
+      if (f.entry < 0) bad_payload("a tensor the segment publishes or erases is not listed");
+  std::vector<std::int32_t> writer(tensors.size(), -1);
+  std::vector<std::int32_t> last_reader(tensors.size(), -1);
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    for (std::uint32_t t : kernels[k].inputs) {
+      if (facts[static_cast<std::size_t>(desc(t).id)].made && writer[t] < 0)
+        bad_payload("kernel " + std::to_string(k) + " reads a tensor no earlier kernel wrote");
+      last_reader[t] = static_cast<std::int32_t>(k);
+    }
+    for (std::uint32_t t : kernels[k].outputs) {
+      if (!facts[static_cast<std::size_t>(desc(t).id)].made || writer[t] >= 0)
+        bad_payload("kernel " + std::to_string(k) + " writes a tensor that is not its own");
+      writer[t] = static_cast<std::int32_t>(k);
+    }
+  }
+  for (std::size_t t = 0; t < tensors.size(); ++t)
+    if (tensors[t].publish && writer[t] < 0) bad_payload("a published tensor nothing writes");
+  // Lent inputs, by tensor: a tensor listed twice among a kernel's inputs is still lent once.
+  std::vector<char> lent(tensors.size(), 0);
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    const ElementwiseKernel& kernel = kernels[k];
+    for (std::size_t o = 0; o < kernel.outputs.size(); ++o) {
+      if (kernel.lend[o] < 0) continue;
+      const std::uint32_t from = kernel.inputs[static_cast<std::size_t>(kernel.lend[o])];
+      const TensorFacts& f = facts[static_cast<std::size_t>(desc(from).id)];
+      const stream::TensorDesc& in = desc(from);
+      const stream::TensorDesc& out = desc(kernel.outputs[o]);
+      if (lent[from]++ || f.made || !f.dies || last_reader[from] != static_cast<std::int32_t>(k) ||
+          in.dtype != out.dtype || in.shape != out.shape)
+        bad_payload("kernel " + std::to_string(k) + " lends an input it may not");
+    }
+  }
+}
+
 std::shared_ptr<fusion::Optimization> decode(InArchive& in, std::span<const stream::OpDesc> ops) {
   std::uint64_t len = 0;
   in(len);
   if (len != ops.size())
     bad_payload("elementwise optimization covers " + std::to_string(len) + " of the plan's " +
                 std::to_string(ops.size()) + " ops");
-  std::vector<ElementwiseOptimization::Tensor> tensors(get_size(in, kMaxItems, "tensor"));
-  for (ElementwiseOptimization::Tensor& t : tensors) {
+  // One by one: a count that lies about a short payload fails before it allocates.
+  std::vector<ElementwiseOptimization::Tensor> tensors;
+  for (std::uint32_t n = get_size(in, kMaxItems, "tensor"); n > 0; --n) {
+    ElementwiseOptimization::Tensor& t = tensors.emplace_back();
     t.source = get_source(in, ops);
     t.publish = get_bool(in, "publish");
     t.erase = get_bool(in, "erase");
   }
-  std::vector<ElementwiseKernel> kernels(get_size(in, kMaxItems, "kernel"));
-  for (ElementwiseKernel& k : kernels) k = get_kernel(in, ops, tensors);
+  std::vector<ElementwiseKernel> kernels;
+  for (std::uint32_t n = get_size(in, kMaxItems, "kernel"); n > 0; --n)
+    kernels.push_back(get_kernel(in, ops, tensors));
+  check_dataflow(ops, tensors, kernels);
   return std::make_shared<ElementwiseOptimization>(static_cast<std::size_t>(len),
                                                    std::move(tensors), std::move(kernels));
 }

@@ -5,6 +5,7 @@
 #include "cache/elementwise_codec.h"
 #include "cache/serialize.h"
 #include "jit/hash_mix.h"
+#include "stream/relative.h"
 
 namespace streamfuse::cache {
 namespace {
@@ -24,9 +25,8 @@ void put_ops(OutArchive& out, std::span<const stream::OpDesc> ops) {
 }
 std::vector<stream::OpDesc> get_ops(InArchive& in, std::uint32_t min) {
   const std::uint32_t n = get_size(in, kMaxOps, "op");
-  if (n < min) bad_payload("a plan without ops");
-  std::vector<stream::OpDesc> ops;
-  ops.reserve(n);
+  if (n < min) bad_payload("an empty op list where ops are due");
+  std::vector<stream::OpDesc> ops;  // not reserved: a count that lies must not allocate
   for (std::uint32_t i = 0; i < n; ++i) ops.push_back(get_op(in));
   return ops;
 }
@@ -62,10 +62,20 @@ void put_plan(OutArchive& out, const fusion::ExecutionPlan& plan) {
 fusion::PlanDraft get_plan(InArchive& in) {
   fusion::PlanDraft plan;
   plan.ops = get_ops(in, 1);
+  // Ops a stream could record, in the relative form its queue gives them (a plan of other ops
+  // would never match, and what runs a plan relies on its ops being real).
+  stream::RelativeFormCheck form;
+  for (const stream::OpDesc& op : plan.ops)
+    if (!form.accept(op)) bad_payload("plan ops are not a segment's relative form");
+  // A trigger waits for the ops that followed the plan when it was explored (OnOperations), or
+  // for nothing (OnSync, Always): one that names no ops, or ops it does not wait for, is not one
+  // the explorer makes.
   for (std::uint32_t n = get_size(in, fusion::kMaxTriggers, "trigger"); n > 0; --n) {
     fusion::Trigger t;
     t.kind = get_enum<fusion::Trigger::Kind>(in, 3, "trigger kind");
-    t.ops = get_ops(in, 0);
+    const bool on_operations = t.kind == fusion::Trigger::Kind::kOnOperations;
+    t.ops = get_ops(in, on_operations ? 1 : 0);
+    if (!on_operations && !t.ops.empty()) bad_payload("a trigger with ops it does not wait for");
     plan.triggers.push_back(std::move(t));
   }
   for (std::uint32_t n = get_size(in, fusion::kMaxSuccessors, "successor"); n > 0; --n)

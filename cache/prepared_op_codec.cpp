@@ -1,5 +1,6 @@
 #include "cache/prepared_op_codec.h"
 
+#include "backends/matmul_layout.h"
 #include "cache/serialize.h"
 
 namespace streamfuse::cache {
@@ -14,9 +15,30 @@ void put_prepared_ops(OutArchive& out, const std::vector<backends::PreparedOp>& 
   }
 }
 
+namespace {
+
+// A matmul as a backend records it (operands read as the product's dtype, no scalars), with
+// shapes and strides the backend can prepare: preparing makes library objects of these sizes
+// (oneDNN primitives), so a product the API could not have recorded is rejected here, with the
+// backend's own rule.
+void check_matmul(const backends::PreparedOp& p) {
+  const stream::OpDesc& op = p.op;
+  if (op.attrs.dtype == kBool || !op.scalars.empty() || op.inputs[0].dtype != op.attrs.dtype ||
+      op.inputs[1].dtype != op.attrs.dtype || op.outputs[0].dtype != op.attrs.dtype)
+    bad_payload("prepared matmul of mixed dtypes");
+  const backends::MatmulOperand a{nullptr, op.inputs[0].shape, p.input_strides[0]};
+  const backends::MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
+  if (std::string why = backends::matmul_operands_problem(a, b, op.outputs[0].shape); !why.empty())
+    bad_payload("prepared " + stream::to_string(op) + ": " + why);
+}
+
+}  // namespace
+
 std::vector<backends::PreparedOp> get_prepared_ops(InArchive& in) {
-  std::vector<backends::PreparedOp> ops(get_size(in, kMaxItems, "prepared op"));
-  for (backends::PreparedOp& p : ops) {
+  std::vector<backends::PreparedOp> ops;
+  // One by one: a count that lies about a short payload fails before it allocates.
+  for (std::uint32_t n = get_size(in, kMaxItems, "prepared op"); n > 0; --n) {
+    backends::PreparedOp& p = ops.emplace_back();
     p.op = get_op(in);
     if (p.op.kind != stream::OpKind::kMatmul || p.op.inputs.size() != 2 || p.op.outputs.size() != 1)
       bad_payload("prepared op " + std::string(stream::op_name(p.op.kind)));
@@ -24,6 +46,7 @@ std::vector<backends::PreparedOp> get_prepared_ops(InArchive& in) {
     if (p.input_strides.size() != p.op.inputs.size()) bad_payload("prepared op strides");
     for (auto& strides : p.input_strides)
       for (std::int64_t& s : strides) in(s);
+    check_matmul(p);
   }
   return ops;
 }

@@ -2,6 +2,9 @@
 
 #include <type_traits>
 
+#include "backends/cpu/kernels/layout.h"
+#include "jit/program_check.h"
+
 namespace streamfuse::cache {
 namespace {
 
@@ -9,6 +12,10 @@ using In = InArchive;
 using Out = OutArchive;
 
 [[noreturn]] void bad(const std::string& what) { bad_payload(what); }
+
+// Operands of one kernel (backends/cpu/kernels/layout.h): lists past it are rejected before they
+// are read.
+constexpr std::uint32_t kMaxOperands = backends::cpu::kMaxOperands;
 
 #define SF_COUNT_KIND(name, api, category, arity) +1
 constexpr unsigned kNumOpKinds = 0 STREAMFUSE_OP_KINDS(SF_COUNT_KIND);
@@ -47,6 +54,23 @@ stream::TensorDesc get_tensor(In& in) {
   return t;
 }
 
+// Whether `op`'s operand counts fit its kind as the frontend records it: one output (a Drop
+// none), the kind's number of tensor inputs, one of them a scalar (scalars[0]) where a binary or
+// compare op has a scalar side. Code that takes ops apart (builders, the eager path, printing)
+// indexes operands by kind.
+bool operands_fit_kind(const stream::OpDesc& op) {
+  const stream::OpCategory category = stream::op_category(op.kind);
+  const bool scalar_operand = op.attrs.scalar_side != stream::ScalarSide::kNone;
+  if (scalar_operand &&
+      ((category != stream::OpCategory::kBinary && category != stream::OpCategory::kCompare) ||
+       op.scalars.empty()))
+    return false;
+  if (op.outputs.size() != (op.kind == stream::OpKind::kDrop ? 0u : 1u)) return false;
+  const int arity = stream::op_info(op.kind).arity;
+  if (arity < 0) return !op.inputs.empty();
+  return op.inputs.size() == static_cast<std::size_t>(arity - (scalar_operand ? 1 : 0));
+}
+
 }  // namespace
 
 void put_op(Out& out, const stream::OpDesc& op) {
@@ -83,6 +107,7 @@ stream::OpDesc get_op(In& in) {
   in(op.attrs.axis);
   op.attrs.keepdim = get_bool(in, "keepdim");
   for (std::int8_t& p : op.attrs.perm) in(p);
+  if (!operands_fit_kind(op)) bad(std::string(stream::op_name(op.kind)) + " with other operands");
   return op;
 }
 
@@ -111,51 +136,18 @@ void put_program(Out& out, const jit::FusedProgram& p) {
   out(p.num_registers);
 }
 
-namespace {
-
-// Registers must be written once, in range, before they are read; indices must name an input
-// or scalar argument. The interpreter and code generator assume all of it.
-void check_program(const jit::FusedProgram& p) {
-  const auto regs = static_cast<std::int64_t>(p.num_registers);
-  if (regs < 0 || regs > static_cast<std::int64_t>(kMaxItems)) bad("register count");
-  std::vector<bool> written(static_cast<std::size_t>(regs), false);
-  const auto readable = [&](std::int32_t r) {
-    return r >= 0 && r < regs && written[static_cast<std::size_t>(r)];
-  };
-  for (const jit::Instruction& in : p.body) {
-    const int arity = in.kind == jit::InstrKind::kLoad || in.kind == jit::InstrKind::kScalar ? 0
-                      : in.kind == jit::InstrKind::kOp ? stream::op_info(in.op).arity
-                                                       : 1;
-    for (int a = 0; a < 3; ++a)
-      if (a < arity ? !readable(in.args[a]) : in.args[a] != -1) bad("instruction operands");
-    if (in.kind == jit::InstrKind::kLoad &&
-        (in.index < 0 || static_cast<std::size_t>(in.index) >= p.inputs.size()))
-      bad("load index");
-    if (in.kind == jit::InstrKind::kScalar &&
-        (in.index < 0 || static_cast<std::size_t>(in.index) >= p.scalars.size()))
-      bad("scalar index");
-    if (in.out < 0 || in.out >= regs || written[static_cast<std::size_t>(in.out)])
-      bad("register written twice or out of range");
-    written[static_cast<std::size_t>(in.out)] = true;
-  }
-  for (const jit::ProgramOutput& o : p.outputs)
-    if (!readable(o.reg)) bad("output register");
-}
-
-}  // namespace
-
 jit::FusedProgram get_program(In& in) {
   jit::FusedProgram p;
-  for (std::uint32_t n = get_size(in, kMaxItems, "program input"); n > 0; --n)
+  for (std::uint32_t n = get_size(in, kMaxOperands, "program input"); n > 0; --n)
     p.inputs.push_back(get_enum<DType>(in, kNumDTypes, "dtype"));
-  for (std::uint32_t n = get_size(in, kMaxItems, "scalar argument"); n > 0; --n) {
+  for (std::uint32_t n = get_size(in, jit::kMaxScalarArgs, "scalar argument"); n > 0; --n) {
     jit::ScalarArg s;
     s.mode = get_enum<jit::ScalarArg::Mode>(in, 2, "scalar mode");
     s.type = get_enum<jit::ValueType>(in, 4, "value type");
     s.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
     p.scalars.push_back(s);
   }
-  for (std::uint32_t n = get_size(in, kMaxItems, "instruction"); n > 0; --n) {
+  for (std::uint32_t n = get_size(in, jit::kMaxInstructions, "instruction"); n > 0; --n) {
     jit::Instruction i;
     i.kind = get_enum<jit::InstrKind>(in, 5, "instruction kind");
     i.op = get_enum<stream::OpKind>(in, kNumOpKinds, "op kind");
@@ -165,14 +157,15 @@ jit::FusedProgram get_program(In& in) {
     if (i.kind == jit::InstrKind::kOp && !stream::is_elementwise(i.op)) bad("non-element-wise op");
     p.body.push_back(i);
   }
-  for (std::uint32_t n = get_size(in, kMaxItems, "program output"); n > 0; --n) {
+  for (std::uint32_t n = get_size(in, kMaxOperands, "program output"); n > 0; --n) {
     jit::ProgramOutput o;
     in(o.reg);
     o.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
     p.outputs.push_back(o);
   }
   in(p.num_registers);
-  check_program(p);
+  // The interpreter and the code generators assume a well-formed program.
+  if (std::string why = jit::program_problem(p); !why.empty()) bad("fused program: " + why);
   return p;
 }
 
@@ -195,9 +188,8 @@ void put_key(Out& out, const jit::SpecializationKey& k) {
 jit::SpecializationKey get_key(In& in) {
   jit::SpecializationKey k;
   in(k.rank);
-  if (k.rank < 0 || k.rank > kMaxRank) bad("key rank");
   const auto get_operands = [&](auto& list) {
-    for (std::uint32_t n = get_size(in, kMaxItems, "key operand"); n > 0; --n) {
+    for (std::uint32_t n = get_size(in, kMaxOperands, "key operand"); n > 0; --n) {
       jit::OperandKey o;
       o.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
       for (jit::StrideClass& c : o.strides) c = get_enum<jit::StrideClass>(in, 3, "stride class");
@@ -207,16 +199,14 @@ jit::SpecializationKey get_key(In& in) {
   };
   get_operands(k.inputs);
   get_operands(k.outputs);
-  for (const jit::OperandKey& o : k.outputs)
-    if (o.alias < -1 || o.alias >= static_cast<int>(k.inputs.size())) bad("key alias");
   const std::uint32_t classes = get_size(in, 256, "scalar class");
   for (std::uint32_t i = 0; i < classes; ++i) {
     std::uint8_t c = 0;
     in(c);
-    if (c > i) bad("scalar class");
     k.scalar_classes.push_back(c);
   }
   in(k.exact_reciprocals);
+  if (std::string why = jit::key_problem(k); !why.empty()) bad("specialization key: " + why);
   return k;
 }
 

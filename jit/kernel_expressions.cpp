@@ -158,6 +158,8 @@ std::string op_expr(OpKind k, ValueType t, const std::string& a, const std::stri
 
 }  // namespace
 
+bool has_form(OpKind k, ValueType t) { return !op_expr(k, t, "a", "b", "c").empty(); }
+
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {
   if (key.rank < 0 || key.rank > kMaxRank)
     fail_generation(name, "rank " + std::to_string(key.rank));

@@ -36,6 +36,10 @@ std::string store_value(const std::string& expr, ValueType from, DType d);
 // Scalar argument bits (a long long expression, see jit::scalar_bits) as a value of type `t`.
 std::string scalar_value(const std::string& bits, ValueType t);
 
+// Whether op `k` can be computed in value type `t` (an instruction_line exists for it). The
+// interpreter's loops (backends/cpu/kernels ChunkOps::op) exist for the same pairs.
+bool has_form(stream::OpKind k, ValueType t);
+
 // Throws CompileError when the key does not fit the program (operand counts, dtypes, rank) or
 // the program reads or writes a register, input or scalar it does not have.
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name);

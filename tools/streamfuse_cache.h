@@ -38,7 +38,10 @@ int info_command(const std::filesystem::path& root, const std::string& file, boo
 int verify_command(const std::filesystem::path& root, bool remove);
 int prune_command(const std::filesystem::path& root, std::uint64_t max_bytes);
 int export_command(const std::filesystem::path& root, const std::filesystem::path& bundle);
-int import_command(const std::filesystem::path& root, const std::filesystem::path& bundle);
+// native_code false: the bundle's kernels (shared objects, sources) are not written, only its
+// plans and prepared ops.
+int import_command(const std::filesystem::path& root, const std::filesystem::path& bundle,
+                   bool native_code = true);
 int clear_command(const std::filesystem::path& root);
 
 }  // namespace streamfuse::tools

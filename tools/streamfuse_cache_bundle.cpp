@@ -219,10 +219,13 @@ int export_command(const fs::path& root, const fs::path& bundle) {
   return kExitOk;
 }
 
-int import_command(const fs::path& root, const fs::path& bundle) {
+int import_command(const fs::path& root, const fs::path& bundle, bool native_code) {
   std::vector<cache::BundleSection> sections;
   try {
-    sections = cache::read_bundle(bundle);
+    // Without native code, the libraries are dropped as the bundle is read: no byte of them
+    // reaches DIR, where streamfuse would load them.
+    sections = cache::read_bundle(
+        bundle, native_code ? cache::NativeCode::kKeep : cache::NativeCode::kDrop);
   } catch (const Error& e) {
     std::string_view why = e.what();
     if (why.starts_with("load_bundle: ")) why.remove_prefix(13);  // the tool names its command
@@ -236,7 +239,12 @@ int import_command(const fs::path& root, const fs::path& bundle) {
                                         "was imported");
 
   const std::size_t plans = import_plans(root, sections);
-  const ImportedKernels k = import_kernels(root, sections);
+  ImportedKernels k;
+  std::size_t left_out = 0;
+  if (native_code)
+    k = import_kernels(root, sections);
+  else
+    for (const cache::BundleSection& s : sections) left_out += s.kernels.size();
   std::size_t prepared = 0;
   for (const cache::BundleSection& s : sections) prepared += import_prepared_ops(root, s);
   std::cout << "imported " << plural(plans, "plan", "plans") << ", "
@@ -247,6 +255,10 @@ int import_command(const fs::path& root, const fs::path& bundle) {
     std::cout << "skipped " << plural(k.skipped, "kernel", "kernels")
               << " built for another machine (another compiler, CPU level or streamfuse "
                  "version); streamfuse compiles them here when a program needs them\n";
+  if (left_out)
+    std::cout << "left out " << plural(left_out, "compiled kernel", "compiled kernels")
+              << " (--no-native-code); streamfuse compiles them here when a program needs "
+                 "them\n";
   return kExitOk;
 }
 

@@ -31,26 +31,11 @@ std::string describe_call(DType dtype, const MatmulOperand& a, const MatmulOpera
          describe(b) + " into " + out_shape.to_string();
 }
 
-// Throws ShapeError unless `out_shape` is the product of operands of these shapes (the API's
-// rule), with sizes and strides small enough that no address computation overflows. The API
-// checks the shapes before it records a product; prepared ops come from files, so they are
-// checked again.
+// Throws ShapeError unless `out_shape` is the product of these operands (matmul_operands_problem).
 void check_product_shapes(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
                           const Shape& out_shape) {
-  constexpr std::int64_t kMaxSize = std::int64_t{1} << 31, kMaxStride = std::int64_t{1} << 40;
-  auto fail = [&](const std::string& why) {
+  if (std::string why = matmul_operands_problem(a, b, out_shape); !why.empty())
     throw ShapeError(describe_call(dtype, a, b, out_shape) + ": " + why);
-  };
-  for (const MatmulOperand* x : {&a, &b})
-    for (int d = 0; d < x->shape.rank(); ++d) {
-      const std::int64_t size = x->shape[d], stride = x->strides[static_cast<std::size_t>(d)];
-      if (size < 0 || size > kMaxSize || stride < -kMaxStride || stride > kMaxStride)
-        fail("a size or stride is out of range");
-    }
-  std::string why;
-  const std::optional<Shape> expected = stream::matmul_result_shape(a.shape, b.shape, why);
-  if (!expected) fail(why);
-  if (*expected != out_shape) fail("the product's shape is " + expected->to_string());
 }
 
 }  // namespace

@@ -36,8 +36,9 @@ BundleSummary save_bundle(const std::string& path) {
   return summary;
 }
 
-BundleSummary load_bundle(const std::string& path) {
-  std::vector<cache::BundleSection> sections = cache::read_bundle(path);  // all or nothing
+BundleSummary load_bundle(const std::string& path, const LoadOptions& options) {
+  std::vector<cache::BundleSection> sections = cache::read_bundle(  // all or nothing
+      path, options.load_native_code ? cache::NativeCode::kKeep : cache::NativeCode::kDrop);
   BundleSummary summary;
   for (cache::BundleSection& s : sections) {
     if (s.device != Device::cpu().to_string()) {
@@ -56,7 +57,21 @@ BundleSummary load_bundle(const std::string& path) {
     for (auto op = s.prepared.rbegin(); op != s.prepared.rend(); ++op)
       rt.prepared_op_files().add(*op);
     rt.preparer().submit_ops(std::move(s.prepared));
-    if (jit::KernelCache* kernels = rt.kernel_cache()) {
+    jit::KernelCache* kernels = rt.kernel_cache();
+    if (kernels && !options.load_native_code) {
+      // The bundle's libraries were dropped as it was read: each kernel is asked for, so it
+      // loads from this machine's own cache directory or compiles in the background.
+      for (const jit::KernelRecord& k : s.kernels)
+        if (kernels->find_or_request(k.program_hash, k.program, k.key))
+          ++summary.kernels;
+        else
+          ++summary.kernels_recompiled;
+      if (!s.kernels.empty() && stream::log_enabled(stream::LogChannel::kCache))
+        stream::log_line(stream::LogChannel::kCache,
+                         "load_bundle: " + path + ": its " + std::to_string(s.kernels.size()) +
+                             " compiled kernels are not loaded (load_native_code is off); they "
+                             "are compiled here");
+    } else if (kernels) {
       const std::size_t ready = kernels->install(s.kernels);
       summary.kernels += ready;
       summary.kernels_recompiled += s.kernels.size() - ready;

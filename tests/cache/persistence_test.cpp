@@ -1,7 +1,8 @@
 // Persistence end to end, in fresh processes (this test binary run again as a child): a warm
 // cache directory or a bundle makes the first iteration need no exploration and no compile; a
 // bundle from another machine keeps its plans and recompiles its kernels with one log line;
-// corrupt files and an unusable directory change nothing but speed, each said once.
+// corrupt files and an unusable directory change nothing but speed, each said once; a bundle
+// loaded without its native code runs none of its shared objects.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,8 +19,10 @@
 #include "cache/cache_file.h"
 #include "cache/plan_codec.h"
 #include "stream/runtime.h"
+#include "tests/cache/planted_library.h"
 #include "tests/file_text.h"
 #include "tests/jit/chain_program.h"
+#include "tests/scoped_env.h"
 #include "tests/temp_dir.h"
 
 namespace sf = streamfuse;
@@ -31,7 +34,7 @@ namespace {
 using streamfuse::testing::count_of;
 using streamfuse::testing::TempDir;
 
-// ---- the child: SF_PERSISTENCE_CHILD=run[,save:FILE][,load:FILE] --------------------------------
+// ---- the child: SF_PERSISTENCE_CHILD=run[,save:FILE][,load:FILE][,plans_only:FILE] ------------
 
 sf::Tensor model(const sf::Tensor& x, const sf::Tensor& w, const sf::Tensor& b) {
   sf::Tensor h = sf::nn::gelu(sf::matmul(x, w) * 0.125f + b);
@@ -52,6 +55,8 @@ TEST(PersistenceChild, Run) {
                        end == std::string::npos ? end : end - at - key.size() - 1);
   };
   if (const std::string load = arg("load"); !load.empty()) sf::plans::load_bundle(load);
+  if (const std::string load = arg("plans_only"); !load.empty())
+    sf::plans::load_bundle(load, {.load_native_code = false});
   sf::manual_seed(7);
   const sf::Tensor x = sf::randn({64, 96}), w = sf::randn({96, 128}), b = sf::randn({128});
   sf::synchronize();
@@ -182,6 +187,43 @@ TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels)
   EXPECT_GT(loaded["compiled"], 0);                // kernels are not
   EXPECT_EQ(loaded["checksum"], made["checksum"]);
   EXPECT_EQ(count_of(loaded.err, "compiled again here"), 1) << loaded.err;
+}
+
+// A bundle's shared objects replaced by one of the test's (checksum computed again, so the file
+// reads as sound): loaded as usual, the process runs the planted code; loaded with
+// load_native_code off, it never loads it, and compiles the kernels itself to the same results.
+TEST(Persistence, ABundleLoadedWithoutNativeCodeRunsNoneOfItsSharedObjects) {
+  if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to bundle";
+  TempDir a, b, c;
+  const std::string bundle = a.path() + "/model.sfplans";
+  const Child made = run_child(a.path() + "/cache", "run,save:" + bundle);
+  const std::optional<std::string> planted = testing::planted_library();
+  ASSERT_TRUE(planted);
+  ASSERT_GT(testing::plant_in_bundle(bundle, *planted), 0u);
+  const std::string marker = a.path() + "/planted-code-ran";
+  testing::ScopedEnv env(testing::kPlantedMarkerVariable, marker);
+
+  const Child safe = run_child(b.path(), "run,plans_only:" + bundle);
+  EXPECT_FALSE(fs::exists(marker)) << "a shared object of the bundle was loaded\n" << safe.err;
+  EXPECT_EQ(safe["checksum"], made["checksum"]);
+  EXPECT_EQ(safe["explored"], 0) << safe.err;  // the plans were taken
+  EXPECT_GT(safe["compiled"], 0);
+  EXPECT_EQ(safe["kernels_loaded"], 0);
+  // Nothing of the bundle's code reached the cache directory either: a later run compiles or
+  // loads only what the first one built here.
+  for (const auto& e : fs::recursive_directory_iterator(b.path()))
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      const std::string bytes(std::istreambuf_iterator<char>(in), {});
+      EXPECT_EQ(bytes.find(*planted), std::string::npos) << e.path();
+    }
+  const Child again = run_child(b.path(), "run");
+  EXPECT_FALSE(fs::exists(marker)) << again.err;
+  EXPECT_EQ(again["checksum"], made["checksum"]);
+
+  // The control: loaded as usual, the planted constructor runs (which is why the option exists).
+  run_child(c.path(), "run,load:" + bundle);
+  EXPECT_TRUE(fs::exists(marker)) << "the planted library was not loaded: this test shows nothing";
 }
 
 TEST(Persistence, CorruptFilesAreMissesWithOneWarningEachAndResultsStayTheSame) {

@@ -2,6 +2,8 @@
 // or state that does not fit its ops decodes into something unsafe to run.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <streamfuse/streamfuse.h>
 
 #include "bench/gelu_variants.h"
@@ -117,6 +119,130 @@ TEST(PlanCodec, StateThatDoesNotFitItsOpsIsRejected) {
   auto plan = gelu_plan();
   ASSERT_FALSE(plan->ops.front().inputs.empty());
   for (stream::TensorDesc& t : plan->ops.front().inputs) t.dtype = kI32;
+  EXPECT_THROW(decode_plan(encode_plan(*plan)), FormatError);
+}
+
+// Plans as the explorer makes them, from segments recorded through the API.
+std::shared_ptr<fusion::ExecutionPlan> plan_of(const std::function<void()>& program) {
+  auto built = streamfuse::testing::build_elementwise(program);
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops = built.ops;
+  plan->optimization = std::move(built.optimization);
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  return plan;
+}
+
+// `plan` with its element-wise state changed as `change` says: what a payload whose bytes changed
+// after its checksum was computed could hold.
+std::string with_state(const fusion::ExecutionPlan& plan,
+                       const std::function<void(std::vector<ElementwiseOptimization::Tensor>&,
+                                                std::vector<fusion::ElementwiseKernel>&)>& change) {
+  const auto& o = static_cast<const ElementwiseOptimization&>(*plan.optimization);
+  auto tensors = o.tensors();
+  auto kernels = o.kernels();
+  change(tensors, kernels);
+  fusion::ExecutionPlan changed;
+  changed.ops = plan.ops;
+  changed.triggers = plan.triggers;
+  changed.optimization =
+      std::make_shared<ElementwiseOptimization>(o.len(), std::move(tensors), std::move(kernels));
+  return encode_plan(changed);
+}
+
+// The relative tensor a state's tensor names.
+const stream::TensorDesc& desc(const fusion::ExecutionPlan& plan, fusion::TensorSource s) {
+  const stream::OpDesc& op = plan.ops.at(s.op);
+  return s.slot < 0 ? op.outputs.at(0) : op.inputs.at(static_cast<std::size_t>(s.slot));
+}
+
+// Two kernels: the first makes t of shape [8], the second reads it over [4, 8]. `wide` dies here
+// (moved into the second), a broadcast input of another shape than the output.
+struct TwoKernels {
+  sf::Tensor a = sf::randn({4, 8}), v = sf::randn({8}), wide = sf::randn({8}), t, y;
+  std::shared_ptr<fusion::ExecutionPlan> plan = plan_of([&] {
+    t = v * 2.0f;
+    y = a + t + std::move(wide);
+  });
+};
+
+TEST(PlanCodec, KernelsRunInTheOrderTheirTensorsAreMade) {
+  TwoKernels s;
+  const auto& o = static_cast<const ElementwiseOptimization&>(*s.plan->optimization);
+  ASSERT_EQ(o.kernels().size(), 2u);
+  ASSERT_NO_THROW(decode_plan(encode_plan(*s.plan)));
+  // The second kernel first: it would read t before anything wrote it.
+  EXPECT_THROW(decode_plan(with_state(*s.plan, [](auto&, auto& k) { std::swap(k[0], k[1]); })),
+               FormatError);
+}
+
+TEST(PlanCodec, AKernelWritesOnlyTensorsTheSegmentMakes) {
+  TwoKernels s;
+  // The second kernel's output written over `a`, an input of the same shape and dtype.
+  bool found = false;
+  EXPECT_THROW(decode_plan(with_state(*s.plan,
+                                      [&](auto& tensors, auto& k) {
+                                        const Shape& shape =
+                                            desc(*s.plan, tensors[k[1].outputs[0]].source).shape;
+                                        for (std::uint32_t t = 0; t < tensors.size(); ++t)
+                                          if (tensors[t].source.slot >= 0 && !tensors[t].erase &&
+                                              desc(*s.plan, tensors[t].source).shape == shape) {
+                                            k[1].outputs[0] = t;
+                                            found = true;
+                                          }
+                                      })),
+               FormatError);
+  EXPECT_TRUE(found);
+}
+
+TEST(PlanCodec, ABroadcastInputIsNotLentToAWiderOutput) {
+  TwoKernels s;
+  // `wide` dies in the segment, but holds 8 elements where the output needs 32: lent, the kernel
+  // would write past its buffer.
+  EXPECT_THROW(decode_plan(with_state(*s.plan,
+                                      [&](auto& tensors, auto& k) {
+                                        for (std::size_t i = 0; i < k[1].inputs.size(); ++i)
+                                          if (tensors[k[1].inputs[i]].erase)
+                                            k[1].lend[0] = static_cast<std::int32_t>(i);
+                                      })),
+               FormatError);
+}
+
+TEST(PlanCodec, PublishedAndErasedTensorsAreExactlyThoseTheSegmentSays) {
+  TwoKernels s;
+  EXPECT_THROW(decode_plan(with_state(*s.plan,
+                                      [](auto& tensors, auto&) {
+                                        for (auto& t : tensors) t.publish = false;
+                                      })),
+               FormatError)
+      << "a value the program holds would be lost";
+  EXPECT_THROW(decode_plan(with_state(*s.plan,
+                                      [](auto& tensors, auto&) {
+                                        for (auto& t : tensors) t.erase = false;
+                                      })),
+               FormatError)
+      << "a dead tensor's handle would leak";
+  EXPECT_THROW(
+      decode_plan(with_state(*s.plan, [](auto& tensors, auto&) { tensors.push_back(tensors[0]); })),
+      FormatError)
+      << "one tensor listed twice";
+}
+
+TEST(PlanCodec, PlanOpsAreASegmentsRelativeForm) {
+  auto plan = gelu_plan();
+  ASSERT_NO_THROW(decode_plan(encode_plan(*plan)));
+  for (std::size_t i = 1; i < plan->ops.size(); ++i)
+    if (!plan->ops[i].outputs.empty()) {
+      plan->ops[i].outputs[0].id += 5;  // an id no converter gives
+      break;
+    }
+  EXPECT_THROW(decode_plan(encode_plan(*plan)), FormatError);
+}
+
+TEST(PlanCodec, TriggersWaitForOpsOnlyWhenTheySaySo) {
+  auto plan = gelu_plan();
+  plan->triggers = {{fusion::Trigger::Kind::kOnOperations, {}}};
+  EXPECT_THROW(decode_plan(encode_plan(*plan)), FormatError) << "a trigger that names nothing";
+  plan->triggers = {{fusion::Trigger::Kind::kAlways, {plan->ops.front()}}};
   EXPECT_THROW(decode_plan(encode_plan(*plan)), FormatError);
 }
 

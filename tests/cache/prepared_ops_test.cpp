@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,42 @@ TEST(PreparedOpCodec, OnlyMatmulsWithTheirOperandsDecode) {
   backends::PreparedOp one_stride = matmul_op(2, 2, 2);
   one_stride.input_strides.pop_back();
   EXPECT_THROW(decode_prepared_ops(encode_prepared_ops({one_stride})), FormatError);
+}
+
+// Preparing makes oneDNN objects of the op's sizes: a product the API could not have recorded
+// (sizes the backend refuses, element counts that overflow, a shape that is not the product's,
+// operands of another dtype) does not decode.
+TEST(PreparedOpCodec, OnlyProductsTheBackendWouldPrepareDecode) {
+  const auto rejected = [](const std::function<void(backends::PreparedOp&)>& change) {
+    backends::PreparedOp p = matmul_op(4, 8, 2);
+    change(p);
+    try {
+      decode_prepared_ops(encode_prepared_ops({p}));
+    } catch (const FormatError&) {
+      return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(rejected([](auto&) {}));
+  EXPECT_TRUE(rejected([](auto& p) {
+    p.op.inputs[0].shape = Shape{std::int64_t{1} << 32, 8};
+    p.op.outputs[0].shape = Shape{std::int64_t{1} << 32, 2};
+  })) << "a size past 2^31";
+  EXPECT_TRUE(rejected([](auto& p) {
+    const std::int64_t big = std::int64_t{1} << 31;
+    p.op.inputs[0].shape = Shape{big, big, big, big, 8};
+    p.op.inputs[1].shape = Shape{8, 2};
+    p.op.outputs[0].shape = Shape{big, big, big, big, 2};
+    p.input_strides[0] = {0, 0, 0, 8, 1};
+  })) << "2^124 elements: its element count overflows";
+  EXPECT_TRUE(rejected([](auto& p) { p.input_strides[1][0] = -(std::int64_t{1} << 50); }))
+      << "a stride past 2^40";
+  EXPECT_TRUE(rejected([](auto& p) { p.op.outputs[0].shape = Shape{4, 3}; })) << "not the product";
+  EXPECT_TRUE(rejected([](auto& p) { p.op.inputs[1].dtype = kF16; })) << "mixed dtypes";
+  EXPECT_TRUE(rejected([](auto& p) {
+    for (auto* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) t->dtype = kBool;
+    p.op.attrs.dtype = kBool;
+  })) << "bool has no product";
 }
 
 struct Dir {

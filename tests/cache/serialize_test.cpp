@@ -96,5 +96,57 @@ TEST(Serialize, BadPayloadsAreFormatErrors) {
   EXPECT_THROW(decode_key(std::string(3, '\0')), FormatError);
 }
 
+// An op whose operand counts do not fit its kind is no op the frontend records.
+TEST(Serialize, OpsWhoseOperandsDoNotFitTheirKindAreFormatErrors) {
+  const auto ops = record_without_running(every_kind_of_op).relative;
+  const auto changed = [&](stream::OpKind kind,
+                           const std::function<void(stream::OpDesc&)>& change) {
+    for (const stream::OpDesc& op : ops) {
+      if (op.kind != kind) continue;
+      stream::OpDesc bad = op;
+      change(bad);
+      return encode_ops(std::vector<stream::OpDesc>{bad});
+    }
+    ADD_FAILURE() << "no " << stream::op_name(kind);
+    return std::string();
+  };
+  EXPECT_THROW(decode_ops(changed(stream::OpKind::kWhere, [](auto& op) { op.inputs.pop_back(); })),
+               FormatError);
+  EXPECT_THROW(decode_ops(changed(stream::OpKind::kMul,
+                                  [](auto& op) { op.outputs.push_back(op.outputs[0]); })),
+               FormatError);
+  EXPECT_THROW(decode_ops(changed(stream::OpKind::kMatmul,
+                                  [](auto& op) {
+                                    op.attrs.scalar_side = stream::ScalarSide::kRhs;
+                                    op.scalars.push_back(Scalar(1));
+                                  })),
+               FormatError)
+      << "a scalar operand of an op that takes none";
+  EXPECT_THROW(decode_ops(changed(stream::OpKind::kMul, [](auto& op) { op.scalars.clear(); })),
+               FormatError)
+      << "x * 2 without its 2";
+}
+
+// The first byte says the writer's byte order: 1 (little-endian) or 0; cereal would take any
+// other value for big-endian.
+TEST(Serialize, AByteOrderNoWriterWritesIsAFormatError) {
+  std::string bytes = encode_program(gelu_programs().front());
+  ASSERT_EQ(bytes[0], 1);
+  bytes[0] = 2;
+  EXPECT_THROW(decode_program(bytes), FormatError);
+}
+
+TEST(Serialize, ProgramsAndKeysThatBreakTheirRulesAreFormatErrors) {
+  jit::FusedProgram p = gelu_programs().front();
+  ASSERT_NO_THROW(decode_program(encode_program(p)));
+  for (jit::Instruction& in : p.body)
+    if (in.args[0] >= 0) in.args[0] = in.out;  // each reads its own result, not yet written
+  EXPECT_THROW(decode_program(encode_program(p)), FormatError);
+  jit::SpecializationKey k;
+  k.rank = 1;
+  k.scalar_classes = {0, 1};  // no two equal: launch_key leaves them empty
+  EXPECT_THROW(decode_key(encode_key(k)), FormatError);
+}
+
 }  // namespace
 }  // namespace streamfuse::cache

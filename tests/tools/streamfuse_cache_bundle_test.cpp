@@ -1,7 +1,7 @@
 // streamfuse-cache export / clear / import: a directory exported, cleared and imported again holds
 // the same files; prepared ops travel to another directory and are merged in front of its own;
-// kernels built for another machine are skipped; a bundle's device name never becomes a path
-// outside the directory.
+// kernels built for another machine are skipped, and with --no-native-code every kernel; a
+// bundle's device name never becomes a path outside the directory.
 #include <set>
 #include <string>
 #include <vector>
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/bundle.h"
+#include "tests/cache/planted_library.h"
 #include "tests/tools/cache_tool.h"
 
 namespace streamfuse::testing {
@@ -165,6 +166,64 @@ TEST_F(StreamfuseCacheTool, ImportSkipsKernelsBuiltForAnotherMachine) {
   const std::vector<Listed> all = listed(tool("--dir " + quoted(empty.path()) + " list"));
   ASSERT_FALSE(all.empty());
   for (const Listed& f : all) EXPECT_TRUE(f.kind == "plan" || f.kind == "prepared ops") << f.path;
+}
+
+// import fills the cache of a machine that has not run streamfuse yet: it creates the directory
+// (the other commands refuse a missing one, as a mistyped --dir).
+TEST_F(StreamfuseCacheTool, ImportCreatesAMissingDirectory) {
+  TempDir out;
+  const std::string bundle = out.path() + "/cache.sfplans";
+  ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
+  const std::string fresh = out.path() + "/new/cache";
+  const Result imported = tool("--dir " + quoted(fresh) + " import " + quoted(bundle));
+  ASSERT_EQ(imported.code, 0) << describe(imported);
+  EXPECT_NE(imported.out.find(" into " + fresh), std::string::npos) << imported.out;
+  const Result listed = tool("--dir " + quoted(fresh) + " list");
+  EXPECT_EQ(listed.code, 0) << describe(listed);
+  EXPECT_FALSE(files("plan").empty());
+  EXPECT_NE(listed.out.find("plans/cpu/"), std::string::npos) << listed.out;
+}
+
+// import --no-native-code takes a bundle's plans and prepared ops and none of its shared objects:
+// one whose libraries were replaced (checksum computed again) leaves no byte of them in DIR,
+// where streamfuse would load them; imported as usual, the replaced library is written there.
+TEST_F(StreamfuseCacheTool, ImportWithoutNativeCodeWritesNoneOfTheBundlesSharedObjects) {
+  if (!kernels_compiled()) GTEST_SKIP() << kNoKernels;
+  TempDir out;
+  const std::string bundle = out.path() + "/cache.sfplans";
+  ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
+  const std::optional<std::string> planted = planted_library();
+  ASSERT_TRUE(planted);
+  ASSERT_GT(plant_in_bundle(bundle, *planted), 0u);
+  const auto holds_planted = [&](const std::string& dir) {
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      if (std::string(std::istreambuf_iterator<char>(in), {}).find(*planted) != std::string::npos)
+        return true;
+    }
+    return false;
+  };
+
+  TempDir safe;
+  const Result r =
+      tool("--dir " + quoted(safe.path()) + " import " + quoted(bundle) + " --no-native-code");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find(", 0 kernels (0 libraries) and "), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("left out " + std::to_string(files("cpu kernel").size()) + " compiled kernel"),
+      std::string::npos)
+      << r.out;
+  const std::vector<Listed> all = listed(tool("--dir " + quoted(safe.path()) + " list"));
+  ASSERT_FALSE(all.empty());
+  for (const Listed& f : all) EXPECT_TRUE(f.kind == "plan" || f.kind == "prepared ops") << f.path;
+  EXPECT_FALSE(holds_planted(safe.path()));
+
+  TempDir trusting;  // the control: without the option the planted bytes land in DIR
+  ASSERT_EQ(tool("--dir " + quoted(trusting.path()) + " import " + quoted(bundle)).code, 0);
+  EXPECT_TRUE(holds_planted(trusting.path()));
+  // The option belongs to import.
+  expect_failure(run("list --no-native-code"), 2);
 }
 
 TEST_F(StreamfuseCacheTool, ImportRefusesADeviceNameThatIsAPath) {

@@ -1,0 +1,208 @@
+#include "jit/program_check.h"
+
+#include <vector>
+
+#include "backends/cpu/kernels/layout.h"
+#include "jit/kernel_expressions.h"
+
+namespace streamfuse::jit {
+namespace {
+
+using stream::OpCategory;
+
+std::string at(std::size_t i, const std::string& what) {
+  return "instruction " + std::to_string(i) + ": " + what;
+}
+
+// Registers read by `in`: its kind's operand count.
+int arity(const Instruction& in) {
+  switch (in.kind) {
+    case InstrKind::kLoad:
+    case InstrKind::kScalar:
+      return 0;
+    case InstrKind::kOp:
+      return stream::op_info(in.op).arity;
+    case InstrKind::kConvert:
+    case InstrKind::kRound:
+      return 1;
+  }
+  return 0;
+}
+
+// The type operand `a` of `in` must have (kOp and kRound; a kConvert reads any type).
+ValueType operand_type(const Instruction& in, int a) {
+  if (in.kind == InstrKind::kRound) return ValueType::kFloat;
+  const OpCategory c = stream::op_category(in.op);
+  if (c == OpCategory::kLogical || (c == OpCategory::kSelect && a == 0)) return ValueType::kBool;
+  return in.type;
+}
+
+// Why instruction `in` (number i) does not fit the registers written before it (`types`,
+// `written`), or empty.
+std::string instruction_problem(const FusedProgram& p, std::size_t i, const Instruction& in,
+                                const std::vector<ValueType>& types,
+                                const std::vector<char>& written) {
+  const auto regs = static_cast<std::int32_t>(written.size());
+  if (in.out < 0 || in.out >= regs) return at(i, "writes register " + std::to_string(in.out));
+  if (written[static_cast<std::size_t>(in.out)])
+    return at(i, "writes register " + std::to_string(in.out) + " again");
+  const int n = arity(in);
+  if (n < 0 || n > 3) return at(i, "an op of no fixed operand count");
+  for (int a = 0; a < 3; ++a) {
+    const std::int32_t r = in.args[a];
+    if (a >= n) {
+      if (r != -1) return at(i, "an operand past its op's");
+      continue;
+    }
+    if (r < 0 || r >= regs || !written[static_cast<std::size_t>(r)])
+      return at(i, "reads register " + std::to_string(r) + " before it is written");
+    if (in.kind != InstrKind::kConvert && types[static_cast<std::size_t>(r)] != operand_type(in, a))
+      return at(i, "operand " + std::to_string(a) + " is " +
+                       value_type_name(types[static_cast<std::size_t>(r)]) + ", not " +
+                       value_type_name(operand_type(in, a)));
+  }
+  switch (in.kind) {
+    case InstrKind::kLoad:
+      if (in.index < 0 || static_cast<std::size_t>(in.index) >= p.inputs.size())
+        return at(i, "loads input " + std::to_string(in.index));
+      break;
+    case InstrKind::kScalar:
+      if (in.index < 0 || static_cast<std::size_t>(in.index) >= p.scalars.size())
+        return at(i, "reads scalar argument " + std::to_string(in.index));
+      // The interpreter copies the argument's bits as they are: they must be of this type.
+      if (p.scalars[static_cast<std::size_t>(in.index)].type != in.type)
+        return at(i, "reads a scalar argument of another type");
+      break;
+    case InstrKind::kOp:
+      // A cast is a kConvert: no op loop or expression computes kCast.
+      if (!stream::is_elementwise(in.op) || stream::op_category(in.op) == OpCategory::kCast)
+        return at(i, std::string(stream::op_name(in.op)) + " is not an element-wise op");
+      if (stream::op_category(in.op) == OpCategory::kLogical && in.type != ValueType::kBool)
+        return at(i, "a logical op computed in " + std::string(value_type_name(in.type)));
+      if (!has_form(in.op, in.type))
+        return at(i, std::string(stream::op_name(in.op)) + " has no " + value_type_name(in.type) +
+                         " form");
+      break;
+    case InstrKind::kConvert:
+      break;
+    case InstrKind::kRound:
+      if (in.type != ValueType::kFloat || (in.round != kF16 && in.round != kBF16))
+        return at(i, "rounds to " + std::string(dtype_name(in.round)));
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string program_problem(const FusedProgram& p) {
+  if (p.inputs.size() + p.outputs.size() > static_cast<std::size_t>(backends::cpu::kMaxOperands))
+    return std::to_string(p.inputs.size() + p.outputs.size()) + " operands";
+  if (p.scalars.size() > kMaxScalarArgs)
+    return std::to_string(p.scalars.size()) + " scalar arguments";
+  if (p.body.size() > kMaxInstructions) return std::to_string(p.body.size()) + " instructions";
+  // Each register is written by one instruction: no more registers than instructions.
+  if (p.num_registers < 0 || static_cast<std::size_t>(p.num_registers) > p.body.size())
+    return std::to_string(p.num_registers) + " registers for " + std::to_string(p.body.size()) +
+           " instructions";
+  for (std::size_t s = 0; s < p.scalars.size(); ++s) {
+    const ScalarArg& a = p.scalars[s];
+    // As emit_elementwise_op and the builders make them: an operand is read as its type (its
+    // dtype unused, f32), a fill as its dtype's value type.
+    if (a.mode == ScalarArg::Mode::kFill ? a.type != value_type_of(a.dtype) : a.dtype != kF32)
+      return "scalar argument " + std::to_string(s) + " of mismatched type and dtype";
+  }
+  const auto n = static_cast<std::size_t>(p.num_registers);
+  std::vector<ValueType> types(n, ValueType::kFloat);
+  std::vector<char> written(n, 0);
+  for (std::size_t i = 0; i < p.body.size(); ++i) {
+    const Instruction& in = p.body[i];
+    if (std::string why = instruction_problem(p, i, in, types, written); !why.empty()) return why;
+    ValueType result = in.type;
+    if (in.kind == InstrKind::kOp) {
+      const OpCategory c = stream::op_category(in.op);
+      if (c == OpCategory::kCompare || c == OpCategory::kLogical) result = ValueType::kBool;
+    }
+    types[static_cast<std::size_t>(in.out)] = result;
+    written[static_cast<std::size_t>(in.out)] = 1;
+  }
+  for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+    const ProgramOutput& out = p.outputs[o];
+    if (out.reg < 0 || static_cast<std::size_t>(out.reg) >= n ||
+        !written[static_cast<std::size_t>(out.reg)])
+      return "output " + std::to_string(o) + " reads register " + std::to_string(out.reg) +
+             ", which nothing writes";
+    if (types[static_cast<std::size_t>(out.reg)] != value_type_of(out.dtype))
+      return "output " + std::to_string(o) + " stores a " +
+             value_type_name(types[static_cast<std::size_t>(out.reg)]) + " register as " +
+             std::string(dtype_name(out.dtype));
+  }
+  return {};
+}
+
+std::string key_problem(const SpecializationKey& key) {
+  if (key.rank < 0 || key.rank > kMaxRank) return "rank " + std::to_string(key.rank);
+  if (key.inputs.size() + key.outputs.size() >
+      static_cast<std::size_t>(backends::cpu::kMaxOperands))
+    return std::to_string(key.inputs.size() + key.outputs.size()) + " operands";
+  // Unused classes stay as launch_key leaves them: keys are compared whole.
+  const auto unused_classes_set = [&](const OperandKey& o) {
+    for (std::size_t d = static_cast<std::size_t>(key.rank); d < o.strides.size(); ++d)
+      if (o.strides[d] != StrideClass::kContiguous) return true;
+    return false;
+  };
+  for (const OperandKey& o : key.inputs) {
+    if (unused_classes_set(o)) return "a stride class past the rank";
+    if (o.alias != -1) return "an input aliases";
+  }
+  for (const OperandKey& o : key.outputs) {
+    if (unused_classes_set(o)) return "a stride class past the rank";
+    if (o.alias < -1 || o.alias >= static_cast<int>(key.inputs.size()))
+      return "an output aliases input " + std::to_string(o.alias);
+  }
+  const auto& classes = key.scalar_classes;
+  if (!classes.empty()) {
+    if (classes.size() < 2 || classes.size() > 256)
+      return std::to_string(classes.size()) + " scalar classes";
+    bool any = false;
+    for (std::size_t i = 0; i < classes.size(); ++i) {
+      // Class i is named by its first argument, which names itself.
+      if (classes[i] > i || classes[classes[i]] != classes[i])
+        return "scalar class " + std::to_string(i);
+      any = any || classes[i] != i;
+    }
+    if (!any) return "scalar classes where no two arguments are equal";
+  }
+  return {};
+}
+
+std::string key_fit_problem(const FusedProgram& p, const SpecializationKey& key) {
+  if (key.inputs.size() != p.inputs.size() || key.outputs.size() != p.outputs.size())
+    return "the key has " + std::to_string(key.inputs.size()) + " inputs and " +
+           std::to_string(key.outputs.size()) + " outputs, the program " +
+           std::to_string(p.inputs.size()) + " and " + std::to_string(p.outputs.size());
+  for (std::size_t i = 0; i < p.inputs.size(); ++i)
+    if (key.inputs[i].dtype != p.inputs[i]) return "input " + std::to_string(i) + " dtype";
+  std::vector<char> aliased(p.inputs.size(), 0);
+  for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+    const OperandKey& out = key.outputs[o];
+    if (out.dtype != p.outputs[o].dtype) return "output " + std::to_string(o) + " dtype";
+    if (out.alias < 0) continue;
+    // launch_key sees an alias where an output was given an input's buffer, which the
+    // element-wise optimization does for an input of the output's dtype and layout only.
+    const auto a = static_cast<std::size_t>(out.alias);
+    if (aliased[a]++ || key.inputs[a].dtype != out.dtype || key.inputs[a].strides != out.strides)
+      return "output " + std::to_string(o) + " aliases input " + std::to_string(a);
+  }
+  if (!key.scalar_classes.empty()) {
+    if (key.scalar_classes.size() != p.scalars.size()) return "scalar classes";
+    for (std::size_t i = 0; i < p.scalars.size(); ++i)
+      if (p.scalars[key.scalar_classes[i]].type != p.scalars[i].type)
+        return "scalar class of another type";
+  }
+  if (key.exact_reciprocals & ~ProgramFacts::of(p).divisor_scalars)
+    return "exact reciprocals of scalars that divide nothing";
+  return {};
+}
+
+}  // namespace streamfuse::jit
