@@ -69,7 +69,7 @@ struct KernelCacheOptions {
   std::function<std::filesystem::path()> scratch;
   // Handed-on requests (KernelStore::take_handed_on) compile at most this many to a batch, so
   // that a process that lives less than a big batch's compile still finishes some.
-  std::size_t max_handed_on_batch = 16;
+  std::size_t max_handed_on_batch = 4;
 };
 
 struct KernelCacheStats {
