@@ -117,6 +117,15 @@ ScratchArea& CacheDir::scratch_area() {
   if (!scratch_) {
     if (writable()) {
       try {
+        std::error_code ec;
+        if (!fs::exists(scratch_base(root_), ec)) {
+          // The first process of this streamfuse on the directory: what earlier versions left
+          // in the temporary directory goes (once, not at every start).
+          if (const std::size_t old = remove_legacy_build_folders(fs::temp_directory_path(ec)))
+            cache_log("removed " + std::to_string(old) +
+                      " build folders (streamfuse-jit-*) earlier versions left in the temporary "
+                      "directory");
+        }
         scratch_ = std::make_unique<ScratchArea>(scratch_base(root_));
       } catch (const CacheError& e) {
         cache_log(e.what());

@@ -132,6 +132,22 @@ ScratchCleanup ScratchArea::remove_abandoned(const fs::path& base) {
   return out;
 }
 
+std::size_t remove_legacy_build_folders(const fs::path& temp) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(temp, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path folder = it->path();
+    if (folder.filename().string().rfind("streamfuse-jit-", 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        !older_than(folder, kHalfMadeAge))
+      continue;
+    std::error_code remove_ec;
+    if (fs::remove_all(folder, remove_ec) > 0 && !remove_ec) ++removed;
+  }
+  return removed;
+}
+
 fs::path private_scratch_base() {
   std::error_code ec;
   const fs::path own = fs::temp_directory_path(ec) / ("streamfuse-" + std::to_string(getuid()));

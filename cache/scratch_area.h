@@ -48,6 +48,11 @@ class ScratchArea {
   int lock_fd_ = -1;
 };
 
+// Removes the build folders that streamfuse versions before the scratch area left in the
+// temporary directory `temp` (streamfuse-jit-XXXXXX: one per process, never removed when it was
+// killed or exited mid-compile): this user's, untouched for an hour. How many.
+std::size_t remove_legacy_build_folders(const std::filesystem::path& temp);
+
 // Where a process whose cache directory cannot be written makes its scratch folders: a folder of
 // this user's in the system's temporary directory (streamfuse-<uid>/scratch), which must be the
 // user's own and closed to others, since compiled code is loaded from it. Throws CacheError when

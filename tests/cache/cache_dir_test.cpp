@@ -9,11 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "cache/cache_dir.h"
 #include "cache/prune.h"
+#include "cache/scratch_area.h"
 #include "tests/file_text.h"
 #include "tests/temp_dir.h"
 
@@ -107,6 +110,30 @@ TEST(CacheDir, TheScratchFolderIsThisProcesssAndGoesWhenReleased) {
   EXPECT_TRUE(fs::is_directory(scratch));
   cache.release_scratch();
   EXPECT_FALSE(fs::exists(scratch));
+}
+
+TEST(CacheDir, BuildFoldersOfEarlierVersionsGoWhenTheScratchAreaIsFirstMade) {
+  TempDir temp, dir;
+  auto folder = [&](const std::string& name, bool old) {
+    const fs::path f = fs::path(temp.path()) / name;
+    fs::create_directories(f);
+    std::ofstream(f / "k.cpp") << "// a kernel";
+    if (old) fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::hours(2));
+    return f;
+  };
+  const fs::path abandoned = folder("streamfuse-jit-Ab12Cd", true);
+  const fs::path recent = folder("streamfuse-jit-Ef34Gh", false);  // maybe building right now
+  const fs::path other = folder("someone-else", true);
+  setenv("TMPDIR", temp.path().c_str(), 1);
+  {
+    CacheDir cache(fs::path(dir.path()) / "cache", 1u << 30);
+    cache.scratch();
+  }
+  unsetenv("TMPDIR");
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(recent));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_EQ(remove_legacy_build_folders(temp.path()), 0u);
 }
 
 }  // namespace
