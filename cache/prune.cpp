@@ -29,11 +29,10 @@ bool process_alive(long pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || e
 // Files pruned together, used as recently as the most recent of them.
 struct Unit {
   std::vector<const CacheEntry*> files;  // a library's kernels first, the library last
-  std::uint64_t bytes = 0;
   fs::file_time_type used = fs::file_time_type::min();
-  void add(const CacheEntry& e) {
-    files.push_back(&e);
-    bytes += e.bytes;
+  // `first`: before the files added so far (a kernel goes before its library: removed first).
+  void add(const CacheEntry& e, bool first = false) {
+    files.insert(first ? files.begin() : files.end(), &e);
     used = std::max(used, e.used);
   }
 };
@@ -142,17 +141,13 @@ PruneResult prune_cache(const fs::path& root, std::uint64_t target_bytes) {
       } else if (!fs::exists(library_path(root, library), ec)) {
         remove(e);  // names a library that is gone: never usable again
       } else {
-        Unit& u = libraries[library];
-        u.files.insert(u.files.begin(), &e);  // before its library: removed first
-        u.bytes += e.bytes;
-        u.used = std::max(u.used, e.used);
+        libraries[library].add(e, /*first=*/true);
       }
     } else {
       units.emplace_back().add(e);
     }
   }
-  for (auto& [name, unit] : libraries)
-    if (!unit.files.empty()) units.push_back(std::move(unit));
+  for (auto& [name, unit] : libraries) units.push_back(std::move(unit));
   std::sort(units.begin(), units.end(),
             [](const Unit& a, const Unit& b) { return a.used < b.used; });
   for (const Unit& unit : units) {  // least recently used first

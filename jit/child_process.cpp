@@ -35,10 +35,6 @@ Running& running() {
   return *r;
 }
 
-// A pipe, both ends close-on-exec here (the spawned programs get only what is dup2'ed onto their
-// standard descriptors). False on failure.
-bool make_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
-
 void close_pipe(int fds[2]) {
   close(fds[0]);
   close(fds[1]);
@@ -149,9 +145,11 @@ ChildResult run_child_process(const std::vector<std::string>& argv,
       return r;
     }
   }
+  // Both pipes close-on-exec here: the spawned programs get only what is dup2'ed onto their
+  // standard descriptors.
   int output[2], lifeline[2];
-  if (!make_pipe(output)) return r;
-  if (!make_pipe(lifeline)) {
+  if (pipe2(output, O_CLOEXEC) != 0) return r;
+  if (pipe2(lifeline, O_CLOEXEC) != 0) {
     close_pipe(output);
     return r;
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "backends/cpu/isa.h"
 #include "cache/cache_file.h"
@@ -126,19 +127,16 @@ BuiltLibrary CpuToolchain::build_in(const fs::path& folder, const std::string& s
   const std::string so = base + ".so";
   out.label = path;
   std::error_code ec;
-  // A scratch folder's files go once the library is loaded (from memory: dlopen keeps a
-  // mapping), or when the build fails.
-  struct Remove {
-    const std::string* files[3];
-    bool active;
-    ~Remove() {
-      std::error_code e;
-      for (const std::string* f : files)
-        if (active && f) fs::remove(*f, e);
-    }
-  };
   const std::string tmp = keep ? cache::temporary_beside(so).string() : base + ".so.tmp";
-  Remove remove{{&path, &so, &tmp}, !keep};
+  // A scratch folder's files go once the library is loaded (dlopen keeps its mapping), or when
+  // the build fails.
+  struct RemoveFiles {
+    std::vector<std::string> files;
+    ~RemoveFiles() {
+      std::error_code e;
+      for (const std::string& f : files) fs::remove(f, e);
+    }
+  } scratch_files{keep ? std::vector<std::string>{} : std::vector<std::string>{path, so, tmp}};
   if (keep && fs::exists(so, ec) && file_equals(path, source)) {  // built before, maybe elsewhere
     try {
       out.library = load_library(so);

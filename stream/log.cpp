@@ -15,9 +15,7 @@ std::atomic<std::uint32_t> g_log_mask{0};
 namespace {
 constexpr std::string_view kChannelNames[] = {"stream", "fusion", "jit", "cache", "alloc"};
 std::mutex g_print_mutex;  // whole lines, never interleaved
-}  // namespace
 
-namespace {
 // The length of the well-formed UTF-8 sequence of a printable character at the start of `s`
 // (Unicode Table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF; C1 controls
 // U+0080..U+009F are not printable), or 0.

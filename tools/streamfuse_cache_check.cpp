@@ -258,6 +258,22 @@ int verify_command(const fs::path& root, bool remove) {
   CacheChecker checker(root, /*keep_libraries=*/false);
   std::size_t checked = 0, bad = 0, removed = 0, in_flight = 0;
   std::string remove_error;
+  // One line per bad thing; with --remove, `erase` removes it.
+  auto report = [&](const std::string& name, const fs::path& path, const std::string& problem,
+                    auto erase) {
+    ++bad;
+    std::cout << name << ": " << problem;
+    if (remove) {
+      std::error_code ec;
+      if (erase(ec)) {
+        ++removed;
+        std::cout << " (removed)";
+      } else if (ec && remove_error.empty()) {
+        remove_error = "verify: cannot remove " + path.string() + ": " + ec.message();
+      }
+    }
+    std::cout << '\n';
+  };
   for (const cache::CacheEntry& entry : cache::list_cache_entries(root)) {
     const CheckedFile file = checker.check(entry);
     if (file.skipped) {
@@ -265,35 +281,15 @@ int verify_command(const fs::path& root, bool remove) {
       continue;
     }
     ++checked;
-    if (file.good()) continue;
-    ++bad;
-    std::cout << relative_name(root, file.path) << ": " << file.problem;
-    if (remove) {
-      std::error_code ec;
-      if (remove_bad_file(root, file.path, ec)) {
-        ++removed;
-        std::cout << " (removed)";
-      } else if (ec && remove_error.empty()) {
-        remove_error = "verify: cannot remove " + file.path.string() + ": " + ec.message();
-      }
-    }
-    std::cout << '\n';
+    if (!file.good())
+      report(relative_name(root, file.path), file.path, file.problem,
+             [&](std::error_code& ec) { return remove_bad_file(root, file.path, ec); });
   }
   // Build folders of processes that ended (kernels compiling when they were killed).
   for (const fs::path& folder : cache::ScratchArea::abandoned(cache::scratch_base(root))) {
     ++checked;
-    ++bad;
-    std::cout << relative_name(root, folder) << "/: the build folder of a process that ended";
-    if (remove) {
-      std::error_code ec;
-      if (fs::remove_all(folder, ec) > 0 && !ec) {
-        ++removed;
-        std::cout << " (removed)";
-      } else if (ec && remove_error.empty()) {
-        remove_error = "verify: cannot remove " + folder.string() + ": " + ec.message();
-      }
-    }
-    std::cout << '\n';
+    report(relative_name(root, folder) + "/", folder, "the build folder of a process that ended",
+           [&](std::error_code& ec) { return fs::remove_all(folder, ec) > 0 && !ec; });
   }
   std::cout << "verified " << checked << " files: " << bad << " bad";
   if (remove) std::cout << ", " << removed << " removed";
