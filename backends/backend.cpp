@@ -22,11 +22,11 @@ bool is_contiguous(const TensorHandle& h, const Shape& shape) {
   return true;
 }
 
-TensorHandle Backend::elementwise_output(const stream::OpDesc& op, std::span<TensorHandle> inputs) {
-  const stream::TensorDesc& od = op.outputs[0];
+TensorHandle Backend::elementwise_output(const core::OpDesc& op, std::span<TensorHandle> inputs) {
+  const core::TensorDesc& od = op.outputs[0];
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const stream::TensorDesc& in = op.inputs[i];
-    if (in.status == stream::TensorStatus::kReadWrite && in.dtype == od.dtype &&
+    const core::TensorDesc& in = op.inputs[i];
+    if (in.status == core::TensorStatus::kReadWrite && in.dtype == od.dtype &&
         in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
       overwrite(inputs[i]);
       return inputs[i];

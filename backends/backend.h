@@ -10,7 +10,7 @@
 
 #include "backends/execution_stream.h"
 #include "backends/storage.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/device.h"
 #include "streamfuse/profiler.h"
 
@@ -35,7 +35,7 @@ bool is_contiguous(const TensorHandle& h, const Shape& shape);
 // op reads input i with. Persisted (cache/prepared_op_files.h, bundles), so that a later process
 // prepares them while it starts instead of in its first iteration.
 struct PreparedOp {
-  stream::OpDesc op;
+  core::OpDesc op;
   std::vector<std::array<std::int64_t, kMaxRank>> input_strides;
 
   friend bool operator==(const PreparedOp&, const PreparedOp&) = default;
@@ -56,7 +56,7 @@ class Backend {
   // Runs `op` on its own. inputs[i] holds op.inputs[i]; a ReadWrite input's handle is the
   // op's to keep or reuse. Writes one handle per op.outputs entry. Throws Error on failure
   // (out of memory, a library error), naming the op.
-  virtual void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
+  virtual void execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
                        std::span<TensorHandle> outputs) = 0;
 
   // A new contiguous, uninitialized tensor. Throws Error when out of memory.
@@ -102,7 +102,7 @@ class Backend {
   // The output of element-wise `op`: a last-use input of the output's dtype and shape that
   // nothing else shares takes that role (each element is read before the same element is
   // written; overwrite() orders it on a device that queues), otherwise new memory.
-  TensorHandle elementwise_output(const stream::OpDesc& op, std::span<TensorHandle> inputs);
+  TensorHandle elementwise_output(const core::OpDesc& op, std::span<TensorHandle> inputs);
 
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory_stats() = 0;

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::backends {
 namespace {
@@ -32,7 +32,7 @@ std::string matmul_operands_problem(const MatmulOperand& a, const MatmulOperand&
         return "a size or stride is out of range";
     }
   std::string why;
-  const std::optional<Shape> expected = stream::matmul_result_shape(a.shape, b.shape, why);
+  const std::optional<Shape> expected = core::matmul_result_shape(a.shape, b.shape, why);
   if (!expected) return why;
   if (*expected != out_shape) return "the product's shape is " + expected->to_string();
   if (!countable(a.shape) || !countable(b.shape) || !countable(out_shape))

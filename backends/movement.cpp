@@ -14,29 +14,29 @@ TensorHandle copy_contiguous(Backend& backend, const TensorHandle& h, const Shap
   return out;
 }
 
-void run_movement(Backend& backend, const stream::OpDesc& op, std::span<TensorHandle> inputs,
+void run_movement(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,
                   TensorHandle& out) {
-  const stream::TensorDesc& id = op.inputs[0];
-  const stream::TensorDesc& od = op.outputs[0];
+  const core::TensorDesc& id = op.inputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   TensorHandle& in = inputs[0];
   if (std::optional<TensorHandle> view = view_of(op, in)) {
     out = std::move(*view);
     return;
   }
   switch (op.kind) {
-    case stream::OpKind::kReshape:  // a layout the new shape cannot show: copied first
+    case core::OpKind::kReshape:  // a layout the new shape cannot show: copied first
       out = copy_contiguous(backend, in, id.shape, id.dtype, id.dtype);
       out.strides = contiguous_strides(od.shape);
       return;
-    case stream::OpKind::kCopy:
+    case core::OpKind::kCopy:
       out = copy_contiguous(backend, in, id.shape, id.dtype, id.dtype);
       return;
-    case stream::OpKind::kCat: {
+    case core::OpKind::kCat: {
       out = backend.allocate(od.shape, od.dtype);
       const auto axis = static_cast<std::size_t>(op.attrs.axis);
       std::int64_t along = 0;
       for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const stream::TensorDesc& d = op.inputs[i];
+        const core::TensorDesc& d = op.inputs[i];
         TensorHandle part = out;  // the slice of the output this input fills
         part.offset = along * out.strides[axis];
         if (d.shape.numel() > 0) backend.copy(d.shape, inputs[i], d.dtype, part, od.dtype);
@@ -45,7 +45,7 @@ void run_movement(Backend& backend, const stream::OpDesc& op, std::span<TensorHa
       return;
     }
     default:
-      throw Error("internal error: " + std::string(stream::op_name(op.kind)) +
+      throw Error("internal error: " + std::string(core::op_name(op.kind)) +
                   " is not a movement op; please report this");
   }
 }

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "backends/backend.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::backends {
 
@@ -15,7 +15,7 @@ TensorHandle copy_contiguous(Backend& backend, const TensorHandle& h, const Shap
                              DType from, DType to);
 
 // Runs movement op `op` (reshape, permute, expand, slice, contiguous, cat) over `inputs`.
-void run_movement(Backend& backend, const stream::OpDesc& op, std::span<TensorHandle> inputs,
+void run_movement(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,
                   TensorHandle& out);
 
 }  // namespace streamfuse::backends

@@ -45,32 +45,32 @@ char* element_ptr(const TensorHandle& h, DType dtype) {
          h.offset * static_cast<std::int64_t>(element_size(dtype));
 }
 
-std::optional<TensorHandle> view_of(const stream::OpDesc& op, const TensorHandle& in) {
-  const stream::TensorDesc& id = op.inputs[0];
-  const stream::TensorDesc& od = op.outputs[0];
+std::optional<TensorHandle> view_of(const core::OpDesc& op, const TensorHandle& in) {
+  const core::TensorDesc& id = op.inputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   TensorHandle out = in;
   switch (op.kind) {
-    case stream::OpKind::kReshape: {
+    case core::OpKind::kReshape: {
       const std::optional<Strides> strides = reshape_strides(id.shape, in.strides, od.shape);
       if (!strides) return std::nullopt;
       out.strides = *strides;
       return out;
     }
-    case stream::OpKind::kPermute:
+    case core::OpKind::kPermute:
       for (int d = 0; d < od.shape.rank(); ++d)
         out.strides[static_cast<std::size_t>(d)] =
             in.strides[static_cast<std::size_t>(op.attrs.perm[static_cast<std::size_t>(d)])];
       return out;
-    case stream::OpKind::kExpand:
+    case core::OpKind::kExpand:
       out.strides = broadcast_strides(id.shape, in.strides, od.shape);
       return out;
-    case stream::OpKind::kSlice: {
+    case core::OpKind::kSlice: {
       const auto axis = static_cast<std::size_t>(op.attrs.axis);
       out.offset += op.scalars[0].to_int() * in.strides[axis];
       out.strides[axis] *= op.scalars[1].to_int();
       return out;
     }
-    case stream::OpKind::kCopy:
+    case core::OpKind::kCopy:
       if (is_contiguous(in, id.shape)) return out;
       return std::nullopt;
     default:

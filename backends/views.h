@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "backends/backend.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/shape.h"
 
 namespace streamfuse::backends {
@@ -27,6 +27,6 @@ char* element_ptr(const TensorHandle& h, DType dtype);
 // The result of movement op `op` over its input `in` as a view of the same memory, or nullopt
 // when it needs new memory: a reshape the layout cannot show, contiguous() of a strided input,
 // and cat.
-std::optional<TensorHandle> view_of(const stream::OpDesc& op, const TensorHandle& in);
+std::optional<TensorHandle> view_of(const core::OpDesc& op, const TensorHandle& in);
 
 }  // namespace streamfuse::backends

@@ -110,7 +110,7 @@ void BM_GpuDeviceToDeviceCopy(benchmark::State& state) {
   sf::Tensor dst = sf::zeros(kShape, sf::kF32, kGpu);
   sf::synchronize(kGpu);
   auto& rt = sf::stream::DeviceRuntime::get(kGpu);
-  sf::stream::Failure failure;
+  sf::core::Failure failure;
   const auto from = rt.handles().get(input().node()->id, &failure);
   const auto to = rt.handles().get(dst.node()->id, &failure);
   EventTimer timer;

@@ -9,7 +9,7 @@
 
 #include "cache/cache_log.h"
 #include "cache/prune.h"
-#include "stream/log.h"
+#include "core/log.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::cache {
@@ -46,24 +46,24 @@ fs::path cache_directory(const Config& config) {
 }
 
 fs::path plan_folder(const fs::path& root, std::string_view device, std::uint64_t first_op_hash) {
-  return root / "plans" / device / hex16(first_op_hash);
+  return root / "plans" / device / core::hex16(first_op_hash);
 }
 fs::path plan_path(const fs::path& root, std::string_view device, std::uint64_t first_op_hash,
                    std::uint64_t plan_hash) {
-  return plan_folder(root, device, first_op_hash) / (hex16(plan_hash) + ".plan");
+  return plan_folder(root, device, first_op_hash) / (core::hex16(plan_hash) + ".plan");
 }
 fs::path kernel_folder(const fs::path& root, std::uint64_t program_hash) {
-  return root / "kernels" / "cpu" / hex16(program_hash);
+  return root / "kernels" / "cpu" / core::hex16(program_hash);
 }
 fs::path kernel_path(const fs::path& root, std::uint64_t program_hash, std::uint64_t kernel_hash) {
-  return kernel_folder(root, program_hash) / (hex16(kernel_hash) + ".kernel");
+  return kernel_folder(root, program_hash) / (core::hex16(kernel_hash) + ".kernel");
 }
 fs::path library_path(const fs::path& root, std::string_view name) {
   return root / "kernels" / "cpu" / (std::string(name) + ".lib");
 }
 fs::path claims_path(const fs::path& root) { return root / "claims"; }
 fs::path handed_on_folder(const fs::path& root, std::string_view fingerprint) {
-  return root / "kernels" / "cpu" / "handed-on" / hex16(jit::fnv1a(fingerprint));
+  return root / "kernels" / "cpu" / "handed-on" / core::hex16(core::fnv1a(fingerprint));
 }
 fs::path scratch_base(const fs::path& root) { return root / "scratch"; }
 fs::path prepared_ops_path(const fs::path& root, std::string_view device) {
@@ -86,7 +86,7 @@ CacheDir::CacheDir(fs::path root, std::uint64_t max_bytes)
   fs::create_directories(root_, ec);
   if (!fs::is_directory(root_, ec) || access(root_.c_str(), W_OK | X_OK) != 0) {
     writable_ = false;
-    stream::warn_once("cache-dir:" + root_.string(),
+    core::warn_once("cache-dir:" + root_.string(),
                       "cache: directory '" + root_.string() +
                           "' cannot be created or written; plans and kernels are not persisted "
                           "(set STREAMFUSE_CACHE_DIR to a writable directory)");
@@ -176,7 +176,7 @@ void CacheDir::reject_payload(const fs::path& path, const std::string& why) {
 void CacheDir::ignore(const fs::path& path, const std::string& why, bool broken_file) {
   cache_log("rejected " + path.string() + ": " + why);
   const bool remove = broken_file && writable();
-  stream::warn_once("cache-reject:" + path.string(),
+  core::warn_once("cache-reject:" + path.string(),
                     "cache: ignored " + path.string() + ": " + why +
                         (remove ? "; removed, it is built again" : "; it is built again"));
   std::error_code ec;
@@ -221,7 +221,7 @@ void CacheDir::write_failed(const fs::path& path, const WriteError& e) {
                        access(path.parent_path().c_str(), W_OK) != 0;
   if (refused) {
     writable_ = false;
-    stream::warn_once("cache-dir:" + root_.string(),
+    core::warn_once("cache-dir:" + root_.string(),
                       "cache: directory '" + root_.string() +
                           "' cannot be written; plans and kernels are no longer persisted (" +
                           e.what() + ")");
@@ -230,7 +230,7 @@ void CacheDir::write_failed(const fs::path& path, const WriteError& e) {
   // A full disk (or a quota, or an I/O error) fails every write alike: said once for the
   // directory, and every write still tries, since space may be freed.
   cache_log(std::string("write failed: ") + e.what());
-  stream::warn_once("cache-write:" + root_.string() + ":" + std::to_string(err),
+  core::warn_once("cache-write:" + root_.string() + ":" + std::to_string(err),
                     "cache: cannot write in '" + root_.string() + "': " + std::strerror(err) +
                         "; what this process learns is not persisted while this lasts (first: " +
                         path.string() + ")");

@@ -29,7 +29,7 @@
 
 #include "cache/cache_file.h"
 #include "cache/scratch_area.h"
-#include "jit/hash_mix.h"
+#include "core/hash_mix.h"
 #include "streamfuse/config.h"
 
 namespace streamfuse::cache {
@@ -38,7 +38,7 @@ namespace streamfuse::cache {
 // ~/.cache/streamfuse, else a streamfuse folder in the system's temporary directory. Not created.
 std::filesystem::path cache_directory(const Config& config);
 
-using jit::hex16;  // 16 lowercase hex digits: the hashes in file names
+using core::hex16;  // 16 lowercase hex digits: the hashes in file names
 
 std::filesystem::path plan_path(const std::filesystem::path& root, std::string_view device,
                                 std::uint64_t first_op_hash, std::uint64_t plan_hash);

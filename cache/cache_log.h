@@ -3,13 +3,13 @@
 
 #include <string>
 
-#include "stream/log.h"
+#include "core/log.h"
 
 namespace streamfuse::cache {
 
-inline bool cache_logging() { return stream::log_enabled(stream::LogChannel::kCache); }
+inline bool cache_logging() { return core::log_enabled(core::LogChannel::kCache); }
 inline void cache_log(const std::string& line) {
-  if (cache_logging()) stream::log_line(stream::LogChannel::kCache, line);
+  if (cache_logging()) core::log_line(core::LogChannel::kCache, line);
 }
 
 }  // namespace streamfuse::cache

@@ -17,9 +17,9 @@ using fusion::TensorSource;
 void put_source(OutArchive& out, TensorSource s) { out(s.op, s.slot); }
 
 // The tensor a source names in the plan's ops (relative form); throws when it names none.
-const stream::TensorDesc& tensor_at(std::span<const stream::OpDesc> ops, TensorSource s) {
+const core::TensorDesc& tensor_at(std::span<const core::OpDesc> ops, TensorSource s) {
   if (s.op >= ops.size()) bad_payload("tensor source op " + std::to_string(s.op));
-  const stream::OpDesc& op = ops[s.op];
+  const core::OpDesc& op = ops[s.op];
   if (s.slot < 0) {
     if (s.slot != -1 || op.outputs.empty()) bad_payload("tensor source output");
     return op.outputs[0];
@@ -28,7 +28,7 @@ const stream::TensorDesc& tensor_at(std::span<const stream::OpDesc> ops, TensorS
   return op.inputs[static_cast<std::size_t>(s.slot)];
 }
 
-TensorSource get_source(InArchive& in, std::span<const stream::OpDesc> ops) {
+TensorSource get_source(InArchive& in, std::span<const core::OpDesc> ops) {
   TensorSource s;
   in(s.op, s.slot);
   tensor_at(ops, s);
@@ -79,21 +79,21 @@ void encode(OutArchive& out, const fusion::Optimization& optimization) {
 // Reads one kernel and checks it against the program and the plan's ops: every operand is a
 // tensor of the segment of the program's dtype, outputs have the iteration shape and inputs
 // broadcast to it, scalars exist. The launcher relies on all of it.
-ElementwiseKernel get_kernel(InArchive& in, std::span<const stream::OpDesc> ops,
+ElementwiseKernel get_kernel(InArchive& in, std::span<const core::OpDesc> ops,
                              const std::vector<ElementwiseOptimization::Tensor>& tensors) {
   ElementwiseKernel k;
   k.program = get_program(in);
   k.facts = jit::ProgramFacts::of(k.program);
   k.shape_source = get_source(in, ops);
   const Shape& shape = tensor_at(ops, k.shape_source).shape;
-  const auto tensor = [&](std::uint32_t t) -> const stream::TensorDesc& {
+  const auto tensor = [&](std::uint32_t t) -> const core::TensorDesc& {
     return tensor_at(ops, tensors[t].source);
   };
   const std::uint32_t num_inputs = get_size(in, kMaxItems, "kernel input");
   if (num_inputs != k.program.inputs.size()) bad_payload("kernel inputs");
   for (std::uint32_t i = 0; i < num_inputs; ++i) {
     k.inputs.push_back(get_index(in, tensors.size(), "kernel input"));
-    const stream::TensorDesc& t = tensor(k.inputs.back());
+    const core::TensorDesc& t = tensor(k.inputs.back());
     if (t.dtype != k.program.inputs[i] || !broadcasts_to(t.shape, shape))
       bad_payload("kernel input " + std::to_string(i) + " does not fit its program");
   }
@@ -101,7 +101,7 @@ ElementwiseKernel get_kernel(InArchive& in, std::span<const stream::OpDesc> ops,
   if (num_outputs != k.program.outputs.size()) bad_payload("kernel outputs");
   for (std::uint32_t o = 0; o < num_outputs; ++o) {
     k.outputs.push_back(get_index(in, tensors.size(), "kernel output"));
-    const stream::TensorDesc& t = tensor(k.outputs.back());
+    const core::TensorDesc& t = tensor(k.outputs.back());
     if (t.dtype != k.program.outputs[o].dtype || t.shape != shape)
       bad_payload("kernel output " + std::to_string(o) + " does not fit its program");
   }
@@ -132,28 +132,28 @@ struct TensorFacts {
   std::int32_t entry = -1;  // its index in the optimization's tensors
 };
 
-std::vector<TensorFacts> tensor_facts(std::span<const stream::OpDesc> ops) {
+std::vector<TensorFacts> tensor_facts(std::span<const core::OpDesc> ops) {
   std::size_t descs = 0;
-  for (const stream::OpDesc& op : ops) descs += op.inputs.size() + op.outputs.size();
+  for (const core::OpDesc& op : ops) descs += op.inputs.size() + op.outputs.size();
   std::vector<TensorFacts> facts;
-  const auto fact = [&](const stream::TensorDesc& t) -> TensorFacts& {
+  const auto fact = [&](const core::TensorDesc& t) -> TensorFacts& {
     // Dense ids (get_plan checked the relative form): fewer than the ops' tensors.
     if (t.id >= descs) bad_payload("tensor id " + std::to_string(t.id));
     if (t.id >= facts.size()) facts.resize(static_cast<std::size_t>(t.id) + 1);
     return facts[static_cast<std::size_t>(t.id)];
   };
-  for (const stream::OpDesc& op : ops) {
+  for (const core::OpDesc& op : ops) {
     // Only what ElementwiseBuilder takes: a plan that says other ops run as kernels would skip
     // them.
-    if (op.kind != stream::OpKind::kDrop && op.kind != stream::OpKind::kFull &&
-        !stream::is_elementwise(op.kind))
-      bad_payload("an elementwise optimization over " + std::string(stream::op_name(op.kind)));
-    for (const stream::TensorDesc& t : op.inputs)
-      if (op.kind == stream::OpKind::kDrop || t.status == stream::TensorStatus::kReadWrite)
+    if (op.kind != core::OpKind::kDrop && op.kind != core::OpKind::kFull &&
+        !core::is_elementwise(op.kind))
+      bad_payload("an elementwise optimization over " + std::string(core::op_name(op.kind)));
+    for (const core::TensorDesc& t : op.inputs)
+      if (op.kind == core::OpKind::kDrop || t.status == core::TensorStatus::kReadWrite)
         fact(t).dies = true;
       else
         fact(t);
-    for (const stream::TensorDesc& t : op.outputs) fact(t).made = true;
+    for (const core::TensorDesc& t : op.outputs) fact(t).made = true;
   }
   return facts;
 }
@@ -166,11 +166,11 @@ std::vector<TensorFacts> tensor_facts(std::span<const stream::OpDesc> ops) {
 // ones whose last use is here exactly those erased (else a value is lost, or a handle leaks);
 // an input lent to an output dies here, is read by no later kernel, is lent once, and has the
 // output's dtype and shape (else a kernel writes past its buffer, or over a live tensor).
-void check_dataflow(std::span<const stream::OpDesc> ops,
+void check_dataflow(std::span<const core::OpDesc> ops,
                     const std::vector<ElementwiseOptimization::Tensor>& tensors,
                     const std::vector<ElementwiseKernel>& kernels) {
   std::vector<TensorFacts> facts = tensor_facts(ops);
-  const auto desc = [&](std::uint32_t t) -> const stream::TensorDesc& {
+  const auto desc = [&](std::uint32_t t) -> const core::TensorDesc& {
     return tensor_at(ops, tensors[t].source);
   };
   for (std::uint32_t t = 0; t < tensors.size(); ++t) {
@@ -207,8 +207,8 @@ void check_dataflow(std::span<const stream::OpDesc> ops,
       if (kernel.lend[o] < 0) continue;
       const std::uint32_t from = kernel.inputs[static_cast<std::size_t>(kernel.lend[o])];
       const TensorFacts& f = facts[static_cast<std::size_t>(desc(from).id)];
-      const stream::TensorDesc& in = desc(from);
-      const stream::TensorDesc& out = desc(kernel.outputs[o]);
+      const core::TensorDesc& in = desc(from);
+      const core::TensorDesc& out = desc(kernel.outputs[o]);
       if (lent[from]++ || f.made || !f.dies || last_reader[from] != static_cast<std::int32_t>(k) ||
           in.dtype != out.dtype || in.shape != out.shape)
         bad_payload("kernel " + std::to_string(k) + " lends an input it may not");
@@ -216,7 +216,7 @@ void check_dataflow(std::span<const stream::OpDesc> ops,
   }
 }
 
-std::shared_ptr<fusion::Optimization> decode(InArchive& in, std::span<const stream::OpDesc> ops) {
+std::shared_ptr<fusion::Optimization> decode(InArchive& in, std::span<const core::OpDesc> ops) {
   std::uint64_t len = 0;
   in(len);
   if (len != ops.size())

@@ -1,13 +1,13 @@
 #include "cache/kernel_codec.h"
 
 #include "cache/serialize.h"
-#include "jit/hash_mix.h"
+#include "core/hash_mix.h"
 #include "jit/program_check.h"
 
 namespace streamfuse::cache {
 std::uint64_t kernel_hash(std::uint64_t program_hash, const jit::SpecializationKey& key,
                           std::string_view fingerprint) {
-  return jit::hash_mix(jit::hash_mix(program_hash, key.hash()), jit::fnv1a(fingerprint));
+  return core::hash_mix(core::hash_mix(program_hash, key.hash()), core::fnv1a(fingerprint));
 }
 
 bool valid_library_name(std::string_view name) {

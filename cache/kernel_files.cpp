@@ -8,7 +8,7 @@
 #include "cache/cache_log.h"
 #include "cache/kernel_codec.h"
 #include "cache/prune.h"
-#include "stream/log.h"
+#include "core/log.h"
 
 namespace streamfuse::cache {
 namespace {
@@ -66,7 +66,7 @@ std::optional<jit::KernelRecord> KernelFiles::read_record(const std::filesystem:
   // collides, or a file put in the wrong place.
   if (entry.program_hash != program_hash || entry.program != program ||
       (key && entry.key != *key) ||
-      name != hex16(kernel_hash(program_hash, entry.key, fingerprint_))) {
+      name != core::hex16(kernel_hash(program_hash, entry.key, fingerprint_))) {
     if (cache_logging())
       cache_log("miss: kernel " + name + " holds another kernel (hash collision)");
     return std::nullopt;
@@ -168,11 +168,11 @@ void KernelFiles::hand_on(std::span<const jit::KernelRequest> requests) {
   requests = requests.first(std::min(requests.size(), kMaxHandedOn));
   // A name of this process's own: processes exiting together each leave a file.
   static std::atomic<std::uint64_t> counter{0};
-  const std::uint64_t name = jit::hash_mix(
-      jit::hash_mix(static_cast<std::uint64_t>(getpid()), counter.fetch_add(1)),
+  const std::uint64_t name = core::hash_mix(
+      core::hash_mix(static_cast<std::uint64_t>(getpid()), counter.fetch_add(1)),
       static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
   const std::filesystem::path path =
-      handed_on_folder(dir_->root(), fingerprint_) / (hex16(name) + ".pending");
+      handed_on_folder(dir_->root(), fingerprint_) / (core::hex16(name) + ".pending");
   if (dir_->write(path, FileKind::kHandedOn, fingerprint_, encode_kernel_requests(requests)))
     cache_log("handed on " + std::to_string(requests.size()) +
               " kernels to compile: " + path.string());

@@ -4,8 +4,8 @@
 
 #include "cache/elementwise_codec.h"
 #include "cache/serialize.h"
-#include "jit/hash_mix.h"
-#include "stream/relative.h"
+#include "core/hash_mix.h"
+#include "core/relative.h"
 
 namespace streamfuse::cache {
 namespace {
@@ -19,14 +19,14 @@ const OptimizationCodec* codec_named(std::string_view name) {
   return nullptr;
 }
 
-void put_ops(OutArchive& out, std::span<const stream::OpDesc> ops) {
+void put_ops(OutArchive& out, std::span<const core::OpDesc> ops) {
   out(static_cast<std::uint32_t>(ops.size()));
-  for (const stream::OpDesc& op : ops) put_op(out, op);
+  for (const core::OpDesc& op : ops) put_op(out, op);
 }
-std::vector<stream::OpDesc> get_ops(InArchive& in, std::uint32_t min) {
+std::vector<core::OpDesc> get_ops(InArchive& in, std::uint32_t min) {
   const std::uint32_t n = get_size(in, kMaxOps, "op");
   if (n < min) bad_payload("an empty op list where ops are due");
-  std::vector<stream::OpDesc> ops;  // not reserved: a count that lies must not allocate
+  std::vector<core::OpDesc> ops;  // not reserved: a count that lies must not allocate
   for (std::uint32_t i = 0; i < n; ++i) ops.push_back(get_op(in));
   return ops;
 }
@@ -47,7 +47,7 @@ void put_plan(OutArchive& out, const fusion::ExecutionPlan& plan) {
     put_ops(out, t.ops);
   }
   out(static_cast<std::uint32_t>(plan.successors.size()));
-  for (const stream::OpDesc& op : plan.successors) put_op(out, op);
+  for (const core::OpDesc& op : plan.successors) put_op(out, op);
   const OptimizationCodec* codec = nullptr;
   if (plan.optimization) {
     codec = codec_named(plan.optimization->codec());
@@ -64,8 +64,8 @@ fusion::PlanDraft get_plan(InArchive& in) {
   plan.ops = get_ops(in, 1);
   // Ops a stream could record, in the relative form its queue gives them (a plan of other ops
   // would never match, and what runs a plan relies on its ops being real).
-  stream::RelativeFormCheck form;
-  for (const stream::OpDesc& op : plan.ops)
+  core::RelativeFormCheck form;
+  for (const core::OpDesc& op : plan.ops)
     if (!form.accept(op)) bad_payload("plan ops are not a segment's relative form");
   // A trigger waits for the ops that followed the plan when it was explored (OnOperations), or
   // for nothing (OnSync, Always): one that names no ops, or ops it does not wait for, is not one
@@ -97,11 +97,11 @@ fusion::PlanDraft decode_plan(std::string_view bytes) {
   return decode_with(bytes, [](InArchive& in) { return get_plan(in); });
 }
 
-std::uint64_t first_op_hash(const stream::OpDesc& first) { return stream::hash_op(first); }
+std::uint64_t first_op_hash(const core::OpDesc& first) { return core::hash_op(first); }
 
-std::uint64_t plan_hash(std::span<const stream::OpDesc> ops) {
+std::uint64_t plan_hash(std::span<const core::OpDesc> ops) {
   std::uint64_t h = ops.size();
-  for (const stream::OpDesc& op : ops) h = jit::hash_mix(h, stream::hash_op(op));
+  for (const core::OpDesc& op : ops) h = core::hash_mix(h, core::hash_op(op));
   return h;
 }
 

@@ -19,7 +19,7 @@ struct OptimizationCodec {
   std::string_view name;
   void (*encode)(OutArchive& out, const fusion::Optimization& optimization);
   std::shared_ptr<fusion::Optimization> (*decode)(InArchive& in,
-                                                  std::span<const stream::OpDesc> ops);
+                                                  std::span<const core::OpDesc> ops);
 };
 
 // The fingerprint of plan files and bundles: plans are portable between machines, so only the
@@ -39,7 +39,7 @@ fusion::PlanDraft get_plan(InArchive& in);
 
 // A stable name for plans: of the first op (files of plans that start alike share a folder) and
 // of all ops (one file per plan).
-std::uint64_t first_op_hash(const stream::OpDesc& first);
-std::uint64_t plan_hash(std::span<const stream::OpDesc> ops);
+std::uint64_t first_op_hash(const core::OpDesc& first);
+std::uint64_t plan_hash(std::span<const core::OpDesc> ops);
 
 }  // namespace streamfuse::cache

@@ -4,7 +4,7 @@
 
 #include "cache/cache_log.h"
 #include "cache/plan_codec.h"
-#include "stream/log.h"
+#include "core/log.h"
 
 namespace streamfuse::cache {
 namespace fs = std::filesystem;
@@ -12,14 +12,14 @@ namespace fs = std::filesystem;
 PlanFiles::PlanFiles(std::shared_ptr<CacheDir> dir, std::string device)
     : dir_(std::move(dir)), device_(std::move(device)) {}
 
-std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
+std::vector<fusion::PlanDraft> PlanFiles::load(const core::OpDesc& first) {
   std::vector<fusion::PlanDraft> plans;
   const fs::path folder = plan_folder(dir_->root(), device_, first_op_hash(first));
   std::error_code ec;
   fs::directory_iterator it(folder, ec);
   if (ec) {
     if (cache_logging())
-      cache_log("miss: no plans start with " + stream::to_string(first, stream::OpForm::kRelative));
+      cache_log("miss: no plans start with " + core::to_string(first, core::OpForm::kRelative));
     return plans;
   }
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -38,7 +38,7 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const stream::OpDesc& first) {
   if (cache_logging())
     cache_log((plans.empty() ? "miss: no plans start with "
                              : "hit: " + std::to_string(plans.size()) + " plan(s) start with ") +
-              stream::to_string(first, stream::OpForm::kRelative));
+              core::to_string(first, core::OpForm::kRelative));
   return plans;
 }
 
@@ -76,7 +76,7 @@ void PlanFiles::write(const fusion::ExecutionPlan& plan) {
     dir_->write(path, FileKind::kPlan, plan_fingerprint(),
                 encode_plan(*fusion::make_plan(std::move(*merged))));
   } catch (const FormatError& e) {
-    stream::warn_once("cache-encode", std::string("cache: a plan was not persisted: ") + e.what());
+    core::warn_once("cache-encode", std::string("cache: a plan was not persisted: ") + e.what());
   }
 }
 

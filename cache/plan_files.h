@@ -30,7 +30,7 @@ class PlanFiles final : public fusion::PlanPersistence {
   PlanFiles(const PlanFiles&) = delete;
   PlanFiles& operator=(const PlanFiles&) = delete;
 
-  std::vector<fusion::PlanDraft> load(const stream::OpDesc& first) override;
+  std::vector<fusion::PlanDraft> load(const core::OpDesc& first) override;
   void save(std::shared_ptr<const fusion::ExecutionPlan> plan) override;
   // Returns when every plan saved so far is written (or could not be).
   void flush() { writer_.flush(); }

@@ -22,14 +22,14 @@ namespace {
 // (oneDNN primitives), so a product the API could not have recorded is rejected here, with the
 // backend's own rule.
 void check_matmul(const backends::PreparedOp& p) {
-  const stream::OpDesc& op = p.op;
+  const core::OpDesc& op = p.op;
   if (op.attrs.dtype == kBool || !op.scalars.empty() || op.inputs[0].dtype != op.attrs.dtype ||
       op.inputs[1].dtype != op.attrs.dtype || op.outputs[0].dtype != op.attrs.dtype)
     bad_payload("prepared matmul of mixed dtypes");
   const backends::MatmulOperand a{nullptr, op.inputs[0].shape, p.input_strides[0]};
   const backends::MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
   if (std::string why = backends::matmul_operands_problem(a, b, op.outputs[0].shape); !why.empty())
-    bad_payload("prepared " + stream::to_string(op) + ": " + why);
+    bad_payload("prepared " + core::to_string(op) + ": " + why);
 }
 
 }  // namespace
@@ -40,8 +40,8 @@ std::vector<backends::PreparedOp> get_prepared_ops(InArchive& in) {
   for (std::uint32_t n = get_size(in, kMaxItems, "prepared op"); n > 0; --n) {
     backends::PreparedOp& p = ops.emplace_back();
     p.op = get_op(in);
-    if (p.op.kind != stream::OpKind::kMatmul || p.op.inputs.size() != 2 || p.op.outputs.size() != 1)
-      bad_payload("prepared op " + std::string(stream::op_name(p.op.kind)));
+    if (p.op.kind != core::OpKind::kMatmul || p.op.inputs.size() != 2 || p.op.outputs.size() != 1)
+      bad_payload("prepared op " + std::string(core::op_name(p.op.kind)));
     p.input_strides.resize(get_size(in, 2, "prepared op operand"));
     if (p.input_strides.size() != p.op.inputs.size()) bad_payload("prepared op strides");
     for (auto& strides : p.input_strides)

@@ -5,7 +5,7 @@
 #include "cache/cache_log.h"
 #include "cache/plan_codec.h"
 #include "cache/prepared_op_codec.h"
-#include "stream/log.h"
+#include "core/log.h"
 
 namespace streamfuse::cache {
 
@@ -79,7 +79,7 @@ void PreparedOpFiles::write() {
         if (!contains(known_, op)) known_.push_back(op);
     }
   } catch (const FormatError& e) {
-    stream::warn_once("cache-encode",
+    core::warn_once("cache-encode",
                       std::string("cache: prepared ops not persisted: ") + e.what());
   }
 }

@@ -39,18 +39,18 @@ Shape get_shape(In& in) {
   return s;
 }
 
-void put_tensor(Out& out, const stream::TensorDesc& t) {
+void put_tensor(Out& out, const core::TensorDesc& t) {
   out(t.id);
   put_shape(out, t.shape);
   put_enum(out, t.dtype);
   put_enum(out, t.status);
 }
-stream::TensorDesc get_tensor(In& in) {
-  stream::TensorDesc t;
+core::TensorDesc get_tensor(In& in) {
+  core::TensorDesc t;
   in(t.id);
   t.shape = get_shape(in);
   t.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
-  t.status = get_enum<stream::TensorStatus>(in, 3, "tensor status");
+  t.status = get_enum<core::TensorStatus>(in, 3, "tensor status");
   return t;
 }
 
@@ -58,22 +58,22 @@ stream::TensorDesc get_tensor(In& in) {
 // none), the kind's number of tensor inputs, one of them a scalar (scalars[0]) where a binary or
 // compare op has a scalar side. Code that takes ops apart (builders, the eager path, printing)
 // indexes operands by kind.
-bool operands_fit_kind(const stream::OpDesc& op) {
-  const stream::OpCategory category = stream::op_category(op.kind);
-  const bool scalar_operand = op.attrs.scalar_side != stream::ScalarSide::kNone;
+bool operands_fit_kind(const core::OpDesc& op) {
+  const core::OpCategory category = core::op_category(op.kind);
+  const bool scalar_operand = op.attrs.scalar_side != core::ScalarSide::kNone;
   if (scalar_operand &&
-      ((category != stream::OpCategory::kBinary && category != stream::OpCategory::kCompare) ||
+      ((category != core::OpCategory::kBinary && category != core::OpCategory::kCompare) ||
        op.scalars.empty()))
     return false;
-  if (op.outputs.size() != (op.kind == stream::OpKind::kDrop ? 0u : 1u)) return false;
-  const int arity = stream::op_info(op.kind).arity;
+  if (op.outputs.size() != (op.kind == core::OpKind::kDrop ? 0u : 1u)) return false;
+  const int arity = core::op_info(op.kind).arity;
   if (arity < 0) return !op.inputs.empty();
   return op.inputs.size() == static_cast<std::size_t>(arity - (scalar_operand ? 1 : 0));
 }
 
 }  // namespace
 
-void put_op(Out& out, const stream::OpDesc& op) {
+void put_op(Out& out, const core::OpDesc& op) {
   put_enum(out, op.kind);
   out(static_cast<std::uint32_t>(op.inputs.size()));
   for (const auto& t : op.inputs) put_tensor(out, t);
@@ -89,9 +89,9 @@ void put_op(Out& out, const stream::OpDesc& op) {
   out(op.attrs.axis, op.attrs.keepdim);
   for (std::int8_t p : op.attrs.perm) out(p);
 }
-stream::OpDesc get_op(In& in) {
-  stream::OpDesc op;
-  op.kind = get_enum<stream::OpKind>(in, kNumOpKinds, "op kind");
+core::OpDesc get_op(In& in) {
+  core::OpDesc op;
+  op.kind = get_enum<core::OpKind>(in, kNumOpKinds, "op kind");
   for (std::uint32_t n = get_size(in, kMaxItems, "input"); n > 0; --n)
     op.inputs.push_back(get_tensor(in));
   for (std::uint32_t n = get_size(in, kMaxItems, "output"); n > 0; --n)
@@ -103,11 +103,11 @@ stream::OpDesc get_op(In& in) {
     op.scalars.push_back(Scalar::from_bits(kind, bits));
   }
   op.attrs.dtype = get_enum<DType>(in, kNumDTypes, "dtype");
-  op.attrs.scalar_side = get_enum<stream::ScalarSide>(in, 3, "scalar side");
+  op.attrs.scalar_side = get_enum<core::ScalarSide>(in, 3, "scalar side");
   in(op.attrs.axis);
   op.attrs.keepdim = get_bool(in, "keepdim");
   for (std::int8_t& p : op.attrs.perm) in(p);
-  if (!operands_fit_kind(op)) bad(std::string(stream::op_name(op.kind)) + " with other operands");
+  if (!operands_fit_kind(op)) bad(std::string(core::op_name(op.kind)) + " with other operands");
   return op;
 }
 
@@ -150,11 +150,11 @@ jit::FusedProgram get_program(In& in) {
   for (std::uint32_t n = get_size(in, jit::kMaxInstructions, "instruction"); n > 0; --n) {
     jit::Instruction i;
     i.kind = get_enum<jit::InstrKind>(in, 5, "instruction kind");
-    i.op = get_enum<stream::OpKind>(in, kNumOpKinds, "op kind");
+    i.op = get_enum<core::OpKind>(in, kNumOpKinds, "op kind");
     i.type = get_enum<jit::ValueType>(in, 4, "value type");
     i.round = get_enum<DType>(in, kNumDTypes, "dtype");
     in(i.out, i.index, i.args[0], i.args[1], i.args[2]);
-    if (i.kind == jit::InstrKind::kOp && !stream::is_elementwise(i.op)) bad("non-element-wise op");
+    if (i.kind == jit::InstrKind::kOp && !core::is_elementwise(i.op)) bad("non-element-wise op");
     p.body.push_back(i);
   }
   for (std::uint32_t n = get_size(in, kMaxOperands, "program output"); n > 0; --n) {
@@ -210,16 +210,16 @@ jit::SpecializationKey get_key(In& in) {
   return k;
 }
 
-std::string encode_ops(std::span<const stream::OpDesc> ops) {
+std::string encode_ops(std::span<const core::OpDesc> ops) {
   return encode_with([&](Out& out) {
     out(static_cast<std::uint32_t>(ops.size()));
-    for (const stream::OpDesc& op : ops) put_op(out, op);
+    for (const core::OpDesc& op : ops) put_op(out, op);
   });
 }
 
-std::vector<stream::OpDesc> decode_ops(std::string_view bytes) {
+std::vector<core::OpDesc> decode_ops(std::string_view bytes) {
   return decode_with(bytes, [](In& in) {
-    std::vector<stream::OpDesc> ops;
+    std::vector<core::OpDesc> ops;
     for (std::uint32_t n = get_size(in, kMaxOps, "op"); n > 0; --n) ops.push_back(get_op(in));
     return ops;
   });

@@ -12,13 +12,13 @@
 #include "cache/archive.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::cache {
 
 // Parts of larger payloads (plans, kernels, bundles). get_* throw FormatError.
-void put_op(OutArchive& out, const stream::OpDesc& op);
-stream::OpDesc get_op(InArchive& in);
+void put_op(OutArchive& out, const core::OpDesc& op);
+core::OpDesc get_op(InArchive& in);
 void put_program(OutArchive& out, const jit::FusedProgram& program);
 jit::FusedProgram get_program(InArchive& in);  // checked: well formed
 void put_key(OutArchive& out, const jit::SpecializationKey& key);
@@ -26,8 +26,8 @@ jit::SpecializationKey get_key(InArchive& in);
 
 // Whole payloads.
 
-std::string encode_ops(std::span<const stream::OpDesc> ops);
-std::vector<stream::OpDesc> decode_ops(std::string_view bytes);
+std::string encode_ops(std::span<const core::OpDesc> ops);
+std::vector<core::OpDesc> decode_ops(std::string_view bytes);
 
 std::string encode_program(const jit::FusedProgram& program);
 jit::FusedProgram decode_program(std::string_view bytes);

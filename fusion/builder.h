@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "fusion/optimization.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::fusion {
 
@@ -18,7 +18,7 @@ class OptimizationBuilder {
   virtual ~OptimizationBuilder() = default;
   // Offers the segment's next op (relative form, and the global form for sizes). The builder
   // accepts it, or closes and ignores it and every later op.
-  virtual void register_op(const stream::OpDesc& relative, const stream::OpDesc& global) = 0;
+  virtual void register_op(const core::OpDesc& relative, const core::OpDesc& global) = 0;
   virtual BuilderStatus status() const = 0;
   // Ops accepted: the optimization covers the segment's first len() ops.
   virtual std::size_t len() const = 0;

@@ -18,8 +18,8 @@ bool Explorer::any_open() const {
 
 std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionMode mode) {
   while (explored_ < queue.size() && explored_ < max_ops_ && any_open()) {
-    const stream::OpDesc& rel = queue.relative(explored_);
-    const stream::OpDesc& real = queue.global(explored_);
+    const core::OpDesc& rel = queue.relative(explored_);
+    const core::OpDesc& real = queue.global(explored_);
     for (auto& b : builders_)
       if (b->status() == BuilderStatus::kOpen) b->register_op(rel, real);
     ++explored_;

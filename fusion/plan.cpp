@@ -8,8 +8,8 @@ namespace streamfuse::fusion {
 namespace {
 
 // Records size id -> real size; false on a contradiction.
-bool bind(boost::container::small_vector<std::int64_t, 32>& sizes, const stream::TensorDesc& rel,
-          const stream::TensorDesc& real) {
+bool bind(boost::container::small_vector<std::int64_t, 32>& sizes, const core::TensorDesc& rel,
+          const core::TensorDesc& real) {
   if (rel.shape.rank() != real.shape.rank()) return false;
   for (int d = 0; d < rel.shape.rank(); ++d) {
     const auto id = static_cast<std::size_t>(rel.shape[d]);
@@ -36,10 +36,10 @@ std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more
   return added;
 }
 
-std::size_t merge_successors(std::vector<stream::OpDesc>& into,
-                             const std::vector<stream::OpDesc>& more) {
+std::size_t merge_successors(std::vector<core::OpDesc>& into,
+                             const std::vector<core::OpDesc>& more) {
   std::size_t added = 0;
-  for (const stream::OpDesc& op : more) {
+  for (const core::OpDesc& op : more) {
     if (std::find(into.begin(), into.end(), op) != into.end()) continue;
     into.push_back(op);
     ++added;
@@ -62,8 +62,8 @@ bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue) {
   if (queue.size() < plan.len()) return false;
   boost::container::small_vector<std::int64_t, 32> sizes;  // by size id
   for (std::size_t i = 0; i < plan.len(); ++i) {
-    const stream::OpDesc& rel = plan.ops[i];
-    const stream::OpDesc& real = queue.global(i);
+    const core::OpDesc& rel = plan.ops[i];
+    const core::OpDesc& real = queue.global(i);
     if (rel.inputs.size() != real.inputs.size() || rel.outputs.size() != real.outputs.size())
       return false;
     for (std::size_t k = 0; k < rel.inputs.size(); ++k)

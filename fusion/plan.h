@@ -10,7 +10,7 @@
 
 #include "fusion/optimization.h"
 #include "fusion/segment.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::fusion {
 
@@ -22,7 +22,7 @@ struct Trigger {
     kAlways,        // at once
   };
   Kind kind = Kind::kAlways;
-  std::vector<stream::OpDesc> ops;  // relative form, numbered on from the plan's ops
+  std::vector<core::OpDesc> ops;  // relative form, numbered on from the plan's ops
 
   friend bool operator==(const Trigger&, const Trigger&) = default;
 };
@@ -36,20 +36,20 @@ inline constexpr std::size_t kMaxSuccessors = 4;
 
 // A plan as exploration makes it, before the store shares it.
 struct PlanDraft {
-  std::vector<stream::OpDesc> ops;
+  std::vector<core::OpDesc> ops;
   std::shared_ptr<Optimization> optimization;
   std::vector<Trigger> triggers;
-  std::vector<stream::OpDesc> successors;
+  std::vector<core::OpDesc> successors;
 };
 
 struct ExecutionPlan {
-  std::vector<stream::OpDesc> ops;  // relative form of the segment's first ops
+  std::vector<core::OpDesc> ops;  // relative form of the segment's first ops
   // Null: the Operations strategy (run the ops one by one). Else it covers all of `ops`.
   std::shared_ptr<Optimization> optimization;
   std::vector<Trigger> triggers;
   // The first ops (relative form) of the segments that ran after this one: when the store reads
   // this plan from disk, it reads theirs ahead, off the calling thread.
-  std::vector<stream::OpDesc> successors;
+  std::vector<core::OpDesc> successors;
   // Use statistics for eviction (updated from any stream).
   mutable std::atomic<std::uint64_t> uses{0};
   mutable std::atomic<std::uint64_t> last_use{0};
@@ -63,8 +63,8 @@ std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more
 
 // Adds to `into` the successors of `more` it lacks; past kMaxSuccessors the oldest go. Returns
 // how many were added.
-std::size_t merge_successors(std::vector<stream::OpDesc>& into,
-                             const std::vector<stream::OpDesc>& more);
+std::size_t merge_successors(std::vector<core::OpDesc>& into,
+                             const std::vector<core::OpDesc>& more);
 
 // The plan a draft describes (its triggers and successors deduplicated and capped).
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft);

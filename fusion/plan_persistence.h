@@ -14,7 +14,7 @@ class PlanPersistence {
   // The persisted plans whose first op is `first` (relative form). The store asks once per
   // distinct first op, when a segment first starts with it. Bad files are skipped (one warning
   // each). Thread-safe; reads files.
-  virtual std::vector<PlanDraft> load(const stream::OpDesc& first) = 0;
+  virtual std::vector<PlanDraft> load(const core::OpDesc& first) = 0;
   // A plan the store added, or to which it added a trigger. Returns at once: the plan is written
   // off the calling thread (plans are immutable once shared).
   virtual void save(std::shared_ptr<const ExecutionPlan> plan) = 0;

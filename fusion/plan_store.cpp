@@ -24,7 +24,7 @@ void PlanStore::set_background(std::function<void(std::function<void()>)> run,
   read_ahead_ = std::move(read_ahead);
 }
 
-void PlanStore::consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead) const {
+void PlanStore::consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) const {
   {
     std::unique_lock lock(mutex_);
     consulted_cv_.wait(lock, [&] { return !consulting_.contains(hash); });
@@ -40,7 +40,7 @@ void PlanStore::consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead
     consulted_cv_.notify_all();
     throw;
   }
-  std::vector<stream::OpDesc> next_ops;
+  std::vector<core::OpDesc> next_ops;
   std::vector<PlanRef> added;
   {
     std::unique_lock lock(mutex_);
@@ -48,8 +48,8 @@ void PlanStore::consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead
     if (consulted_.size() >= kMaxConsulted) consulted_.clear();
     consulted_.insert(hash);
     for (PlanDraft& plan : persisted) {
-      for (const stream::OpDesc& next : plan.successors)
-        if (!consulted_.contains(stream::hash_op(next))) next_ops.push_back(next);
+      for (const core::OpDesc& next : plan.successors)
+        if (!consulted_.contains(core::hash_op(next))) next_ops.push_back(next);
       bool changed = false;
       PlanRef stored = add_locked(std::move(plan), changed);
       loaded_ += changed;
@@ -59,12 +59,12 @@ void PlanStore::consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead
   }
   for (const PlanRef& plan : added) read_ahead_(*plan);
   if (!background_) return;
-  for (stream::OpDesc& next : next_ops)
-    background_([this, next = std::move(next)] { consult(next, stream::hash_op(next), true); });
+  for (core::OpDesc& next : next_ops)
+    background_([this, next = std::move(next)] { consult(next, core::hash_op(next), true); });
 }
 
-void PlanStore::starting_with(const stream::OpDesc& op, PlanRefs& out) const {
-  const std::uint64_t hash = stream::hash_op(op);
+void PlanStore::starting_with(const core::OpDesc& op, PlanRefs& out) const {
+  const std::uint64_t hash = core::hash_op(op);
   std::shared_lock lock(mutex_);
   if (persistence_ && !consulted_.contains(hash)) {
     lock.unlock();
@@ -117,11 +117,11 @@ std::vector<PlanRef> PlanStore::plans() const {
 
 PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
   changed = false;
-  PlanRefs& bucket = index_[stream::hash_op(plan.ops.front())];
+  PlanRefs& bucket = index_[core::hash_op(plan.ops.front())];
   for (PlanRef& existing : bucket) {
     if (existing->ops != plan.ops) continue;
     std::vector<Trigger> triggers = existing->triggers;
-    std::vector<stream::OpDesc> successors = existing->successors;
+    std::vector<core::OpDesc> successors = existing->successors;
     if (merge_triggers(triggers, std::move(plan.triggers)) +
             merge_successors(successors, plan.successors) ==
         0)
@@ -139,7 +139,7 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
   }
   std::shared_ptr<ExecutionPlan> stored = make_plan(std::move(plan));
   stored->last_use = clock_.fetch_add(1);
-  index_[stream::hash_op(stored->ops.front())].push_back(stored);  // bucket may have moved
+  index_[core::hash_op(stored->ops.front())].push_back(stored);  // bucket may have moved
   ++count_;
   changed = true;
   return stored;
@@ -173,7 +173,7 @@ void PlanStore::touch(const ExecutionPlan& plan) {
   plan.last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-void PlanStore::note_successor(const PlanRef& plan, const stream::OpDesc& next) {
+void PlanStore::note_successor(const PlanRef& plan, const core::OpDesc& next) {
   // Plans are immutable once shared: reading this one's successors needs no lock. A plan that
   // has all it keeps learns no more (a segment followed by ever other ones would otherwise be
   // copied and saved again and again).
@@ -184,13 +184,13 @@ void PlanStore::note_successor(const PlanRef& plan, const stream::OpDesc& next) 
   std::shared_ptr<PlanPersistence> persistence;
   {
     std::unique_lock lock(mutex_);
-    auto bucket = index_.find(stream::hash_op(plan->ops.front()));
+    auto bucket = index_.find(core::hash_op(plan->ops.front()));
     if (bucket == index_.end()) return;  // evicted meanwhile
     for (PlanRef& stored : bucket->second) {
       if (stored->ops != plan->ops) continue;
       // The caller's copy may be older than the stored plan: the cap holds for the stored one.
       if (stored->successors.size() >= kMaxSuccessors) return;
-      std::vector<stream::OpDesc> successors = stored->successors;
+      std::vector<core::OpDesc> successors = stored->successors;
       if (merge_successors(successors, {next}) == 0) return;  // another stream added it
       auto copy =
           make_plan({stored->ops, stored->optimization, stored->triggers, std::move(successors)});

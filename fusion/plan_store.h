@@ -40,7 +40,7 @@ class PlanStore {
 
   // Appends to `out` every plan whose first op equals `op` (relative form). The first time for
   // an op, reads the persisted plans that start with it.
-  void starting_with(const stream::OpDesc& op, PlanRefs& out) const;
+  void starting_with(const core::OpDesc& op, PlanRefs& out) const;
   // Stores a plan explored by a stream, or, when a plan with the same ops exists, adds the new
   // plan's triggers to it (plans are immutable once shared: the stored plan is replaced by a
   // copy with the trigger added), and has the persistence save it when it changed. Returns the
@@ -54,7 +54,7 @@ class PlanStore {
   void touch(const ExecutionPlan& plan);
   // Records that a segment starting with `next` (relative form) ran after `plan`; a new
   // successor replaces the stored plan with a copy that has it, and is saved. Cheap when known.
-  void note_successor(const PlanRef& plan, const stream::OpDesc& next);
+  void note_successor(const PlanRef& plan, const core::OpDesc& next);
 
   // Whether another exploration is allowed, counting it if so. Past the cap, streams run
   // unknown segments op by op instead of exploring them.
@@ -70,7 +70,7 @@ class PlanStore {
   // Reads the persisted plans that start with `op` (hash `hash`) unless that was done, or waits
   // while another thread does it; then reads ahead their successors' plans in the background.
   // `ahead`: this is that background work (the plans' kernels are read ahead too).
-  void consult(const stream::OpDesc& op, std::uint64_t hash, bool ahead) const;
+  void consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) const;
   void evict_one() const;  // requires mutex_ (exclusive)
 
   mutable std::shared_mutex mutex_;

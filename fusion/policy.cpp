@@ -11,7 +11,7 @@ void Policy::reset() {
   num_ops_ = 0;
 }
 
-void Policy::update(const PlanStore& store, const stream::OpDesc& op) {
+void Policy::update(const PlanStore& store, const core::OpDesc& op) {
   const std::size_t i = num_ops_;
   check_triggers(op);
   if (i == 0) {
@@ -26,7 +26,7 @@ void Policy::update(const PlanStore& store, const stream::OpDesc& op) {
 }
 
 // An available plan of length L waits on ops[L..): op i is the (i - L)-th op after the plan.
-void Policy::check_triggers(const stream::OpDesc& op) {
+void Policy::check_triggers(const core::OpDesc& op) {
   for (Available& a : availables_) {
     const std::size_t after = num_ops_ - a.plan->len();
     for (std::size_t t = 0; t < a.plan->triggers.size(); ++t) {

@@ -35,7 +35,7 @@ struct Action {
 class Policy {
  public:
   // Takes the segment's next op (relative form).
-  void update(const PlanStore& store, const stream::OpDesc& op);
+  void update(const PlanStore& store, const core::OpDesc& op);
   // What to do now.
   Action action(ExecutionMode mode) const;
   // Starts a new segment.
@@ -49,7 +49,7 @@ class Policy {
     // its ops, kOnSync until an op follows the plan (lazy mode then waits for the sync).
     boost::container::small_vector<std::uint8_t, 4> alive;
   };
-  void check_triggers(const stream::OpDesc& op);
+  void check_triggers(const core::OpDesc& op);
   void promote_complete();
 
   PlanRefs candidates_;

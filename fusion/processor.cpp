@@ -4,16 +4,16 @@
 #include <string_view>
 #include <vector>
 
-#include "stream/log.h"
+#include "core/log.h"
 
 namespace streamfuse::fusion {
 namespace {
 
-using stream::LogChannel;
+using core::LogChannel;
 
-bool logging() { return stream::log_enabled(LogChannel::kFusion); }
+bool logging() { return core::log_enabled(core::LogChannel::kFusion); }
 
-void log(const std::string& line) { stream::log_line(LogChannel::kFusion, line); }
+void log(const std::string& line) { core::log_line(core::LogChannel::kFusion, line); }
 
 // Kinds a log line lists before it leaves out the middle of a long plan: the first
 // kListedHead and the last kListedTail.
@@ -22,14 +22,14 @@ constexpr std::size_t kListedTail = 3;
 
 // "mul, erf, add; 2 drops": the kinds of a plan's ops in order, its drops counted apart (they
 // free memory and compute nothing), the middle of a long plan left out ("..., 40 more, ...").
-std::string op_kinds(const std::vector<stream::OpDesc>& ops) {
+std::string op_kinds(const std::vector<core::OpDesc>& ops) {
   std::vector<std::string_view> kinds;
   std::size_t drops = 0;
-  for (const stream::OpDesc& op : ops) {
-    if (op.kind == stream::OpKind::kDrop)
+  for (const core::OpDesc& op : ops) {
+    if (op.kind == core::OpKind::kDrop)
       ++drops;
     else
-      kinds.push_back(stream::op_name(op.kind));
+      kinds.push_back(core::op_name(op.kind));
   }
   std::string s;
   const bool cut = kinds.size() > kListedHead + kListedTail + 1;
@@ -54,7 +54,7 @@ std::string describe(const ExecutionPlan& plan, const SegmentQueue& queue) {
   std::string s = std::to_string(plan.len()) + (plan.len() == 1 ? " op (" : " ops (");
   s += op_kinds(plan.ops) + ") -> ";
   s += plan.optimization ? plan.optimization->describe() : std::string("operations");
-  s += "; first " + stream::to_string(queue.global(0));
+  s += "; first " + core::to_string(queue.global(0));
   return s;
 }
 
@@ -97,12 +97,12 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
           log("rejected plan, size bindings changed: " + describe(*action.plan, queue));
       }
       if (!store_.try_explore()) {  // past the exploration cap: run the head op as it is
-        stream::warn_once("fusion-exploration-cap",
+        core::warn_once("fusion-exploration-cap",
                           "the plan store's exploration cap was reached; unknown segments now run "
                           "op by op");
         context.run_operation(0);
         if (logging())
-          log("executed past the exploration cap: " + stream::to_string(queue.global(0)));
+          log("executed past the exploration cap: " + core::to_string(queue.global(0)));
         queue.drain_front(1);
         start_segment();
         continue;
@@ -126,7 +126,7 @@ void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionC
       plan.optimization->execute(context);
     } catch (const std::exception& e) {
       // Nothing changed (optimizations are all or nothing): run the ops one by one instead.
-      stream::warn_once(std::string("fusion-fallback:") + e.what(),
+      core::warn_once(std::string("fusion-fallback:") + e.what(),
                         std::string("a fused segment failed and ran unfused instead: ") + e.what());
       fell_back = true;
       if (logging())

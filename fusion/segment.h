@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::fusion {
 
@@ -14,8 +14,8 @@ class SegmentQueue {
   virtual std::size_t size() const = 0;
   // The i-th op from the head: as recorded, and in the relative form of the segment that starts
   // at the head.
-  virtual const stream::OpDesc& global(std::size_t i) const = 0;
-  virtual const stream::OpDesc& relative(std::size_t i) const = 0;
+  virtual const core::OpDesc& global(std::size_t i) const = 0;
+  virtual const core::OpDesc& relative(std::size_t i) const = 0;
   // The first n ops ran: the next op starts a new segment.
   virtual void drain_front(std::size_t n) = 0;
 };

@@ -14,8 +14,8 @@
 #include "backends/cpu/isa.h"
 #include "cache/cache_file.h"
 #include "jit/cpp_codegen.h"
-#include "stream/environment.h"
-#include "stream/log.h"
+#include "core/environment.h"
+#include "core/log.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -54,7 +54,7 @@ std::string usable_directory(const std::string& directory) {
   fs::create_directories(directory, ec);
   if (fs::is_directory(directory, ec) && access(directory.c_str(), W_OK | X_OK) == 0)
     return directory;
-  stream::warn_once("jit-dir:" + directory,
+  core::warn_once("jit-dir:" + directory,
                     "jit: kernel directory '" + directory +
                         "' is not writable; kernels are built in a scratch folder of this process");
   return {};
@@ -88,7 +88,7 @@ bool CpuToolchain::prepare(std::string& why) {
   std::string what;
   if (!tried.front().variable.empty()) {
     what = tried.front().variable + "='" +
-           stream::env_text(tried.front().variable.c_str()).value_or("") +
+           core::env_text(tried.front().variable.c_str()).value_or("") +
            "' does not answer --version";
   } else {
     what = "tried c++, g++, clang++ on PATH; set STREAMFUSE_CXX or CXX to choose one";

@@ -9,7 +9,7 @@
 namespace streamfuse::jit {
 namespace {
 
-using stream::OpKind;
+using core::OpKind;
 
 // `text` with each "$KEY" of `subs` replaced (keys never prefix one another).
 std::string fill(std::string text,
@@ -139,19 +139,19 @@ std::string limits_high(DType d) {
 
 }  // namespace
 
-std::size_t cuda_reduce_accumulator_bytes(OpKind kind, DType in) {
+std::size_t cuda_reduce_accumulator_bytes(core::OpKind kind, DType in) {
   switch (kind) {
-    case OpKind::kSum:
-    case OpKind::kMean:
+    case core::OpKind::kSum:
+    case core::OpKind::kMean:
       return 8;  // double or long long
-    case OpKind::kArgmax:
+    case core::OpKind::kArgmax:
       return 16;  // value, then index (padded)
     default:
       return element_size(float_storage(in) ? kF32 : in);
   }
 }
 
-std::string cuda_reduce_source(OpKind kind, DType in, DType out, const std::string& name) {
+std::string cuda_reduce_source(core::OpKind kind, DType in, DType out, const std::string& name) {
   const bool fl = float_storage(in);
   const ValueType vt = fl ? ValueType::kFloat : value_type_of(in);
   const std::string v = c_type(vt);  // the type max/min/argmax compare in
@@ -159,8 +159,8 @@ std::string cuda_reduce_source(OpKind kind, DType in, DType out, const std::stri
   auto load = [&](ValueType as) { return load_value("$$X", in, as); };
   std::string load_expr;
   switch (kind) {
-    case OpKind::kSum:
-    case OpKind::kMean: {
+    case core::OpKind::kSum:
+    case core::OpKind::kMean: {
       acc = fl ? "double" : "long long";
       identity = fl ? "0.0" : "0LL";
       load_type = fl ? "double" : "long long";
@@ -168,15 +168,15 @@ std::string cuda_reduce_source(OpKind kind, DType in, DType out, const std::stri
       step = fl ? "acc + x" : "sf_add(acc, x)";
       merge = fl ? "a + b" : "sf_add(a, b)";
       // Mean: the sum over the count, rounded to float first as the CPU does.
-      const std::string value = kind == OpKind::kMean ? "(float)((double)acc / (double)a.len)"
+      const std::string value = kind == core::OpKind::kMean ? "(float)((double)acc / (double)a.len)"
                                                       : (fl ? "(float)acc" : "acc");
-      finish = store_value(value, kind == OpKind::kMean || fl ? ValueType::kFloat : ValueType::kI64,
+      finish = store_value(value, kind == core::OpKind::kMean || fl ? ValueType::kFloat : ValueType::kI64,
                            out);
       break;
     }
-    case OpKind::kMax:
-    case OpKind::kMin: {
-      const bool max = kind == OpKind::kMax;
+    case core::OpKind::kMax:
+    case core::OpKind::kMin: {
+      const bool max = kind == core::OpKind::kMax;
       acc = v;
       identity = max ? limits_low(in) : limits_high(in);
       load_type = v;
@@ -186,7 +186,7 @@ std::string cuda_reduce_source(OpKind kind, DType in, DType out, const std::stri
       finish = store_value("acc", vt, out);
       break;
     }
-    case OpKind::kArgmax: {
+    case core::OpKind::kArgmax: {
       acc = name + "_acc";
       // The first index of the largest value; NaN counts as largest (the first NaN wins).
       prefix = "struct " + acc + " {\n  " + v + " value;\n  long long index;\n};\n" +
@@ -205,14 +205,14 @@ std::string cuda_reduce_source(OpKind kind, DType in, DType out, const std::stri
       break;
     }
     default:
-      throw Error("internal error: " + std::string(stream::op_name(kind)) +
+      throw Error("internal error: " + std::string(core::op_name(kind)) +
                   " is not a reduction; please report this");
   }
   // $LOAD(e) is a macro-like template: the element expression replaces $$X.
   const std::string load_macro =
       "#define " + name + "_LOAD(e) (" + fill(load_expr, {{"$$X", "(e)"}}) + ")\n";
   const std::string kernels(kReduceKernels);
-  return "// " + name + ": " + std::string(stream::op_name(kind)) + " of " +
+  return "// " + name + ": " + std::string(core::op_name(kind)) + " of " +
          std::string(dtype_name(in)) + " into " + std::string(dtype_name(out)) + "\n" +
          std::string(kReduceArgs) + prefix + load_macro +
          fill(kernels, {{"$OUTSTORE", storage_c_type(out)},
@@ -254,10 +254,10 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
                {"$VALUE", value}});
 }
 
-std::string cuda_random_source(OpKind kind, DType out, const std::string& name) {
+std::string cuda_random_source(core::OpKind kind, DType out, const std::string& name) {
   if (!float_storage(out))
     throw Error("internal error: random values of " + std::string(dtype_name(out)));
-  const bool uniform = kind == OpKind::kRandUniform;
+  const bool uniform = kind == core::OpKind::kRandUniform;
   // Stores value v of lane l; 16-bit uniform values that round up to the open bound step back.
   std::string store = "(($T*)a.out)[i] = " + store_value("v", ValueType::kFloat, out) + ";";
   if (uniform && out != kF32) {
@@ -322,7 +322,7 @@ $VALUES    for (int l = 0; l < 4; ++l) {
 )",
               {{"$VALUES", values},
                {"$STORE", store},
-               {"$KIND", std::string(stream::op_name(kind))},
+               {"$KIND", std::string(core::op_name(kind))},
                {"$DTYPE", std::string(dtype_name(out))},
                {"$BLOCK", std::to_string(kCudaBlockSize)},
                {"$T", storage_c_type(out)},

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "jit/cuda_kernel_abi.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/dtype.h"
 
 namespace streamfuse::jit {
@@ -33,7 +33,7 @@ struct CudaRandomArgs {
   unsigned long long seed, offset;
   double a, b;  // [low, high) or (mean, std)
 };
-std::string cuda_random_source(stream::OpKind kind, DType out, const std::string& name);
+std::string cuda_random_source(core::OpKind kind, DType out, const std::string& name);
 
 // A reduction: each of `outputs` results folds `len` elements. Output o is the row-major index
 // over the kept dimensions; reduced element r the row-major index over the reduced ones (for
@@ -49,9 +49,9 @@ struct CudaReduceArgs {
 // Three kernels: `<name>_rows` (a thread per output: many outputs or short rows), `<name>_split`
 // (a block per output and split, a shared-memory tree; writes results when splits == 1, else
 // partial accumulators) and `<name>_combine` (a block per output folds its splits' partials).
-std::string cuda_reduce_source(stream::OpKind kind, DType in, DType out, const std::string& name);
+std::string cuda_reduce_source(core::OpKind kind, DType in, DType out, const std::string& name);
 // Bytes of one partial accumulator of a reduction of `kind` over dtype `in`.
-std::size_t cuda_reduce_accumulator_bytes(stream::OpKind kind, DType in);
+std::size_t cuda_reduce_accumulator_bytes(core::OpKind kind, DType in);
 
 // An integer matrix product with wrapping arithmetic, a thread per output element.
 struct CudaIntMatmulArgs {

@@ -16,8 +16,8 @@ namespace streamfuse::jit {
 namespace {
 
 using backends::TensorHandle;
-using stream::OpDesc;
-using stream::OpKind;
+using core::OpDesc;
+using core::OpKind;
 
 // A key packing the fields `bits` wide each.
 struct KeyBuilder {
@@ -52,16 +52,16 @@ const CudaOpKernels::Program& CudaOpKernels::program(std::uint64_t key,
   return *it->second;  // entries are never removed: one per kind and dtypes
 }
 
-void CudaOpKernels::elementwise(const OpDesc& op, std::span<const TensorHandle> inputs,
+void CudaOpKernels::elementwise(const core::OpDesc& op, std::span<const TensorHandle> inputs,
                                 const TensorHandle& out) {
   KeyBuilder k;
   k.add(1).add(static_cast<std::uint64_t>(op.kind)).add(static_cast<std::uint64_t>(op.attrs.dtype));
   k.add(static_cast<std::uint64_t>(op.attrs.scalar_side), 2);
-  for (const stream::TensorDesc& d : op.inputs) k.add(static_cast<std::uint64_t>(d.dtype), 4);
+  for (const core::TensorDesc& d : op.inputs) k.add(static_cast<std::uint64_t>(d.dtype), 4);
   k.add(static_cast<std::uint64_t>(op.outputs[0].dtype), 4);
   const Program& p = program(k.key, [&] { return single_op_program(op); });
 
-  const stream::TensorDesc& od = op.outputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   boost::container::small_vector<LaunchOperand, 3> in;
   for (std::size_t i = 0; i < inputs.size(); ++i)
     in.push_back({&inputs[i], op.inputs[i].shape, op.inputs[i].dtype});
@@ -143,7 +143,7 @@ void CudaOpKernels::launch(CUfunction fn, std::int64_t blocks, void* args,
           "launching " + what + " on " + device_->name());
 }
 
-void CudaOpKernels::arange(const OpDesc& op, const TensorHandle& out) {
+void CudaOpKernels::arange(const core::OpDesc& op, const TensorHandle& out) {
   const DType dtype = op.outputs[0].dtype;
   const bool integral = !op.scalars[0].is_floating() && !op.scalars[1].is_floating();
   const std::string name =
@@ -155,9 +155,9 @@ void CudaOpKernels::arange(const OpDesc& op, const TensorHandle& out) {
   launch(fn, cuda_grid_blocks(a.numel, device_->properties().multiprocessors), &a, "arange");
 }
 
-void CudaOpKernels::random(const OpDesc& op, const TensorHandle& out) {
+void CudaOpKernels::random(const core::OpDesc& op, const TensorHandle& out) {
   const DType dtype = op.outputs[0].dtype;
-  const std::string name = std::string("sf_") + std::string(stream::op_name(op.kind)) + "_" +
+  const std::string name = std::string("sf_") + std::string(core::op_name(op.kind)) + "_" +
                            std::string(dtype_name(dtype));
   const CUfunction fn = library_kernel(name, cuda_random_source(op.kind, dtype, name), name);
   CudaRandomArgs a{out.storage.data(),
@@ -167,14 +167,14 @@ void CudaOpKernels::random(const OpDesc& op, const TensorHandle& out) {
                    op.scalars[2].to_double(),
                    op.scalars[3].to_double()};
   launch(fn, cuda_grid_blocks((a.numel + 3) / 4, device_->properties().multiprocessors), &a,
-         std::string(stream::op_name(op.kind)));
+         std::string(core::op_name(op.kind)));
 }
 
-void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const TensorHandle& out,
+void CudaOpKernels::reduce(const core::OpDesc& op, const TensorHandle& in, const TensorHandle& out,
                            const std::function<TensorHandle(std::size_t)>& scratch) {
-  const stream::TensorDesc& id = op.inputs[0];
+  const core::TensorDesc& id = op.inputs[0];
   const DType out_dtype = op.outputs[0].dtype;
-  const std::string name = std::string("sf_") + std::string(stream::op_name(op.kind)) + "_" +
+  const std::string name = std::string("sf_") + std::string(core::op_name(op.kind)) + "_" +
                            std::string(dtype_name(id.dtype)) + "_" +
                            std::string(dtype_name(out_dtype));
   const std::string source = cuda_reduce_source(op.kind, id.dtype, out_dtype, name);
@@ -186,7 +186,7 @@ void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const Tenso
   a.len = 1;
   for (int d = 0; d < id.shape.rank(); ++d) {
     const auto i = static_cast<std::size_t>(d);
-    const bool reduced = op.attrs.axis == stream::kAllAxes || op.attrs.axis == d;
+    const bool reduced = op.attrs.axis == core::kAllAxes || op.attrs.axis == d;
     long long& rank = reduced ? a.reduced_rank : a.kept_rank;
     (reduced ? a.reduced_sizes : a.kept_sizes)[rank] = id.shape[d];
     (reduced ? a.reduced_strides : a.kept_strides)[rank] = in.strides[i];
@@ -194,7 +194,7 @@ void CudaOpKernels::reduce(const OpDesc& op, const TensorHandle& in, const Tenso
     (reduced ? a.len : a.outputs) *= id.shape[d];
   }
   if (a.outputs == 0) return;
-  const std::string what = std::string(stream::op_name(op.kind)) + " of " + id.shape.to_string();
+  const std::string what = std::string(core::op_name(op.kind)) + " of " + id.shape.to_string();
   const std::int64_t sms = std::max(device_->properties().multiprocessors, 1);
   // Many outputs, or short rows: a thread per output. Otherwise blocks share each output's row,
   // split so that the grid fills the device, and a second pass combines the splits.

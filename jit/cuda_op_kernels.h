@@ -30,13 +30,13 @@ class CudaOpKernels final : public backends::cuda::GeneratedKernels {
   CudaOpKernels(std::shared_ptr<const backends::cuda::DeviceContext> device,
                 KernelLauncher& launcher, std::function<CUstream()> stream_of, KernelStore* store);
 
-  void elementwise(const stream::OpDesc& op, std::span<const backends::TensorHandle> inputs,
+  void elementwise(const core::OpDesc& op, std::span<const backends::TensorHandle> inputs,
                    const backends::TensorHandle& out) override;
   void copy(const Shape& shape, const backends::TensorHandle& from, DType from_dtype,
             const backends::TensorHandle& to, DType to_dtype) override;
-  void arange(const stream::OpDesc& op, const backends::TensorHandle& out) override;
-  void random(const stream::OpDesc& op, const backends::TensorHandle& out) override;
-  void reduce(const stream::OpDesc& op, const backends::TensorHandle& in,
+  void arange(const core::OpDesc& op, const backends::TensorHandle& out) override;
+  void random(const core::OpDesc& op, const backends::TensorHandle& out) override;
+  void reduce(const core::OpDesc& op, const backends::TensorHandle& in,
               const backends::TensorHandle& out,
               const std::function<backends::TensorHandle(std::size_t)>& scratch) override;
   void integer_matmul(DType dtype, const backends::MatmulOperand& a,

@@ -1,7 +1,7 @@
 #include "jit/cuda_toolchain.h"
 
 #include "jit/cuda_codegen.h"
-#include "jit/hash_mix.h"
+#include "core/hash_mix.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -65,7 +65,7 @@ BuiltLibrary CudaToolchain::build(const std::string& source) {
 
 std::string CudaToolchain::image_name(const std::string& source) const {
   // The fingerprint names NVRTC's version, the target and the options.
-  return hex16(fnv1a(source, fnv1a(fingerprint_)));
+  return core::hex16(core::fnv1a(source, core::fnv1a(fingerprint_)));
 }
 
 std::shared_ptr<void> CudaToolchain::load(const LibraryImage& image) {

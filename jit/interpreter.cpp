@@ -51,7 +51,7 @@ Schedule schedule(const FusedProgram& p, const backends::cpu::KernelTable& kerne
       s.fns[i] = kernels.chunk.op(in.op, storage_dtype_of(in.type));
       if (!s.fns[i])
         throw Error(std::string("internal error: no interpreter loop for ") +
-                    std::string(stream::op_name(in.op)) + " on " + value_type_name(in.type));
+                    std::string(core::op_name(in.op)) + " on " + value_type_name(in.type));
     }
     // Registers read here for the last time give their slots back. The output may take such a
     // slot only if its values have the same width: a widening loop writing in place would

@@ -7,8 +7,8 @@
 #include "backends/cpu/isa.h"
 #include "jit/child_process.h"
 #include "jit/cpu_toolchain.h"
-#include "jit/hash_mix.h"
-#include "stream/log.h"
+#include "core/hash_mix.h"
+#include "core/log.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -29,13 +29,13 @@ std::string first_line_of(const std::string& text) { return text.substr(0, text.
 // machines sharing a cache directory never write the same library file.
 std::string library_name(const std::string& build_key, const std::string& fingerprint) {
   const std::string_view end("\0", 1);
-  return hex16(fnv1a(end, fnv1a(fingerprint, fnv1a(end, fnv1a(build_key)))));
+  return core::hex16(core::fnv1a(end, core::fnv1a(fingerprint, core::fnv1a(end, core::fnv1a(build_key)))));
 }
 
 }  // namespace
 
 std::size_t KernelCache::KeyHash::hash(std::uint64_t program_hash, const SpecializationKey& spec) {
-  return static_cast<std::size_t>(hash_mix(program_hash, spec.hash()));
+  return static_cast<std::size_t>(core::hash_mix(program_hash, spec.hash()));
 }
 
 KernelCache::KernelCache(std::string directory, KernelCacheOptions options)
@@ -129,7 +129,7 @@ std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record)
     try {
       library = toolchain_->load(image);
     } catch (const CompileError& e) {
-      stream::warn_once("jit-load:" + image.name,
+      core::warn_once("jit-load:" + image.name,
                         std::string(e.what()) + "; its kernels are compiled again");
       return std::nullopt;
     }
@@ -140,7 +140,7 @@ std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record)
   }
   void* const entry = toolchain_->find(library, record.symbol);
   if (!entry) {
-    stream::warn_once("jit-symbol:" + image.name + record.symbol,
+    core::warn_once("jit-symbol:" + image.name + record.symbol,
                       "jit: kernel library " + image.name + " lacks " + record.symbol +
                           "; the kernel is compiled again");
     return std::nullopt;
@@ -284,11 +284,11 @@ void KernelCache::run() {
   if (prepared && store_) take_handed_on();
   std::unique_lock lock(mutex_);
   if (prepared) {
-    if (stream::log_enabled(stream::LogChannel::kJit))
-      stream::log_line(stream::LogChannel::kJit, toolchain_->describe());
+    if (core::log_enabled(core::LogChannel::kJit))
+      core::log_line(core::LogChannel::kJit, toolchain_->describe());
   } else {
     no_toolchain_ = true;
-    stream::warn_once("jit-no-toolchain:" + why, why);
+    core::warn_once("jit-no-toolchain:" + why, why);
   }
   started_ = true;
   idle_cv_.notify_all();
@@ -367,8 +367,8 @@ void KernelCache::take_handed_on() {
     queue_.push_back(Request{lru_.front(), std::move(r.program), false, true});
     ++queued;
   }
-  if (queued > 0 && stream::log_enabled(stream::LogChannel::kJit))
-    stream::log_line(stream::LogChannel::kJit,
+  if (queued > 0 && core::log_enabled(core::LogChannel::kJit))
+    core::log_line(core::LogChannel::kJit,
                      "compiling " + std::to_string(queued) +
                          " kernels an earlier process asked for and could not finish");
 }
@@ -383,9 +383,9 @@ void KernelCache::finish_at_exit(std::chrono::steady_clock::time_point deadline)
     return (started_ && queue_.empty() && to_save_.empty() && !compiling_) || exited_;
   });
   --flush_waiters_;
-  if (finished && stream::log_enabled(stream::LogChannel::kJit) &&
+  if (finished && core::log_enabled(core::LogChannel::kJit) &&
       std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1))
-    stream::log_line(stream::LogChannel::kJit,
+    core::log_line(core::LogChannel::kJit,
                      "exiting: waited " +
                          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::chrono::steady_clock::now() - start)
@@ -406,8 +406,8 @@ void KernelCache::finish_at_exit(std::chrono::steady_clock::time_point deadline)
   if (!finished) {
     stop_child_processes();  // the compiler dies now, not after its compile
     if (store_) store_->hand_on(unfinished);
-    if (stream::log_enabled(stream::LogChannel::kJit))
-      stream::log_line(stream::LogChannel::kJit,
+    if (core::log_enabled(core::LogChannel::kJit))
+      core::log_line(core::LogChannel::kJit,
                        "exiting: handed on " + std::to_string(unfinished.size()) +
                            " kernels still compiling to the next process");
   }
@@ -476,7 +476,7 @@ void KernelCache::compile(std::vector<Request>& batch) {
       names[i] = name;
       ++generated;
     } catch (const CompileError& e) {
-      stream::warn_once(e.what(), std::string(e.what()) + "; the program runs interpreted");
+      core::warn_once(e.what(), std::string(e.what()) + "; the program runs interpreted");
     }
   }
   std::string path;  // what logs call the translation unit
@@ -510,9 +510,9 @@ void KernelCache::compile(std::vector<Request>& batch) {
       if (abandoned_) return;  // killed at exit: handed on, not failed
       const std::string message = std::string(e.what()) + "\n(" + std::to_string(generated) +
                                   " kernels of this batch run interpreted)";
-      stream::warn_once("jit-compile-failed", message);  // later failures: jit log only
-      if (stream::log_enabled(stream::LogChannel::kJit))
-        stream::log_line(stream::LogChannel::kJit, "batch failed: " + first_line_of(message));
+      core::warn_once("jit-compile-failed", message);  // later failures: jit log only
+      if (core::log_enabled(core::LogChannel::kJit))
+        core::log_line(core::LogChannel::kJit, "batch failed: " + first_line_of(message));
     }
   }
   const double ms =
@@ -528,10 +528,10 @@ void KernelCache::compile(std::vector<Request>& batch) {
   stats_.reused += reused;
   stats_.compile_ms += ms;
   finish(batch, entries, library, records);
-  if (stream::log_enabled(stream::LogChannel::kJit)) {
+  if (core::log_enabled(core::LogChannel::kJit)) {
     char line[64];
     std::snprintf(line, sizeof line, " kernels in %.1f ms%s: ", ms, reused ? " (reused)" : "");
-    stream::log_line(stream::LogChannel::kJit,
+    core::log_line(core::LogChannel::kJit,
                      "batch of " + std::to_string(batch.size()) + line +
                          (library ? path : std::string("failed ") + path));
   }

@@ -5,8 +5,8 @@
 
 namespace streamfuse::jit {
 
-using stream::OpCategory;
-using stream::OpKind;
+using core::OpCategory;
+using core::OpKind;
 
 void fail_generation(std::string_view function_name, const std::string& why) {
   throw CompileError("jit: cannot generate kernel " + std::string(function_name) + ": " + why);
@@ -78,7 +78,7 @@ std::string scalar_value(const std::string& bits, ValueType t) {
 namespace {
 
 // The expression of op `k` computed in `t` over registers a, b, c; empty when `t` has no form.
-std::string op_expr(OpKind k, ValueType t, const std::string& a, const std::string& b,
+std::string op_expr(core::OpKind k, ValueType t, const std::string& a, const std::string& b,
                     const std::string& c) {
   const bool is_float = t == ValueType::kFloat;
   const bool is_int = t == ValueType::kI32 || t == ValueType::kI64;
@@ -90,66 +90,66 @@ std::string op_expr(OpKind k, ValueType t, const std::string& a, const std::stri
     return "(unsigned char)(" + a + " " + op + " " + b + ")";
   };
   switch (k) {
-    case OpKind::kNeg:
+    case core::OpKind::kNeg:
       return is_float ? "-" + a : is_int ? call("sf_neg", a) : "";
-    case OpKind::kAbs:
+    case core::OpKind::kAbs:
       return is_float || is_int ? call("sf_abs", a) : "";
-    case OpKind::kRelu:
+    case core::OpKind::kRelu:
       return is_float || is_int ? call("sf_relu", a) : "";
-    case OpKind::kExp:
+    case core::OpKind::kExp:
       return is_float ? call("sf_exp", a) : "";
-    case OpKind::kLog:
+    case core::OpKind::kLog:
       return is_float ? call("sf_log", a) : "";
-    case OpKind::kSqrt:
+    case core::OpKind::kSqrt:
       return is_float ? call("sf_sqrt", a) : "";
-    case OpKind::kRsqrt:
+    case core::OpKind::kRsqrt:
       return is_float ? call("sf_rsqrt", a) : "";
-    case OpKind::kRecip:
+    case core::OpKind::kRecip:
       return is_float ? call("sf_recip", a) : "";
-    case OpKind::kSin:
+    case core::OpKind::kSin:
       return is_float ? call("sf_sin", a) : "";
-    case OpKind::kCos:
+    case core::OpKind::kCos:
       return is_float ? call("sf_cos", a) : "";
-    case OpKind::kTanh:
+    case core::OpKind::kTanh:
       return is_float ? call("sf_tanh", a) : "";
-    case OpKind::kErf:
+    case core::OpKind::kErf:
       return is_float ? call("sf_erf", a) : "";
-    case OpKind::kSigmoid:
+    case core::OpKind::kSigmoid:
       return is_float ? call("sf_sigmoid", a) : "";
-    case OpKind::kAdd:
+    case core::OpKind::kAdd:
       return is_float ? a + " + " + b : is_int ? call2("sf_add") : "";
-    case OpKind::kSub:
+    case core::OpKind::kSub:
       return is_float ? a + " - " + b : is_int ? call2("sf_sub") : "";
-    case OpKind::kMul:
+    case core::OpKind::kMul:
       return is_float ? a + " * " + b : is_int ? call2("sf_mul") : "";
-    case OpKind::kDiv:
+    case core::OpKind::kDiv:
       return is_float ? a + " / " + b : "";
-    case OpKind::kPow:
+    case core::OpKind::kPow:
       return is_float ? call2("sf_pow") : is_int ? call2("sf_ipow") : "";
-    case OpKind::kMaximum:
+    case core::OpKind::kMaximum:
       return call2("sf_max");  // float, int, long long, unsigned char
-    case OpKind::kMinimum:
+    case core::OpKind::kMinimum:
       return call2("sf_min");
-    case OpKind::kEq:
+    case core::OpKind::kEq:
       return compare("==");
-    case OpKind::kNe:
+    case core::OpKind::kNe:
       return compare("!=");
-    case OpKind::kLt:
+    case core::OpKind::kLt:
       return compare("<");
-    case OpKind::kLe:
+    case core::OpKind::kLe:
       return compare("<=");
-    case OpKind::kGt:
+    case core::OpKind::kGt:
       return compare(">");
-    case OpKind::kGe:
+    case core::OpKind::kGe:
       return compare(">=");
     // Logical operands are bool registers (0 or 1).
-    case OpKind::kLogicalAnd:
+    case core::OpKind::kLogicalAnd:
       return "(unsigned char)(" + a + " & " + b + ")";
-    case OpKind::kLogicalOr:
+    case core::OpKind::kLogicalOr:
       return "(unsigned char)(" + a + " | " + b + ")";
-    case OpKind::kLogicalNot:
+    case core::OpKind::kLogicalNot:
       return "(unsigned char)(" + a + " ^ 1)";
-    case OpKind::kWhere:
+    case core::OpKind::kWhere:
       return a + " ? " + b + " : " + c;
     default:
       return "";
@@ -158,7 +158,7 @@ std::string op_expr(OpKind k, ValueType t, const std::string& a, const std::stri
 
 }  // namespace
 
-bool has_form(OpKind k, ValueType t) { return !op_expr(k, t, "a", "b", "c").empty(); }
+bool has_form(core::OpKind k, ValueType t) { return !op_expr(k, t, "a", "b", "c").empty(); }
 
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {
   if (key.rank < 0 || key.rank > kMaxRank)
@@ -217,13 +217,13 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
       expr = (in.round == kF16 ? "sf_round_f16(" : "sf_round_bf16(") + arg(0) + ")";
       break;
     case InstrKind::kOp: {
-      const int arity = stream::op_info(in.op).arity;
+      const int arity = core::op_info(in.op).arity;
       for (int j = 0; j < arity; ++j)
         if (in.args[j] < 0)
-          fail_generation(name, "op " + std::string(stream::op_name(in.op)) + " lacks operands");
+          fail_generation(name, "op " + std::string(core::op_name(in.op)) + " lacks operands");
       expr = op_expr(in.op, in.type, arg(0), arg(1), arg(2));
       if (expr.empty())
-        fail_generation(name, "op " + std::string(stream::op_name(in.op)) + " has no " +
+        fail_generation(name, "op " + std::string(core::op_name(in.op)) + " has no " +
                                   value_type_name(in.type) + " form");
       break;
     }

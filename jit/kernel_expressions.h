@@ -1,7 +1,7 @@
 // The C expressions of a FusedProgram, shared by the C++ (CPU) and CUDA code generators: each
 // instruction's expression, the conversions to and from storage, and the checks that a program
 // fits its key. Both generators emit calls to the sf_* functions of the kernel prelude
-// (backends/scalar_ops.h, backends/cpu/vector_math.h), so a CPU kernel, a CUDA kernel and the eager
+// (core/scalar_ops.h, backends/cpu/vector_math.h), so a CPU kernel, a CUDA kernel and the eager
 // kernels compute the same bits.
 //
 // The expressions mirror backends/cpu/kernels/elementwise_ops.h (ops) and convert.h
@@ -38,7 +38,7 @@ std::string scalar_value(const std::string& bits, ValueType t);
 
 // Whether op `k` can be computed in value type `t` (an instruction_line exists for it). The
 // interpreter's loops (backends/cpu/kernels ChunkOps::op) exist for the same pairs.
-bool has_form(stream::OpKind k, ValueType t);
+bool has_form(core::OpKind k, ValueType t);
 
 // Throws CompileError when the key does not fit the program (operand counts, dtypes, rank) or
 // the program reads or writes a register, input or scalar it does not have.

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "stream/environment.h"
+#include "core/environment.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -36,7 +36,7 @@ struct Loaded {
 };
 
 std::vector<std::string> candidates() {
-  if (auto v = stream::env_text("STREAMFUSE_NVRTC")) return {std::move(*v)};
+  if (auto v = core::env_text("STREAMFUSE_NVRTC")) return {std::move(*v)};
   return {"libnvrtc.so." + std::to_string(CUDA_VERSION / 1000), "libnvrtc.so"};
 }
 

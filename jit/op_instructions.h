@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "jit/program.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::jit {
 
@@ -26,6 +26,6 @@ class OpEmitter {
 // on the side attrs.scalar_side names) and returns the register of its result, rounded to the
 // 16-bit grid when the output is f16 or bf16 (so registers hold what an unfused op stores).
 // Throws Error for other kinds.
-std::int32_t emit_elementwise_op(const stream::OpDesc& op, OpEmitter& e);
+std::int32_t emit_elementwise_op(const core::OpDesc& op, OpEmitter& e);
 
 }  // namespace streamfuse::jit

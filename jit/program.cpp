@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "backends/scalar_values.h"
-#include "jit/hash_mix.h"
+#include "core/scalar_values.h"
+#include "core/hash_mix.h"
 
 namespace streamfuse::jit {
 ValueType value_type_of(DType d) {
@@ -50,8 +50,8 @@ std::vector<ValueType> FusedProgram::register_types() const {
   for (const Instruction& in : body) {
     ValueType t = in.type;
     if (in.kind == InstrKind::kOp) {
-      const stream::OpCategory c = stream::op_category(in.op);
-      if (c == stream::OpCategory::kCompare || c == stream::OpCategory::kLogical)
+      const core::OpCategory c = core::op_category(in.op);
+      if (c == core::OpCategory::kCompare || c == core::OpCategory::kLogical)
         t = ValueType::kBool;
     }
     types[static_cast<std::size_t>(in.out)] = t;
@@ -60,24 +60,24 @@ std::vector<ValueType> FusedProgram::register_types() const {
 }
 
 std::uint64_t FusedProgram::hash() const {
-  std::uint64_t h = hash_mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
-  for (DType d : inputs) h = hash_mix(h, static_cast<std::uint64_t>(d));
+  std::uint64_t h = core::hash_mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
+  for (DType d : inputs) h = core::hash_mix(h, static_cast<std::uint64_t>(d));
   for (const ScalarArg& s : scalars)
-    h = hash_mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
+    h = core::hash_mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
                         (static_cast<std::uint64_t>(s.dtype) << 16));
   for (const Instruction& in : body) {
-    h = hash_mix(h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
+    h = core::hash_mix(h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
                         (static_cast<std::uint64_t>(in.type) << 16) |
                         (static_cast<std::uint64_t>(in.round) << 24) |
                         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
-    h = hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
+    h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
     for (std::int32_t a : in.args)
-      h = hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
+      h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
   }
   for (const ProgramOutput& o : outputs)
-    h = hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
+    h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
                         (static_cast<std::uint64_t>(o.dtype) << 32));
-  return hash_mix(h, static_cast<std::uint64_t>(num_registers));
+  return core::hash_mix(h, static_cast<std::uint64_t>(num_registers));
 }
 
 std::string FusedProgram::to_string() const {
@@ -93,7 +93,7 @@ std::string FusedProgram::to_string() const {
         os << "scalar s" << in.index << ':' << value_type_name(in.type);
         break;
       case InstrKind::kOp:
-        os << stream::op_name(in.op) << '.' << value_type_name(in.type) << '(';
+        os << core::op_name(in.op) << '.' << value_type_name(in.type) << '(';
         for (int a = 0; a < 3 && in.args[a] >= 0; ++a) os << (a ? ", r" : "r") << in.args[a];
         os << ')';
         break;
@@ -113,8 +113,8 @@ std::string FusedProgram::to_string() const {
 }
 
 std::int64_t scalar_bits(const ScalarArg& arg, const Scalar& s) {
-  if (arg.mode == ScalarArg::Mode::kFill) return backends::fill_scalar_bits(s, arg.dtype);
-  return backends::operand_scalar_bits(s, storage_dtype_of(arg.type));
+  if (arg.mode == ScalarArg::Mode::kFill) return core::fill_scalar_bits(s, arg.dtype);
+  return core::operand_scalar_bits(s, storage_dtype_of(arg.type));
 }
 
 ProgramFacts ProgramFacts::of(const FusedProgram& program) {
@@ -124,7 +124,7 @@ ProgramFacts ProgramFacts::of(const FusedProgram& program) {
   for (const Instruction& in : program.body) {
     if (in.kind == InstrKind::kScalar && in.type == ValueType::kFloat)
       scalar_of[static_cast<std::size_t>(in.out)] = in.index;
-    if (in.kind != InstrKind::kOp || in.op != stream::OpKind::kDiv || in.type != ValueType::kFloat)
+    if (in.kind != InstrKind::kOp || in.op != core::OpKind::kDiv || in.type != ValueType::kFloat)
       continue;
     const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
     if (s >= 0 && s < 64 && program.scalars[static_cast<std::size_t>(s)].type == ValueType::kFloat)

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/dtype.h"
 
 namespace streamfuse::jit {
@@ -32,7 +32,7 @@ enum class InstrKind : std::uint8_t {
 
 struct Instruction {
   InstrKind kind = InstrKind::kOp;
-  stream::OpKind op = stream::OpKind::kAdd;  // kOp only
+  core::OpKind op = core::OpKind::kAdd;  // kOp only
   ValueType type = ValueType::kFloat;        // kOp: the operands' type; others: the result's
   DType round = kF16;                        // kRound only
   std::int32_t out = 0;                      // register written

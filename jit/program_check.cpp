@@ -8,7 +8,7 @@
 namespace streamfuse::jit {
 namespace {
 
-using stream::OpCategory;
+using core::OpCategory;
 
 std::string at(std::size_t i, const std::string& what) {
   return "instruction " + std::to_string(i) + ": " + what;
@@ -21,7 +21,7 @@ int arity(const Instruction& in) {
     case InstrKind::kScalar:
       return 0;
     case InstrKind::kOp:
-      return stream::op_info(in.op).arity;
+      return core::op_info(in.op).arity;
     case InstrKind::kConvert:
     case InstrKind::kRound:
       return 1;
@@ -32,8 +32,8 @@ int arity(const Instruction& in) {
 // The type operand `a` of `in` must have (kOp and kRound; a kConvert reads any type).
 ValueType operand_type(const Instruction& in, int a) {
   if (in.kind == InstrKind::kRound) return ValueType::kFloat;
-  const OpCategory c = stream::op_category(in.op);
-  if (c == OpCategory::kLogical || (c == OpCategory::kSelect && a == 0)) return ValueType::kBool;
+  const core::OpCategory c = core::op_category(in.op);
+  if (c == core::OpCategory::kLogical || (c == core::OpCategory::kSelect && a == 0)) return ValueType::kBool;
   return in.type;
 }
 
@@ -75,12 +75,12 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
       break;
     case InstrKind::kOp:
       // A cast is a kConvert: no op loop or expression computes kCast.
-      if (!stream::is_elementwise(in.op) || stream::op_category(in.op) == OpCategory::kCast)
-        return at(i, std::string(stream::op_name(in.op)) + " is not an element-wise op");
-      if (stream::op_category(in.op) == OpCategory::kLogical && in.type != ValueType::kBool)
+      if (!core::is_elementwise(in.op) || core::op_category(in.op) == core::OpCategory::kCast)
+        return at(i, std::string(core::op_name(in.op)) + " is not an element-wise op");
+      if (core::op_category(in.op) == core::OpCategory::kLogical && in.type != ValueType::kBool)
         return at(i, "a logical op computed in " + std::string(value_type_name(in.type)));
       if (!has_form(in.op, in.type))
-        return at(i, std::string(stream::op_name(in.op)) + " has no " + value_type_name(in.type) +
+        return at(i, std::string(core::op_name(in.op)) + " has no " + value_type_name(in.type) +
                          " form");
       break;
     case InstrKind::kConvert:
@@ -120,8 +120,8 @@ std::string program_problem(const FusedProgram& p) {
     if (std::string why = instruction_problem(p, i, in, types, written); !why.empty()) return why;
     ValueType result = in.type;
     if (in.kind == InstrKind::kOp) {
-      const OpCategory c = stream::op_category(in.op);
-      if (c == OpCategory::kCompare || c == OpCategory::kLogical) result = ValueType::kBool;
+      const core::OpCategory c = core::op_category(in.op);
+      if (c == core::OpCategory::kCompare || c == core::OpCategory::kLogical) result = ValueType::kBool;
     }
     types[static_cast<std::size_t>(in.out)] = result;
     written[static_cast<std::size_t>(in.out)] = 1;

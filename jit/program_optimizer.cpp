@@ -8,18 +8,18 @@
 namespace streamfuse::jit {
 namespace {
 
-using stream::OpKind;
+using core::OpKind;
 
-bool commutative(OpKind k) {
+bool commutative(core::OpKind k) {
   switch (k) {
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kMaximum:
-    case OpKind::kMinimum:
-    case OpKind::kEq:
-    case OpKind::kNe:
-    case OpKind::kLogicalAnd:
-    case OpKind::kLogicalOr:
+    case core::OpKind::kAdd:
+    case core::OpKind::kMul:
+    case core::OpKind::kMaximum:
+    case core::OpKind::kMinimum:
+    case core::OpKind::kEq:
+    case core::OpKind::kNe:
+    case core::OpKind::kLogicalAnd:
+    case core::OpKind::kLogicalOr:
       return true;
     default:
       return false;
@@ -53,19 +53,19 @@ void simplify(FusedProgram& program) {
 
   auto negated = [&](std::int32_t r) -> std::int32_t {  // a if r = neg(a), else -1
     const Instruction* d = def[static_cast<std::size_t>(r)];
-    return d && d->kind == InstrKind::kOp && d->op == OpKind::kNeg ? d->args[0] : -1;
+    return d && d->kind == InstrKind::kOp && d->op == core::OpKind::kNeg ? d->args[0] : -1;
   };
 
   for (Instruction in : program.body) {
     for (std::int32_t& a : in.args)
       if (a >= 0) a = replace[static_cast<std::size_t>(a)];
     if (in.kind == InstrKind::kOp) {
-      if (in.op == OpKind::kNeg && negated(in.args[0]) >= 0) {
+      if (in.op == core::OpKind::kNeg && negated(in.args[0]) >= 0) {
         replace[static_cast<std::size_t>(in.out)] = negated(in.args[0]);
         continue;
       }
-      if (in.op == OpKind::kAbs && negated(in.args[0]) >= 0) in.args[0] = negated(in.args[0]);
-      if (in.op == OpKind::kMul && negated(in.args[0]) >= 0 && negated(in.args[1]) >= 0) {
+      if (in.op == core::OpKind::kAbs && negated(in.args[0]) >= 0) in.args[0] = negated(in.args[0]);
+      if (in.op == core::OpKind::kMul && negated(in.args[0]) >= 0 && negated(in.args[1]) >= 0) {
         in.args[0] = negated(in.args[0]);
         in.args[1] = negated(in.args[1]);
       }
@@ -119,16 +119,16 @@ void multiply_by_exact_reciprocals(FusedProgram& program, std::uint64_t exact_re
   body.reserve(program.body.size() + 4);
   for (Instruction in : program.body) {
     if (in.kind == InstrKind::kScalar) scalar_of[static_cast<std::size_t>(in.out)] = in.index;
-    if (in.kind == InstrKind::kOp && in.op == OpKind::kDiv && in.type == ValueType::kFloat) {
+    if (in.kind == InstrKind::kOp && in.op == core::OpKind::kDiv && in.type == ValueType::kFloat) {
       const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
       if (s >= 0 && s < 64 && (exact_reciprocals >> s & 1)) {
         Instruction recip{.kind = InstrKind::kOp,
-                          .op = OpKind::kRecip,
+                          .op = core::OpKind::kRecip,
                           .type = ValueType::kFloat,
                           .out = program.num_registers++,
                           .args = {in.args[1], -1, -1}};
         body.push_back(recip);
-        in.op = OpKind::kMul;
+        in.op = core::OpKind::kMul;
         in.args[1] = recip.out;
       }
     }

@@ -9,7 +9,7 @@ namespace {
 // the scalar operand as argument 0.
 class SingleOpEmitter final : public OpEmitter {
  public:
-  SingleOpEmitter(FusedProgram& p, const stream::OpDesc& op) : p_(p), op_(op) {}
+  SingleOpEmitter(FusedProgram& p, const core::OpDesc& op) : p_(p), op_(op) {}
 
   // Input `i` of the op as `type`: loads are numbered in the order operands are asked for,
   // which is input order for every op.
@@ -44,16 +44,16 @@ class SingleOpEmitter final : public OpEmitter {
 
  private:
   FusedProgram& p_;
-  const stream::OpDesc& op_;
+  const core::OpDesc& op_;
 };
 
 }  // namespace
 
-FusedProgram single_op_program(const stream::OpDesc& op) {
+FusedProgram single_op_program(const core::OpDesc& op) {
   FusedProgram p;
   SingleOpEmitter e(p, op);
   const DType out = op.outputs.at(0).dtype;
-  if (op.kind == stream::OpKind::kFull) {  // the value, as full() stores it
+  if (op.kind == core::OpKind::kFull) {  // the value, as full() stores it
     p.outputs.push_back({e.scalar({ScalarArg::Mode::kFill, value_type_of(out), out}), out});
     return p;
   }
@@ -62,8 +62,8 @@ FusedProgram single_op_program(const stream::OpDesc& op) {
 }
 
 FusedProgram copy_program(DType from, DType to) {
-  stream::OpDesc cast;
-  cast.kind = stream::OpKind::kCast;
+  core::OpDesc cast;
+  cast.kind = core::OpKind::kCast;
   cast.attrs.dtype = from;
   cast.inputs.push_back({0, Shape{}, from});
   cast.outputs.push_back({0, Shape{}, to});

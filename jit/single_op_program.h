@@ -5,13 +5,13 @@
 #pragma once
 
 #include "jit/program.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::jit {
 
 // For an element-wise op (unary, binary, compare, logical, where, cast: inputs in op order) or
 // full() (no inputs, one scalar argument: the value). Throws Error for other kinds.
-FusedProgram single_op_program(const stream::OpDesc& op);
+FusedProgram single_op_program(const core::OpDesc& op);
 
 // Reads one input of dtype `from` and stores it converted to `to` (a bitwise copy when equal).
 FusedProgram copy_program(DType from, DType to);

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "jit/hash_mix.h"
+#include "core/hash_mix.h"
 #include "jit/program.h"
 
 namespace streamfuse::jit {
@@ -13,7 +13,7 @@ std::uint64_t hash_operand(std::uint64_t h, const OperandKey& k, int rank) {
                     (static_cast<std::uint64_t>(static_cast<std::uint8_t>(k.alias)) << 8);
   for (int d = 0; d < rank; ++d)
     v = (v << 2) ^ static_cast<std::uint64_t>(k.strides[static_cast<std::size_t>(d)]) ^ (v >> 60);
-  return hash_mix(h, v);
+  return core::hash_mix(h, v);
 }
 
 void print_operand(std::ostream& os, const OperandKey& k, int rank) {
@@ -39,12 +39,12 @@ void print_operand(std::ostream& os, const OperandKey& k, int rank) {
 
 std::uint64_t SpecializationKey::hash() const {
   std::uint64_t h =
-      hash_mix(static_cast<std::uint64_t>(rank), inputs.size() | (outputs.size() << 16));
+      core::hash_mix(static_cast<std::uint64_t>(rank), inputs.size() | (outputs.size() << 16));
   for (const OperandKey& k : inputs) h = hash_operand(h, k, rank);
   for (const OperandKey& k : outputs) h = hash_operand(h, k, rank);
   for (std::size_t i = 0; i < scalar_classes.size(); ++i)
-    if (scalar_classes[i] != i) h = hash_mix(h, (i << 8) | scalar_classes[i]);
-  return hash_mix(h, exact_reciprocals);
+    if (scalar_classes[i] != i) h = core::hash_mix(h, (i << 8) | scalar_classes[i]);
+  return core::hash_mix(h, exact_reciprocals);
 }
 
 std::string SpecializationKey::to_string() const {

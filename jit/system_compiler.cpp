@@ -13,8 +13,8 @@
 
 #include "backends/cpu/isa.h"
 #include "jit/child_process.h"
-#include "jit/hash_mix.h"
-#include "stream/environment.h"
+#include "core/hash_mix.h"
+#include "core/environment.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -74,7 +74,7 @@ std::vector<std::string> command_words(std::string_view text) {
 
 std::vector<CompilerCandidate> compiler_candidates() {
   for (const char* variable : {"STREAMFUSE_CXX", "CXX"}) {
-    const std::optional<std::string> env = stream::env_text(variable);
+    const std::optional<std::string> env = core::env_text(variable);
     if (!env) continue;
     std::vector<std::string> words = command_words(*env);
     if (!words.empty()) return {CompilerCandidate{variable, std::move(words)}};
@@ -134,10 +134,10 @@ std::string SystemCompiler::command_line() const {
 
 std::string SystemCompiler::library_key(std::string_view source) const {
   const std::string command = command_line();
-  std::uint64_t h = kFnvBasis;
+  std::uint64_t h = core::kFnvBasis;
   for (std::string_view part : {source, std::string_view(command), std::string_view(version_)})
-    h = fnv1a(std::string_view("\0", 1), fnv1a(part, h));
-  return hex16(h);
+    h = core::fnv1a(std::string_view("\0", 1), core::fnv1a(part, h));
+  return core::hex16(h);
 }
 
 void SystemCompiler::compile(const std::string& source_path, const std::string& library_path,

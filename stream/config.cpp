@@ -9,15 +9,15 @@
 #include <string_view>
 
 #include "backends/cpu/isa.h"
-#include "stream/environment.h"
-#include "stream/log.h"
+#include "core/environment.h"
+#include "core/log.h"
 #include "stream/runtime.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse {
 namespace {
 
-// The channels of STREAMFUSE_LOG, in LogChannel order: the names stream/log.cpp prints (a test
+// The channels of STREAMFUSE_LOG, in LogChannel order: the names core/log.cpp prints (a test
 // checks that both agree).
 constexpr std::string_view kLogChannels[] = {"stream", "fusion", "jit", "cache", "alloc"};
 constexpr std::string_view kJitModes[] = {"compile", "interpret"};
@@ -34,18 +34,18 @@ Global& global() {
 }  // namespace
 
 Config Config::from_env() {
-  using stream::env_count;
+  using core::env_count;
   Config c;
-  if (const auto v = stream::env_bool("STREAMFUSE_FUSION")) c.fusion = *v;
-  if (const auto v = stream::env_choice("STREAMFUSE_JIT", kJitModes))
+  if (const auto v = core::env_bool("STREAMFUSE_FUSION")) c.fusion = *v;
+  if (const auto v = core::env_choice("STREAMFUSE_JIT", kJitModes))
     c.jit = *v == 0 ? JitMode::kCompile : JitMode::kInterpret;
-  if (const auto v = env_count("STREAMFUSE_QUEUE_BOUND", 1, SIZE_MAX, "ops a stream queues"))
+  if (const auto v = core::env_count("STREAMFUSE_QUEUE_BOUND", 1, SIZE_MAX, "ops a stream queues"))
     c.queue_bound = static_cast<std::size_t>(*v);
-  if (stream::env_list("STREAMFUSE_LOG", kLogChannels)) c.log = *stream::env_text("STREAMFUSE_LOG");
-  if (auto v = stream::env_text("STREAMFUSE_CACHE_DIR")) c.cache_dir = std::move(*v);
-  if (const auto v = stream::env_mib("STREAMFUSE_CACHE_MAX_MB")) c.cache_max_bytes = *v;
-  if (const auto v = stream::env_mib("STREAMFUSE_ALLOCATOR_CACHE_MB")) c.allocator_cache_bytes = *v;
-  if (const auto v = env_count("STREAMFUSE_NUM_THREADS", 0, INT_MAX,
+  if (core::env_list("STREAMFUSE_LOG", kLogChannels)) c.log = *core::env_text("STREAMFUSE_LOG");
+  if (auto v = core::env_text("STREAMFUSE_CACHE_DIR")) c.cache_dir = std::move(*v);
+  if (const auto v = core::env_mib("STREAMFUSE_CACHE_MAX_MB")) c.cache_max_bytes = *v;
+  if (const auto v = core::env_mib("STREAMFUSE_ALLOCATOR_CACHE_MB")) c.allocator_cache_bytes = *v;
+  if (const auto v = core::env_count("STREAMFUSE_NUM_THREADS", 0, INT_MAX,
                                "threads per CPU kernel; 0 uses every core"))
     c.num_threads = static_cast<int>(*v);
   // Not a setting (the CPU kernels are chosen once per process), but read with the others so
@@ -59,7 +59,7 @@ Config config() {
   std::lock_guard lock(g.mutex);
   if (!g.config) {
     g.config = Config::from_env();
-    stream::set_log_mask(stream::parse_log_channels(g.config->log));
+    core::set_log_mask(core::parse_log_channels(g.config->log));
   }
   return *g.config;
 }
@@ -67,12 +67,12 @@ Config config() {
 void set_config(const Config& c) {
   if (c.queue_bound == 0) throw Error("set_config: queue_bound must be at least 1");
   if (c.num_threads < 0) throw Error("set_config: num_threads must be 0 (all cores) or more");
-  const std::uint32_t mask = stream::parse_log_channels(c.log);
+  const std::uint32_t mask = core::parse_log_channels(c.log);
   {
     Global& g = global();
     std::lock_guard lock(g.mutex);
     g.config = c;
-    stream::set_log_mask(mask);
+    core::set_log_mask(mask);
   }
   for (stream::DeviceRuntime* rt : stream::DeviceRuntime::all()) rt->apply(c);
 }

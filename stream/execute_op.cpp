@@ -2,16 +2,16 @@
 
 #include <boost/container/small_vector.hpp>
 
-#include "stream/log.h"
+#include "core/log.h"
 
 namespace streamfuse::stream {
 
-void execute_op(const OpDesc& op, HandleContainer& handles, backends::Backend& backend) {
-  if (op.kind == OpKind::kDrop) {
+void execute_op(const core::OpDesc& op, HandleContainer& handles, backends::Backend& backend) {
+  if (op.kind == core::OpKind::kDrop) {
     handles.erase(op.inputs[0].id);
     return;
   }
-  Failure failure;
+  core::Failure failure;
   boost::container::small_vector<backends::TensorHandle, 1> outputs(op.outputs.size());
   {
     boost::container::small_vector<backends::TensorHandle, 3> inputs(op.inputs.size());
@@ -22,7 +22,7 @@ void execute_op(const OpDesc& op, HandleContainer& handles, backends::Backend& b
       } catch (const std::exception& e) {
         failure = std::make_shared<const std::string>(std::string(e.what()) + " [while running " +
                                                       to_string(op) + "]");
-        warn_once(*failure, "an op failed; reading its result will raise: " + *failure);
+        core::warn_once(*failure, "an op failed; reading its result will raise: " + *failure);
       }
     }
   }  // inputs released before outputs are published
@@ -32,7 +32,7 @@ void execute_op(const OpDesc& op, HandleContainer& handles, backends::Backend& b
     else
       handles.insert(op.outputs[i].id, std::move(outputs[i]));
   }
-  if (log_enabled(LogChannel::kStream)) log_line(LogChannel::kStream, "ran " + to_string(op));
+  if (log_enabled(core::LogChannel::kStream)) log_line(core::LogChannel::kStream, "ran " + to_string(op));
 }
 
 }  // namespace streamfuse::stream

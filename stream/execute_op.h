@@ -4,13 +4,13 @@
 
 #include "backends/backend.h"
 #include "stream/handles.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::stream {
 
 // Takes the op's inputs from `handles`, runs it on `backend` and stores its outputs. A failure
 // (of this op or of an input's) is stored as the outputs' failure, logged once, and raised when
 // something reads them; it never throws for that.
-void execute_op(const OpDesc& op, HandleContainer& handles, backends::Backend& backend);
+void execute_op(const core::OpDesc& op, HandleContainer& handles, backends::Backend& backend);
 
 }  // namespace streamfuse::stream

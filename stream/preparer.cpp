@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "stream/log.h"
+#include "core/log.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::stream {
@@ -120,9 +120,9 @@ void Preparer::run() {
     try {
       job();
     } catch (const std::exception& e) {
-      warn_once("preparer-job", std::string("work ahead of need failed: ") + e.what());
+      core::warn_once("preparer-job", std::string("work ahead of need failed: ") + e.what());
     } catch (...) {
-      warn_once("preparer-job", "work ahead of need failed with an unknown exception");
+      core::warn_once("preparer-job", "work ahead of need failed with an unknown exception");
     }
   }
 }
@@ -132,9 +132,9 @@ void Preparer::prepare_all(const Source& source) {
   try {
     ops = source();
   } catch (const std::exception& e) {
-    warn_once("prepare-source", std::string("preparing ops ahead failed: ") + e.what());
+    core::warn_once("prepare-source", std::string("preparing ops ahead failed: ") + e.what());
   } catch (...) {
-    warn_once("prepare-source", "preparing ops ahead failed with an unknown exception");
+    core::warn_once("prepare-source", "preparing ops ahead failed with an unknown exception");
   }
   for (const backends::PreparedOp& op : ops) {
     if (stopping()) return;
@@ -146,10 +146,10 @@ void Preparer::prepare_one(const backends::PreparedOp& op) {
   try {
     if (backend_.prepare(op)) prepared_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {  // a bad file's op, or the library refused it
-    warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) + " ahead: " +
+    core::warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) + " ahead: " +
                                                  e.what() + "; it is prepared when it first runs");
   } catch (...) {
-    warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
+    core::warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
                                                  " ahead; it is prepared when it first runs");
   }
 }

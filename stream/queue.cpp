@@ -4,7 +4,7 @@
 
 namespace streamfuse::stream {
 
-void OperationQueue::push(OpDesc&& op) {
+void OperationQueue::push(core::OpDesc&& op) {
   if (head_ + size_ == global_.size()) {
     if (head_ > 0 && head_ >= size_) {  // reuse the drained front: amortized O(1) per op
       for (std::size_t i = 0; i < size_; ++i) std::swap(global_[i], global_[head_ + i]);
@@ -17,7 +17,7 @@ void OperationQueue::push(OpDesc&& op) {
   ++size_;
 }
 
-const OpDesc& OperationQueue::relative(std::size_t i) const {
+const core::OpDesc& OperationQueue::relative(std::size_t i) const {
   while (relative_count_ <= i) {
     if (relative_count_ == relative_.size()) relative_.emplace_back();
     converter_.convert(global(relative_count_), relative_[relative_count_]);

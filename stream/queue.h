@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "fusion/segment.h"
-#include "stream/ir.h"
-#include "stream/relative.h"
+#include "core/ir.h"
+#include "core/relative.h"
 
 namespace streamfuse::stream {
 
@@ -18,25 +18,25 @@ namespace streamfuse::stream {
 class OperationQueue final : public fusion::SegmentQueue {
  public:
   // Appends `op`.
-  void push(OpDesc&& op);
+  void push(core::OpDesc&& op);
   std::size_t size() const override { return size_; }
   bool empty() const { return size_ == 0; }
   // The i-th op from the head, as recorded.
-  const OpDesc& global(std::size_t i) const override { return global_[head_ + i]; }
+  const core::OpDesc& global(std::size_t i) const override { return global_[head_ + i]; }
   // The i-th op from the head in the relative form of the segment starting at the head.
-  const OpDesc& relative(std::size_t i) const override;
+  const core::OpDesc& relative(std::size_t i) const override;
   // The first n ops ran: drops them; the next op starts a new segment.
   void drain_front(std::size_t n) override;
   // Drops every op.
   void clear() { drain_front(size_); }
 
  private:
-  std::vector<OpDesc> global_;  // live in [head_, head_ + size_); the rest kept for storage
+  std::vector<core::OpDesc> global_;  // live in [head_, head_ + size_); the rest kept for storage
   std::size_t head_ = 0;
   std::size_t size_ = 0;
-  mutable std::vector<OpDesc> relative_;  // [0, relative_count_) made for the current segment
+  mutable std::vector<core::OpDesc> relative_;  // [0, relative_count_) made for the current segment
   mutable std::size_t relative_count_ = 0;
-  mutable RelativeConverter converter_;
+  mutable core::RelativeConverter converter_;
 };
 
 }  // namespace streamfuse::stream

@@ -16,7 +16,7 @@
 #include "jit/cuda_op_kernels.h"
 #include "jit/cuda_toolchain.h"
 #endif
-#include "stream/log.h"
+#include "core/log.h"
 #include "stream/thread_local.h"
 #include "streamfuse/error.h"
 
@@ -59,7 +59,7 @@ struct ThreadStreams {
       try {
         streams[i]->drain();
       } catch (const std::exception& e) {
-        warn_once("thread-exit-drain",
+        core::warn_once("thread-exit-drain",
                   std::string("draining a stream at thread exit failed: ") + e.what());
       }
       owners[i]->retire(streams[i]);

@@ -20,7 +20,7 @@
 #include "jit/kernel_cache.h"
 #include "jit/launcher.h"
 #include "stream/handles.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "stream/preparer.h"
 #include "stream/stream.h"
 #include "streamfuse/config.h"
@@ -44,7 +44,7 @@ class DeviceRuntime {
   Device device() const { return device_; }
   backends::Backend& backend() { return *backend_; }
   HandleContainer& handles() { return handles_; }
-  TensorId new_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  core::TensorId new_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
   // This thread's stream on this device, created on first use; nullptr while the thread exits
   // (its streams are drained and retired then).
@@ -87,7 +87,7 @@ class DeviceRuntime {
   Device device_;
   std::unique_ptr<backends::Backend> backend_;
   HandleContainer handles_;
-  std::atomic<TensorId> next_id_{1};
+  std::atomic<core::TensorId> next_id_{1};
   std::atomic<std::size_t> queue_bound_{256};
   std::atomic<bool> fusion_{true};
   fusion::PlanStore plan_store_;

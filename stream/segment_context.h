@@ -14,12 +14,12 @@ class SegmentContext final : public fusion::ExecutionContext {
   SegmentContext(const OperationQueue& queue, DeviceRuntime& runtime)
       : queue_(queue), runtime_(runtime) {}
 
-  const OpDesc& op(std::size_t i) const override { return queue_.global(i); }
+  const core::OpDesc& op(std::size_t i) const override { return queue_.global(i); }
   void run_operation(std::size_t i) override;
-  backends::TensorHandle handle(TensorId id, Failure* failure) override;
-  void set_handle(TensorId id, backends::TensorHandle h) override;
-  void set_failed(TensorId id, Failure why) override;
-  void erase(TensorId id) override;
+  backends::TensorHandle handle(core::TensorId id, core::Failure* failure) override;
+  void set_handle(core::TensorId id, backends::TensorHandle h) override;
+  void set_failed(core::TensorId id, core::Failure why) override;
+  void erase(core::TensorId id) override;
   backends::Backend& backend() override;
   jit::KernelLauncher& launcher() override;
 

@@ -2,7 +2,7 @@
 
 #include "fusion/builders/elementwise_builder.h"
 #include "stream/execute_op.h"
-#include "stream/log.h"
+#include "core/log.h"
 #include "stream/runtime.h"
 #include "stream/tensor_node.h"
 
@@ -23,7 +23,7 @@ Stream::Stream(DeviceRuntime& runtime, backends::StreamId id)
       context_(queue_, runtime),
       processor_(runtime.plan_store(), make_builders()) {}
 
-void Stream::record(OpDesc&& op, std::span<TensorNode* const> pins, bool may_run) {
+void Stream::record(core::OpDesc&& op, std::span<TensorNode* const> pins, bool may_run) {
   std::vector<TensorNode*> released;
   {
     std::lock_guard lock(mutex_);
@@ -60,8 +60,8 @@ std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
   if (fuse) {
     processor_.process(queue_, context_, mode);
   } else if (mode == fusion::ExecutionMode::kSync) {
-    if (log_enabled(LogChannel::kStream) && !queue_.empty())
-      log_line(LogChannel::kStream, "running " + std::to_string(queue_.size()) + " queued ops");
+    if (log_enabled(core::LogChannel::kStream) && !queue_.empty())
+      log_line(core::LogChannel::kStream, "running " + std::to_string(queue_.size()) + " queued ops");
     for (std::size_t i = 0; i < queue_.size(); ++i)
       execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
     queue_.clear();

@@ -10,7 +10,7 @@
 
 #include "backends/execution_stream.h"
 #include "fusion/processor.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "stream/queue.h"
 #include "stream/segment_context.h"
 
@@ -37,7 +37,7 @@ class Stream {
   // `may_run` is false (Drop ops, recorded from destructors, never run anything), runs what
   // must run: with fusion, what the segment processor decides (everything once the queue
   // reaches its bound); without, everything at the bound. Owner thread only.
-  void record(OpDesc&& op, std::span<TensorNode* const> pins, bool may_run);
+  void record(core::OpDesc&& op, std::span<TensorNode* const> pins, bool may_run);
   // Runs every queued op (a sync). Any thread.
   void drain();
   // How many of this stream's ops have run. Any thread.

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "stream/log.h"
+#include "core/log.h"
 #include "stream/thread_local.h"
 #include "stream/runtime.h"
 #include "stream/stream.h"
@@ -45,15 +45,15 @@ void record_drop(TensorNode* n) {
     rt.handles().erase(n->id);
     return;
   }
-  OpDesc op;
-  op.kind = OpKind::kDrop;
-  op.inputs.push_back(TensorDesc{n->id, n->shape, n->dtype, TensorStatus::kReadWrite});
+  core::OpDesc op;
+  op.kind = core::OpKind::kDrop;
+  op.inputs.push_back(core::TensorDesc{n->id, n->shape, n->dtype, core::TensorStatus::kReadWrite});
   current->record(std::move(op), {}, /*may_run=*/false);
 }
 
 }  // namespace
 
-TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, TensorId id,
+TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, core::TensorId id,
                      const Shape& shape, DType dtype) {
   TensorNode* n;
   if (!t_pool_gone && !t_pool.free.empty()) {
@@ -81,7 +81,7 @@ void release(TensorNode* n) noexcept {
       record_drop(n);
     } catch (const std::exception& e) {
       // Out of memory while queueing a Drop: the value leaks rather than the process dying.
-      warn_once("drop-failed", std::string("could not record a tensor's drop: ") + e.what());
+      core::warn_once("drop-failed", std::string("could not record a tensor's drop: ") + e.what());
     }
   }
   free_node(n);

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/device.h"
 
 namespace streamfuse::stream {
@@ -19,7 +19,7 @@ struct TensorNode {
   bool consumed = false;
   DType dtype = kF32;
   Device device;
-  TensorId id = 0;
+  core::TensorId id = 0;
   Shape shape;
   DeviceRuntime* runtime = nullptr;
   // The stream that made the tensor, and 1 + the number of the last op on that stream that made
@@ -32,7 +32,7 @@ struct TensorNode {
 
 // A node with one reference. Nodes are recycled through a per-thread pool: steady-state ops
 // allocate none.
-TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, TensorId id,
+TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, core::TensorId id,
                      const Shape& shape, DType dtype);
 inline void retain(TensorNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
 // Drops one reference; the last one records a Drop (unless consumed) and frees the node.

@@ -51,15 +51,15 @@ void print_indented(const std::string& text, const char* indent) {
 }
 
 // A plan's ops or a trigger's: relative form.
-void print_relative_ops(const std::vector<stream::OpDesc>& ops, const char* indent) {
+void print_relative_ops(const std::vector<core::OpDesc>& ops, const char* indent) {
   for (std::size_t i = 0; i < ops.size(); ++i)
-    std::cout << indent << i << "  " << stream::to_string(ops[i], stream::OpForm::kRelative)
+    std::cout << indent << i << "  " << core::to_string(ops[i], core::OpForm::kRelative)
               << '\n';
 }
 
 // "matmul(...) -> ...  strides [32, 1] [16, 1]": the op, then each input's element strides.
 std::string prepared_op_line(const backends::PreparedOp& p) {
-  std::string line = stream::to_string(p.op) + "  strides";
+  std::string line = core::to_string(p.op) + "  strides";
   for (std::size_t i = 0; i < p.input_strides.size(); ++i) {
     const std::size_t rank =
         i < p.op.inputs.size() ? static_cast<std::size_t>(p.op.inputs[i].shape.rank()) : 0;

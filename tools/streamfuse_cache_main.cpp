@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cache/cache_dir.h"
-#include "stream/environment.h"
-#include "stream/log.h"
+#include "core/environment.h"
+#include "core/log.h"
 #include "streamfuse/config.h"
 #include "streamfuse/error.h"
 #include "tools/streamfuse_cache.h"
@@ -163,7 +163,7 @@ fs::path default_directory() {
   try {
     config = Config::from_env();
   } catch (const Error&) {
-    if (auto dir = stream::env_text("STREAMFUSE_CACHE_DIR")) config.cache_dir = std::move(*dir);
+    if (auto dir = core::env_text("STREAMFUSE_CACHE_DIR")) config.cache_dir = std::move(*dir);
   }
   return cache::cache_directory(config);
 }
@@ -263,7 +263,7 @@ class PrintableLines final : public std::streambuf {
 
  private:
   bool put(std::string_view text) {
-    const std::string shown = streamfuse::stream::printable(text);
+    const std::string shown = streamfuse::core::printable(text);
     const auto size = static_cast<std::streamsize>(shown.size());
     return out_->sputn(shown.data(), size) == size;
   }

@@ -6,15 +6,15 @@
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/views.h"
 #include "backends/movement.h"
-#include "backends/scalar_values.h"
+#include "core/scalar_values.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
 
-using stream::OpCategory;
-using stream::OpDesc;
-using stream::OpKind;
-using stream::TensorDesc;
+using core::OpCategory;
+using core::OpDesc;
+using core::OpKind;
+using core::TensorDesc;
 
 CpuBackend::CpuBackend()
     : allocator_(memory_, BackendSettings{}.allocator_cache_bytes), kernels_(cpu::kernels()) {}
@@ -31,16 +31,16 @@ TensorHandle CpuBackend::allocate(const Shape& shape, DType dtype) {
   return h;
 }
 
-void CpuBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
+void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
                          std::span<TensorHandle> outputs) {
   TensorHandle& out = outputs[0];
-  const TensorDesc& od = op.outputs[0];
-  switch (stream::op_category(op.kind)) {
-    case OpCategory::kCreation:
+  const core::TensorDesc& od = op.outputs[0];
+  switch (core::op_category(op.kind)) {
+    case core::OpCategory::kCreation:
       out = allocate(od.shape, od.dtype);
-      if (op.kind == OpKind::kFull || op.kind == OpKind::kArange) {
+      if (op.kind == core::OpKind::kFull || op.kind == core::OpKind::kArange) {
         kernels_.fill({op.kind, od.dtype, out.storage.data(), od.shape.numel(), op.scalars[0],
-                       op.kind == OpKind::kArange ? op.scalars[1] : Scalar{}, threads()});
+                       op.kind == core::OpKind::kArange ? op.scalars[1] : Scalar{}, threads()});
       } else {
         kernels_.random({op.kind, od.dtype, out.storage.data(), od.shape.numel(),
                          static_cast<std::uint64_t>(op.scalars[0].to_int()),
@@ -48,29 +48,29 @@ void CpuBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
                          op.scalars[2].to_double(), op.scalars[3].to_double(), threads()});
       }
       return;
-    case OpCategory::kCast:
+    case core::OpCategory::kCast:
       out = copy_contiguous(*this, inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
       return;
-    case OpCategory::kUnary:
-    case OpCategory::kBinary:
-    case OpCategory::kCompare:
-    case OpCategory::kLogical:
-    case OpCategory::kSelect:
+    case core::OpCategory::kUnary:
+    case core::OpCategory::kBinary:
+    case core::OpCategory::kCompare:
+    case core::OpCategory::kLogical:
+    case core::OpCategory::kSelect:
       return run_elementwise(op, inputs, out);
-    case OpCategory::kReduce:
+    case core::OpCategory::kReduce:
       return run_reduce(op, inputs[0], out);
-    case OpCategory::kMatmul:
+    case core::OpCategory::kMatmul:
       return run_matmul(op, inputs, out);
-    case OpCategory::kMovement:
+    case core::OpCategory::kMovement:
       return run_movement(*this, op, inputs, out);
-    case OpCategory::kLifetime:
+    case core::OpCategory::kLifetime:
       return;
   }
 }
 
-void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs,
+void CpuBackend::run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs,
                                  TensorHandle& out) {
-  const TensorDesc& od = op.outputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   ElementwiseArgs a;
   a.kind = op.kind;
   a.compute = op.attrs.dtype;
@@ -81,35 +81,35 @@ void CpuBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> input
   std::int64_t scalar = 0;
   auto add_scalar = [&] {
     const DType d = storage_dtype_of(compute_type_of(op.attrs.dtype));
-    scalar = operand_scalar_bits(op.scalars[0], d);
+    scalar = core::operand_scalar_bits(op.scalars[0], d);
     a.inputs[static_cast<std::size_t>(a.num_inputs++)] =
         Operand{reinterpret_cast<char*>(&scalar), d, {}};
   };
-  if (op.attrs.scalar_side == stream::ScalarSide::kLhs) add_scalar();
+  if (op.attrs.scalar_side == core::ScalarSide::kLhs) add_scalar();
   for (std::size_t i = 0; i < inputs.size(); ++i)
     a.inputs[static_cast<std::size_t>(a.num_inputs++)] =
         broadcast_operand(inputs[i], op.inputs[i].shape, op.inputs[i].dtype, od.shape);
-  if (op.attrs.scalar_side == stream::ScalarSide::kRhs) add_scalar();
+  if (op.attrs.scalar_side == core::ScalarSide::kRhs) add_scalar();
 
   out = elementwise_output(op, inputs);
   a.output = Operand{element_ptr(out, od.dtype), od.dtype, out.strides};
   kernels_.elementwise(a);
 }
 
-void CpuBackend::run_reduce(const OpDesc& op, TensorHandle& in, TensorHandle& out) {
-  const TensorDesc& id = op.inputs[0];
-  const TensorDesc& od = op.outputs[0];
+void CpuBackend::run_reduce(const core::OpDesc& op, TensorHandle& in, TensorHandle& out) {
+  const core::TensorDesc& id = op.inputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   out = allocate(od.shape, od.dtype);
   kernels_.reduce({op.kind, id.shape, Operand{element_ptr(in, id.dtype), id.dtype, in.strides},
                    op.attrs.axis, od.dtype, out.storage.data(), threads()});
 }
 
-void CpuBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
   const DType dtype = op.attrs.dtype;
   MatmulOperand m[2];
   TensorHandle converted[2];
   for (std::size_t i = 0; i < 2; ++i) {
-    const TensorDesc& d = op.inputs[i];
+    const core::TensorDesc& d = op.inputs[i];
     const TensorHandle* h = &inputs[i];
     if (d.dtype != dtype) {  // mixed dtypes: promote the other operand first
       converted[i] = copy_contiguous(*this, inputs[i], d.shape, d.dtype, dtype);
@@ -117,7 +117,7 @@ void CpuBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, Te
     }
     m[i] = MatmulOperand{element_ptr(*h, dtype), d.shape, h->strides};
   }
-  const TensorDesc& od = op.outputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   out = allocate(od.shape, od.dtype);
   if (!matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, threads())) return;
   // The first run of this primitive in the process: worth preparing ahead next time.
@@ -128,20 +128,20 @@ void CpuBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, Te
   }
   if (!listener) return;
   PreparedOp p{op, {m[0].strides, m[1].strides}};
-  for (TensorDesc* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) {
+  for (core::TensorDesc* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) {
     t->id = 0;
-    t->status = stream::TensorStatus::kReadOnly;
+    t->status = core::TensorStatus::kReadOnly;
   }
   for (std::size_t i = 0; i < 2; ++i) p.op.inputs[i].dtype = dtype;  // as the product reads them
-  p.op.outputs[0].status = stream::TensorStatus::kNotInit;
+  p.op.outputs[0].status = core::TensorStatus::kNotInit;
   listener(p);
 }
 
 bool CpuBackend::prepare(const PreparedOp& p) {
-  const OpDesc& op = p.op;
-  if (op.kind != OpKind::kMatmul) return false;
+  const core::OpDesc& op = p.op;
+  if (op.kind != core::OpKind::kMatmul) return false;
   if (op.inputs.size() != 2 || op.outputs.size() != 1 || p.input_strides.size() != 2)
-    throw Error("prepare: " + stream::to_string(op) + " is not a well-formed matmul");
+    throw Error("prepare: " + core::to_string(op) + " is not a well-formed matmul");
   const MatmulOperand a{nullptr, op.inputs[0].shape, p.input_strides[0]};
   const MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
   return matmul_.prepare(op.attrs.dtype, a, b, op.outputs[0].shape, threads());

@@ -20,7 +20,7 @@ class CpuBackend final : public Backend {
 
   Device device() const override { return Device::cpu(); }
   void configure(const BackendSettings& settings) override;
-  void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
+  void execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
                std::span<TensorHandle> outputs) override;
   TensorHandle from_host(const void* host, DType dtype, const Shape& shape) override;
   void copy(const Shape& shape, const TensorHandle& from, DType from_dtype, const TensorHandle& to,
@@ -38,9 +38,9 @@ class CpuBackend final : public Backend {
   const KernelTable& kernels() const { return kernels_; }
 
  private:
-  void run_elementwise(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
-  void run_reduce(const stream::OpDesc& op, TensorHandle& in, TensorHandle& out);
-  void run_matmul(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_reduce(const core::OpDesc& op, TensorHandle& in, TensorHandle& out);
+  void run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   int threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
   HostMemory memory_;

@@ -3,14 +3,14 @@
 #include <string>
 #include <string_view>
 
-#include "stream/environment.h"
-#include "stream/log.h"
+#include "core/environment.h"
+#include "core/log.h"
 
 namespace streamfuse::backends::cpu {
 
 std::optional<int> isa_cap_from_env() {
   static constexpr std::string_view kLevels[] = {"v2", "v3", "v4"};
-  const std::optional<std::size_t> i = stream::env_choice("STREAMFUSE_CPU_ISA", kLevels);
+  const std::optional<std::size_t> i = core::env_choice("STREAMFUSE_CPU_ISA", kLevels);
   return i ? std::optional<int>(static_cast<int>(*i) + 2) : std::nullopt;
 }
 
@@ -44,9 +44,9 @@ int choose_level() {
   const std::optional<int> cap = isa_cap_from_env();
   // A cap is a most: one above what this CPU has leaves the CPU's level, as the log says.
   const int level = cap && *cap < supported ? *cap : supported;
-  if (stream::log_enabled(stream::LogChannel::kStream))
-    stream::log_line(
-        stream::LogChannel::kStream,
+  if (core::log_enabled(core::LogChannel::kStream))
+    core::log_line(
+        core::LogChannel::kStream,
         "cpu kernels: x86-64-v" + std::to_string(level) +
             (cap && *cap > supported
                  ? " (STREAMFUSE_CPU_ISA=v" + std::to_string(*cap) + " is above this CPU's level)"

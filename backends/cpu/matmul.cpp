@@ -9,7 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/matmul_layout.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {

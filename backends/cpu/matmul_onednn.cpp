@@ -27,8 +27,8 @@
 
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul_layout.h"
-#include "backends/float16.h"
-#include "stream/log.h"
+#include "core/float16.h"
+#include "core/log.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
@@ -321,8 +321,8 @@ struct OnednnMatmul::State {
     const PlanKey key = make_key(dtype, l, max_threads(num_threads));
     return find_or_build(key, for_run, [&] {
       std::shared_ptr<const Plan> plan = build(dtype, l);
-      if (stream::log_enabled(stream::LogChannel::kCache))
-        stream::log_line(stream::LogChannel::kCache,
+      if (core::log_enabled(core::LogChannel::kCache))
+        core::log_line(core::LogChannel::kCache,
                          std::string(for_run ? "" : "prepared ") + describe_plan(dtype, l, *plan));
       return plan;
     });
@@ -357,9 +357,9 @@ To convert(From x) {
   if constexpr (std::is_same_v<From, To>)
     return x;
   else if constexpr (std::is_same_v<From, Half>)
-    return half_bits_to_float(x.bits);
+    return core::half_bits_to_float(x.bits);
   else
-    return bf16_bits_to_float(x.bits);
+    return core::bf16_bits_to_float(x.bits);
 }
 
 // Rows [begin, end) of the dense row-major copy of `x` (row r is row r % rows of matrix
@@ -414,9 +414,9 @@ void round_result(DType dtype, const float* src, void* dst, std::int64_t numel, 
   auto* d = static_cast<std::uint16_t*>(dst);
   parallel_for(numel, 16384, num_threads, [&](std::int64_t begin, std::int64_t end) {
     if (dtype == kF16) {
-      for (std::int64_t i = begin; i < end; ++i) d[i] = float_to_half_bits(src[i]);
+      for (std::int64_t i = begin; i < end; ++i) d[i] = core::float_to_half_bits(src[i]);
     } else {
-      for (std::int64_t i = begin; i < end; ++i) d[i] = float_to_bf16_bits(src[i]);
+      for (std::int64_t i = begin; i < end; ++i) d[i] = core::float_to_bf16_bits(src[i]);
     }
   });
 }

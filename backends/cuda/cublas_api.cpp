@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "stream/environment.h"
+#include "core/environment.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cuda {
@@ -19,7 +19,7 @@ struct Loaded {
 // The soname's major version is the ABI of the headers: CUBLAS_VER_MAJOR, which has been the
 // Toolkit's major version since CUDA 11.
 std::vector<std::string> candidates() {
-  if (auto v = stream::env_text("STREAMFUSE_CUBLAS")) return {std::move(*v)};
+  if (auto v = core::env_text("STREAMFUSE_CUBLAS")) return {std::move(*v)};
   return {"libcublas.so." + std::to_string(CUBLAS_VER_MAJOR), "libcublas.so"};
 }
 

@@ -7,10 +7,10 @@
 namespace streamfuse::backends::cuda {
 namespace {
 
-using stream::OpCategory;
-using stream::OpDesc;
-using stream::OpKind;
-using stream::TensorDesc;
+using core::OpCategory;
+using core::OpDesc;
+using core::OpKind;
+using core::TensorDesc;
 
 }  // namespace
 
@@ -55,61 +55,61 @@ TensorHandle CudaBackend::allocate(const Shape& shape, DType dtype) {
   return h;
 }
 
-void CudaBackend::execute(const OpDesc& op, std::span<TensorHandle> inputs,
+void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
                           std::span<TensorHandle> outputs) {
   TensorHandle& out = outputs[0];
-  const TensorDesc& od = op.outputs[0];
-  switch (stream::op_category(op.kind)) {
-    case OpCategory::kCreation:
+  const core::TensorDesc& od = op.outputs[0];
+  switch (core::op_category(op.kind)) {
+    case core::OpCategory::kCreation:
       out = allocate(od.shape, od.dtype);
       if (od.shape.numel() == 0) return;
-      if (op.kind == OpKind::kFull)
+      if (op.kind == core::OpKind::kFull)
         kernels().elementwise(op, {}, out);
-      else if (op.kind == OpKind::kArange)
+      else if (op.kind == core::OpKind::kArange)
         kernels().arange(op, out);
       else
         kernels().random(op, out);
       return;
-    case OpCategory::kCast:
+    case core::OpCategory::kCast:
       out = copy_contiguous(*this, inputs[0], op.inputs[0].shape, op.inputs[0].dtype, od.dtype);
       return;
-    case OpCategory::kUnary:
-    case OpCategory::kBinary:
-    case OpCategory::kCompare:
-    case OpCategory::kLogical:
-    case OpCategory::kSelect:
+    case core::OpCategory::kUnary:
+    case core::OpCategory::kBinary:
+    case core::OpCategory::kCompare:
+    case core::OpCategory::kLogical:
+    case core::OpCategory::kSelect:
       return run_elementwise(op, inputs, out);
-    case OpCategory::kReduce:
+    case core::OpCategory::kReduce:
       out = allocate(od.shape, od.dtype);
       if (op.inputs[0].shape.numel() == 0 && od.shape.numel() == 0) return;
       kernels().reduce(op, inputs[0], out, [this](std::size_t bytes) {
         return allocate(Shape{static_cast<std::int64_t>(bytes)}, kBool);
       });
       return;
-    case OpCategory::kMatmul:
+    case core::OpCategory::kMatmul:
       return run_matmul(op, inputs, out);
-    case OpCategory::kMovement:
+    case core::OpCategory::kMovement:
       return run_movement(*this, op, inputs, out);
-    case OpCategory::kLifetime:
+    case core::OpCategory::kLifetime:
       return;
   }
 }
 
-void CudaBackend::run_elementwise(const OpDesc& op, std::span<TensorHandle> inputs,
+void CudaBackend::run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs,
                                   TensorHandle& out) {
-  const TensorDesc& od = op.outputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   out = elementwise_output(op, inputs);
   if (od.shape.numel() == 0) return;
   kernels().elementwise(op, inputs, out);
 }
 
-void CudaBackend::run_matmul(const OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+void CudaBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
   const DType dtype = op.attrs.dtype;
-  const TensorDesc& od = op.outputs[0];
+  const core::TensorDesc& od = op.outputs[0];
   MatmulOperand m[2];
   TensorHandle copies[2];
   for (std::size_t i = 0; i < 2; ++i) {
-    const TensorDesc& d = op.inputs[i];
+    const core::TensorDesc& d = op.inputs[i];
     const TensorHandle* h = &inputs[i];
     m[i] = MatmulOperand{element_ptr(*h, d.dtype), d.shape, h->strides};
     // Mixed dtypes promote the other operand first; cuBLAS reads only some layouts as they are.

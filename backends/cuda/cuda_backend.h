@@ -31,7 +31,7 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::cuda(device_->ordinal()); }
   void configure(const BackendSettings& settings) override;
-  void execute(const stream::OpDesc& op, std::span<TensorHandle> inputs,
+  void execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
                std::span<TensorHandle> outputs) override;
   TensorHandle allocate(const Shape& shape, DType dtype) override;
   TensorHandle from_host(const void* host, DType dtype, const Shape& shape) override;
@@ -47,8 +47,8 @@ class CudaBackend final : public Backend {
 
  private:
   GeneratedKernels& kernels();
-  void run_elementwise(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
-  void run_matmul(const stream::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
 
   std::shared_ptr<const DeviceContext> device_;
   // Declared in destruction order's reverse: the allocator returns its blocks (and the streams

@@ -6,7 +6,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "stream/environment.h"
+#include "core/environment.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cuda {
@@ -130,7 +130,7 @@ struct Loaded {
 // is never closed: it is opened at most once per process, and buffers and modules may still be
 // freed through it while the process exits.
 Loaded load() {
-  const std::string library = stream::env_text("STREAMFUSE_CUDA_DRIVER").value_or("libcuda.so.1");
+  const std::string library = core::env_text("STREAMFUSE_CUDA_DRIVER").value_or("libcuda.so.1");
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* error = dlerror();

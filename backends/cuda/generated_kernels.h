@@ -11,7 +11,7 @@
 
 #include "backends/backend.h"
 #include "backends/matmul_layout.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::backends::cuda {
 
@@ -21,18 +21,18 @@ class GeneratedKernels {
 
   // out = op(inputs) for an element-wise op (unary, binary, compare, logical, where, cast) or
   // full(); inputs broadcast to the output's shape; `out` holds the output's shape.
-  virtual void elementwise(const stream::OpDesc& op, std::span<const TensorHandle> inputs,
+  virtual void elementwise(const core::OpDesc& op, std::span<const TensorHandle> inputs,
                            const TensorHandle& out) = 0;
   // `to` = `from` converted element by element (equal dtypes: a bitwise copy), both of `shape`
   // in any layout.
   virtual void copy(const Shape& shape, const TensorHandle& from, DType from_dtype,
                     const TensorHandle& to, DType to_dtype) = 0;
   // arange(), rand(), randn() into a contiguous `out`, with the CPU's values.
-  virtual void arange(const stream::OpDesc& op, const TensorHandle& out) = 0;
-  virtual void random(const stream::OpDesc& op, const TensorHandle& out) = 0;
+  virtual void arange(const core::OpDesc& op, const TensorHandle& out) = 0;
+  virtual void random(const core::OpDesc& op, const TensorHandle& out) = 0;
   // A reduction (sum, mean, max, min, argmax) of op.inputs[0] into a contiguous `out`;
   // `scratch(bytes)` gives device memory for partial results, alive while the work is queued.
-  virtual void reduce(const stream::OpDesc& op, const TensorHandle& in, const TensorHandle& out,
+  virtual void reduce(const core::OpDesc& op, const TensorHandle& in, const TensorHandle& out,
                       const std::function<TensorHandle(std::size_t bytes)>& scratch) = 0;
   // out = a @ b for i32 / i64 operands (cuBLAS has no such product), wrapping like the CPU;
   // `out` contiguous of `out_shape`, operand data device pointers.

@@ -10,13 +10,13 @@ namespace streamfuse::fusion {
 using jit::InstrKind;
 using jit::Instruction;
 using jit::ValueType;
-using stream::OpCategory;
-using stream::OpDesc;
-using stream::TensorId;
+using core::OpCategory;
+using core::OpDesc;
+using core::TensorId;
 
 namespace {
 
-std::int64_t bytes_of(const stream::TensorDesc& d) {
+std::int64_t bytes_of(const core::TensorDesc& d) {
   return d.shape.numel() * static_cast<std::int64_t>(element_size(d.dtype));
 }
 
@@ -31,7 +31,7 @@ void ElementwiseBuilder::reset() {
   groups_.clear();
 }
 
-void ElementwiseBuilder::register_op(const OpDesc& relative, const OpDesc& global) {
+void ElementwiseBuilder::register_op(const core::OpDesc& relative, const core::OpDesc& global) {
   if (status_ == BuilderStatus::kClosed) return;
   if (!accept(relative, global)) {
     status_ = BuilderStatus::kClosed;
@@ -40,7 +40,7 @@ void ElementwiseBuilder::register_op(const OpDesc& relative, const OpDesc& globa
   ++len_;
 }
 
-ElementwiseBuilder::Value& ElementwiseBuilder::value(TensorId id, const stream::TensorDesc& real,
+ElementwiseBuilder::Value& ElementwiseBuilder::value(core::TensorId id, const core::TensorDesc& real,
                                                      TensorSource source) {
   auto [it, inserted] = values_.try_emplace(id);
   if (inserted) {
@@ -52,14 +52,14 @@ ElementwiseBuilder::Value& ElementwiseBuilder::value(TensorId id, const stream::
   return it->second;
 }
 
-bool ElementwiseBuilder::accept(const OpDesc& rel, const OpDesc& real) {
+bool ElementwiseBuilder::accept(const core::OpDesc& rel, const core::OpDesc& real) {
   const auto j = static_cast<std::uint32_t>(len_);
-  const OpCategory category = stream::op_category(rel.kind);
-  if (category == OpCategory::kLifetime) {
+  const core::OpCategory category = core::op_category(rel.kind);
+  if (category == core::OpCategory::kLifetime) {
     value(rel.inputs[0].id, real.inputs[0], {j, 0}).dies = true;
     return true;
   }
-  if (rel.kind == stream::OpKind::kFull) {
+  if (rel.kind == core::OpKind::kFull) {
     Value& v = value(rel.outputs[0].id, real.outputs[0], {j, -1});
     v.origin = Origin::kConstant;
     v.shape = rel.outputs[0].shape;
@@ -67,7 +67,7 @@ bool ElementwiseBuilder::accept(const OpDesc& rel, const OpDesc& real) {
     unfused_bytes_ += v.bytes;
     return true;
   }
-  if (!stream::is_elementwise(rel.kind)) return false;
+  if (!core::is_elementwise(rel.kind)) return false;
   const std::int32_t g = choose_group(rel);
   if (g < 0) return false;
   {  // every input may be a new load and the output a new store: stay within a kernel's operands
@@ -82,18 +82,18 @@ bool ElementwiseBuilder::accept(const OpDesc& rel, const OpDesc& real) {
     unfused_bytes_ += v.bytes;
   }
   emit_op(groups_[static_cast<std::size_t>(g)], g, rel, j);
-  for (const stream::TensorDesc& in : rel.inputs) {
+  for (const core::TensorDesc& in : rel.inputs) {
     Value& v = values_[in.id];
     v.last_reader = std::max(v.last_reader, g);
-    if (in.status == stream::TensorStatus::kReadWrite) v.dies = true;
+    if (in.status == core::TensorStatus::kReadWrite) v.dies = true;
   }
   unfused_bytes_ += values_[rel.outputs[0].id].bytes;
   return true;
 }
 
-std::int32_t ElementwiseBuilder::choose_group(const OpDesc& rel) {
+std::int32_t ElementwiseBuilder::choose_group(const core::OpDesc& rel) {
   std::size_t first = 0;
-  for (const stream::TensorDesc& in : rel.inputs) {
+  for (const core::TensorDesc& in : rel.inputs) {
     auto it = values_.find(in.id);
     if (it != values_.end() && it->second.origin == Origin::kGroup)
       first = std::max(first, static_cast<std::size_t>(it->second.group));
@@ -131,7 +131,7 @@ std::int32_t ElementwiseBuilder::scalar(Group& g, ScalarSource src, jit::ScalarA
   return r;
 }
 
-std::int32_t ElementwiseBuilder::operand(Group& g, std::int32_t gi, TensorId id, ValueType type) {
+std::int32_t ElementwiseBuilder::operand(Group& g, std::int32_t gi, core::TensorId id, ValueType type) {
   std::int32_t r;
   if (auto it = g.regs.find(id); it != g.regs.end()) {
     r = it->second;
@@ -164,16 +164,16 @@ std::int32_t ElementwiseBuilder::operand(Group& g, std::int32_t gi, TensorId id,
   return c;
 }
 
-void ElementwiseBuilder::emit_op(Group& g, std::int32_t gi, const OpDesc& rel, std::uint32_t j) {
+void ElementwiseBuilder::emit_op(Group& g, std::int32_t gi, const core::OpDesc& rel, std::uint32_t j) {
   // The group's registers for the op's operands (loaded or converted once per group), and its
   // scalar arguments by source.
   struct GroupEmitter final : jit::OpEmitter {
     ElementwiseBuilder& b;
     Group& g;
     std::int32_t gi;
-    const OpDesc& rel;
+    const core::OpDesc& rel;
     std::uint32_t j;
-    GroupEmitter(ElementwiseBuilder& b_, Group& g_, std::int32_t gi_, const OpDesc& rel_,
+    GroupEmitter(ElementwiseBuilder& b_, Group& g_, std::int32_t gi_, const core::OpDesc& rel_,
                  std::uint32_t j_)
         : b(b_), g(g_), gi(gi_), rel(rel_), j(j_) {}
     std::int32_t operand(std::size_t i, ValueType type) override {
@@ -183,7 +183,7 @@ void ElementwiseBuilder::emit_op(Group& g, std::int32_t gi, const OpDesc& rel, s
     std::int32_t emit(Instruction in, ValueType result) override { return b.emit(g, in, result); }
   } emitter(*this, g, gi, rel, j);
   const std::int32_t r = jit::emit_elementwise_op(rel, emitter);
-  const stream::TensorDesc& out = rel.outputs[0];
+  const core::TensorDesc& out = rel.outputs[0];
   Value& v = values_[out.id];
   v.origin = Origin::kGroup;
   v.group = gi;
@@ -202,8 +202,8 @@ bool ElementwiseBuilder::stored(const Value& v) const {
 std::int64_t ElementwiseBuilder::score() const {
   std::int64_t fused = 0;
   for (const Group& g : groups_) {
-    for (TensorId id : g.inputs) fused += values_.at(id).bytes;
-    for (TensorId id : g.produced)
+    for (core::TensorId id : g.inputs) fused += values_.at(id).bytes;
+    for (core::TensorId id : g.produced)
       if (stored(values_.at(id))) fused += values_.at(id).bytes;
   }
   for (const auto& [id, v] : values_)
@@ -213,8 +213,8 @@ std::int64_t ElementwiseBuilder::score() const {
 
 std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
   std::vector<ElementwiseOptimization::Tensor> tensors;
-  boost::unordered_flat_map<TensorId, std::uint32_t> index;
-  auto tensor_index = [&](TensorId id) {
+  boost::unordered_flat_map<core::TensorId, std::uint32_t> index;
+  auto tensor_index = [&](core::TensorId id) {
     auto [it, inserted] = index.try_emplace(id, static_cast<std::uint32_t>(tensors.size()));
     if (inserted) {
       const Value& v = values_.at(id);
@@ -231,7 +231,7 @@ std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
     k.program = g.program;
     k.shape_source = g.shape_source;
     std::vector<bool> lent(g.inputs.size(), false);
-    for (TensorId id : g.produced) {
+    for (core::TensorId id : g.produced) {
       const Value& v = values_.at(id);
       if (!stored(v) || v.group != static_cast<std::int32_t>(gi)) continue;
       k.program.outputs.push_back({v.reg, v.dtype});
@@ -249,14 +249,14 @@ std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
       k.lend.push_back(lend);
     }
     if (k.outputs.empty()) continue;  // nothing of this group is needed
-    for (TensorId id : g.inputs) k.inputs.push_back(tensor_index(id));
+    for (core::TensorId id : g.inputs) k.inputs.push_back(tensor_index(id));
     k.scalars = g.scalars;
     jit::simplify(k.program);
     k.facts = jit::ProgramFacts::of(k.program);
     kernels.push_back(std::move(k));
   }
   // A constant a handle still holds is written by a kernel of its own.
-  for (TensorId id : order_) {
+  for (core::TensorId id : order_) {
     const Value& v = values_.at(id);
     if (v.origin != Origin::kConstant || !stored(v)) continue;
     ElementwiseKernel k;
@@ -276,7 +276,7 @@ std::unique_ptr<Optimization> ElementwiseBuilder::build() const {
     k.facts = jit::ProgramFacts::of(k.program);
     kernels.push_back(std::move(k));
   }
-  for (TensorId id : order_) {  // drops of tensors nothing here read still erase them
+  for (core::TensorId id : order_) {  // drops of tensors nothing here read still erase them
     const Value& v = values_.at(id);
     if (v.origin == Origin::kExternal && v.dies) tensor_index(id);
   }

@@ -29,7 +29,7 @@ class ElementwiseBuilder final : public OptimizationBuilder {
   // Tensors one kernel reads and writes at most (backends/cpu/kernels/layout.h kMaxOperands).
   static constexpr std::size_t kMaxKernelOperands = 64;
 
-  void register_op(const stream::OpDesc& relative, const stream::OpDesc& global) override;
+  void register_op(const core::OpDesc& relative, const core::OpDesc& global) override;
   BuilderStatus status() const override { return status_; }
   std::size_t len() const override { return len_; }
   std::int64_t score() const override;
@@ -55,31 +55,31 @@ class ElementwiseBuilder final : public OptimizationBuilder {
     TensorSource shape_source;
     jit::FusedProgram program;
     std::vector<jit::ValueType> types;                               // per register
-    boost::unordered_flat_map<stream::TensorId, std::int32_t> regs;  // values available here
-    std::vector<stream::TensorId> inputs;                            // per program input
-    std::vector<stream::TensorId> produced;                          // in order
+    boost::unordered_flat_map<core::TensorId, std::int32_t> regs;  // values available here
+    std::vector<core::TensorId> inputs;                            // per program input
+    std::vector<core::TensorId> produced;                          // in order
     std::vector<ScalarSource> scalars;                               // per program scalar argument
     boost::unordered_flat_map<std::uint64_t, std::int32_t> scalar_regs;  // by source
     boost::unordered_flat_map<std::uint64_t, std::int32_t> converted;    // (reg, type) -> reg
   };
 
-  bool accept(const stream::OpDesc& rel, const stream::OpDesc& real);
-  Value& value(stream::TensorId id, const stream::TensorDesc& real, TensorSource source);
-  std::int32_t choose_group(const stream::OpDesc& rel);
+  bool accept(const core::OpDesc& rel, const core::OpDesc& real);
+  Value& value(core::TensorId id, const core::TensorDesc& real, TensorSource source);
+  std::int32_t choose_group(const core::OpDesc& rel);
   // Emits instructions into group g; returns the new register.
   std::int32_t emit(Group& g, jit::Instruction in, jit::ValueType result);
   // The register of `id` in group g converted to `type` (loading or materializing it first).
-  std::int32_t operand(Group& g, std::int32_t gi, stream::TensorId id, jit::ValueType type);
+  std::int32_t operand(Group& g, std::int32_t gi, core::TensorId id, jit::ValueType type);
   std::int32_t scalar(Group& g, ScalarSource src, jit::ScalarArg arg);
-  void emit_op(Group& g, std::int32_t gi, const stream::OpDesc& rel, std::uint32_t op_index);
+  void emit_op(Group& g, std::int32_t gi, const core::OpDesc& rel, std::uint32_t op_index);
   // Whether a value made in the segment is written to memory.
   bool stored(const Value& v) const;
 
   BuilderStatus status_ = BuilderStatus::kOpen;
   std::size_t len_ = 0;
   std::int64_t unfused_bytes_ = 0;
-  boost::unordered_flat_map<stream::TensorId, Value> values_;
-  std::vector<stream::TensorId> order_;  // values in order of first appearance
+  boost::unordered_flat_map<core::TensorId, Value> values_;
+  std::vector<core::TensorId> order_;  // values in order of first appearance
   std::vector<Group> groups_;
 };
 

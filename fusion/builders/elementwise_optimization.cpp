@@ -9,16 +9,16 @@
 namespace streamfuse::fusion {
 namespace {
 
-const stream::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
-  const stream::OpDesc& op = context.op(s.op);
+const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
+  const core::OpDesc& op = context.op(s.op);
   return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
 }
 
 // A tensor's value during one run: taken from the context, or made by a kernel of this run.
 struct Value {
-  const stream::TensorDesc* desc = nullptr;
+  const core::TensorDesc* desc = nullptr;
   backends::TensorHandle handle;
-  stream::Failure failure;
+  core::Failure failure;
   bool known = false;
 };
 
@@ -90,7 +90,7 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
   boost::container::small_vector<std::int64_t, 8> scalars;
   auto arguments = [&](const ElementwiseKernel& k) {
-    stream::Failure failed;
+    core::Failure failed;
     ins.clear();
     for (std::uint32_t t : k.inputs) {
       Value& v = input(t);

@@ -10,7 +10,7 @@
 
 #include "fusion/optimization.h"
 #include "jit/program.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::fusion {
 

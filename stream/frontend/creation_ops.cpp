@@ -13,7 +13,7 @@
 
 namespace streamfuse {
 
-using stream::OpKind;
+using core::OpKind;
 using stream::frontend::api_call;
 using stream::frontend::check_new_shape;
 using stream::frontend::node_of;
@@ -44,8 +44,8 @@ std::pair<std::uint64_t, std::uint64_t> take_counters(std::int64_t numel) {
   return {g.seed, offset};
 }
 
-Tensor random(OpKind kind, const Shape& shape, DType dtype, Device device, double a, double b) {
-  const std::string name(stream::op_name(kind));
+Tensor random(core::OpKind kind, const Shape& shape, DType dtype, Device device, double a, double b) {
+  const std::string name(core::op_name(kind));
   if (!is_floating(dtype))
     throw DTypeError(name + ": random values need a float dtype (f32, f16, bf16), got " +
                      std::string(dtype_name(dtype)) +
@@ -83,7 +83,7 @@ Tensor from_vector_bytes(const void* data, std::size_t n, DType dtype, Shape sha
 Tensor full(Shape shape, Scalar value, std::optional<DType> dtype, Device device) {
   const DType d = dtype.value_or(value.default_dtype());
   check_new_shape(shape, d, "full");
-  return record(OpKind::kFull, {}, shape, d, device, {}, {&value, 1});
+  return record(core::OpKind::kFull, {}, shape, d, device, {}, {&value, 1});
 }
 Tensor zeros(Shape shape, DType dtype, Device device) {
   return api_call("zeros", [&] { return full(shape, 0, dtype, device); });
@@ -114,14 +114,14 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
   const Shape shape{count};
   check_new_shape(shape, d, "arange");
   const Scalar scalars[] = {start, step};
-  return record(OpKind::kArange, {}, shape, d, device, {}, scalars);
+  return record(core::OpKind::kArange, {}, shape, d, device, {}, scalars);
 }
 
 Tensor rand(Shape shape, DType dtype, Device device) {
-  return random(OpKind::kRandUniform, shape, dtype, device, 0.0, 1.0);
+  return random(core::OpKind::kRandUniform, shape, dtype, device, 0.0, 1.0);
 }
 Tensor randn(Shape shape, DType dtype, Device device) {
-  return random(OpKind::kRandNormal, shape, dtype, device, 0.0, 1.0);
+  return random(core::OpKind::kRandNormal, shape, dtype, device, 0.0, 1.0);
 }
 
 void manual_seed(std::uint64_t seed) {

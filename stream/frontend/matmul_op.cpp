@@ -3,7 +3,7 @@
 #include <string>
 
 #include "stream/frontend/recorder.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/error.h"
 #include "streamfuse/ops.h"
 
@@ -24,11 +24,11 @@ Tensor matmul(Tensor a, Tensor b) {
     throw DTypeError("matmul: operands " + describe_all(ops) +
                      " include bool; convert with .to(kF32) or .to(kI32)");
   std::string why;
-  const std::optional<Shape> out = stream::matmul_result_shape(sa, sb, why);
+  const std::optional<Shape> out = core::matmul_result_shape(sa, sb, why);
   if (!out) throw ShapeError("matmul: " + why + ": operands " + describe_all(ops));
-  stream::OpAttrs attrs;
+  core::OpAttrs attrs;
   attrs.dtype = promote_types(da, db);
-  return stream::frontend::record(stream::OpKind::kMatmul, ops, *out, attrs.dtype, device, attrs);
+  return stream::frontend::record(core::OpKind::kMatmul, ops, *out, attrs.dtype, device, attrs);
 }
 
 }  // namespace streamfuse

@@ -11,8 +11,8 @@
 
 namespace streamfuse {
 
-using stream::OpAttrs;
-using stream::OpKind;
+using core::OpAttrs;
+using core::OpKind;
 using stream::frontend::api_call;
 using stream::frontend::describe;
 using stream::frontend::node_of;
@@ -21,7 +21,7 @@ using stream::frontend::record;
 
 namespace {
 
-Tensor record_movement(OpKind kind, Tensor& x, const Shape& out, const OpAttrs& attrs = {},
+Tensor record_movement(core::OpKind kind, Tensor& x, const Shape& out, const core::OpAttrs& attrs = {},
                        std::span<const Scalar> scalars = {}) {
   const stream::TensorNode& n = *x.node();
   const DType dtype = n.dtype;
@@ -56,7 +56,7 @@ Tensor reshape(Tensor x, Shape shape) {
                      " elements, shape " + shape.to_string() + " holds " + std::to_string(known));
   }
   if (shape == n.shape) return x;
-  return record_movement(OpKind::kReshape, x, shape);
+  return record_movement(core::OpKind::kReshape, x, shape);
 }
 
 Tensor permute(Tensor x, std::span<const int> axes) {
@@ -69,7 +69,7 @@ Tensor permute(Tensor x, std::span<const int> axes) {
                      std::to_string(rank) + " axes of a tensor " + describe(x));
   };
   if (static_cast<int>(axes.size()) != rank) fail();
-  OpAttrs attrs;
+  core::OpAttrs attrs;
   Shape out;
   bool seen[kMaxRank] = {};
   bool identity = true;
@@ -83,7 +83,7 @@ Tensor permute(Tensor x, std::span<const int> axes) {
     out.push_back(n.shape[a]);
   }
   if (identity) return x;
-  return record_movement(OpKind::kPermute, x, out, attrs);
+  return record_movement(core::OpKind::kPermute, x, out, attrs);
 }
 Tensor permute(Tensor x, std::initializer_list<int> axes) {
   return permute(std::move(x), std::span<const int>(axes.begin(), axes.size()));
@@ -123,7 +123,7 @@ Tensor expand(Tensor x, Shape shape) {
     }
   }
   if (shape == n.shape) return x;
-  return record_movement(OpKind::kExpand, x, shape);
+  return record_movement(core::OpKind::kExpand, x, shape);
 }
 
 Tensor slice(Tensor x, int axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
@@ -144,10 +144,10 @@ Tensor slice(Tensor x, int axis, std::int64_t start, std::int64_t stop, std::int
   if (b == 0 && count == size && step == 1) return x;
   Shape out = n.shape;
   out[a] = count;
-  OpAttrs attrs;
+  core::OpAttrs attrs;
   attrs.axis = static_cast<std::int8_t>(a);
   const Scalar scalars[] = {b, step};
-  return record_movement(OpKind::kSlice, x, out, attrs, scalars);
+  return record_movement(core::OpKind::kSlice, x, out, attrs, scalars);
 }
 
 Tensor cat(std::span<const Tensor> tensors, int axis) {
@@ -171,10 +171,10 @@ Tensor cat(std::span<const Tensor> tensors, int axis) {
     dtype = promote_types(dtype, t.node()->dtype);
   }
   if (ops.size() == 1) return ops[0];
-  stream::OpAttrs attrs;
+  core::OpAttrs attrs;
   attrs.axis = static_cast<std::int8_t>(a);
   attrs.dtype = dtype;
-  return record(OpKind::kCat, ops, out, dtype, device, attrs);
+  return record(core::OpKind::kCat, ops, out, dtype, device, attrs);
 }
 Tensor cat(std::initializer_list<Tensor> tensors, int axis) {
   return cat(std::span<const Tensor>(tensors.begin(), tensors.size()), axis);
@@ -182,7 +182,7 @@ Tensor cat(std::initializer_list<Tensor> tensors, int axis) {
 
 Tensor contiguous(Tensor x) {
   node_of(x, "contiguous");
-  return record_movement(OpKind::kCopy, x, x.node()->shape);
+  return record_movement(core::OpKind::kCopy, x, x.node()->shape);
 }
 
 Tensor unsqueeze(Tensor x, int axis) {

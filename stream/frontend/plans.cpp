@@ -3,7 +3,7 @@
 #include "streamfuse/plans.h"
 
 #include "cache/bundle.h"
-#include "stream/log.h"
+#include "core/log.h"
 #include "stream/runtime.h"
 
 namespace streamfuse::plans {
@@ -28,8 +28,8 @@ BundleSummary save_bundle(const std::string& path) {
     summary.kernels += sections[i].kernels.size();
     summary.prepared_ops += sections[i].prepared.size();
   }
-  if (stream::log_enabled(stream::LogChannel::kCache))
-    stream::log_line(stream::LogChannel::kCache,
+  if (core::log_enabled(core::LogChannel::kCache))
+    core::log_line(core::LogChannel::kCache,
                      "saved bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
                          std::to_string(summary.kernels) + " kernels, " +
                          std::to_string(summary.prepared_ops) + " prepared ops");
@@ -42,7 +42,7 @@ BundleSummary load_bundle(const std::string& path, const LoadOptions& options) {
   BundleSummary summary;
   for (cache::BundleSection& s : sections) {
     if (s.device != Device::cpu().to_string()) {
-      stream::warn_once("bundle-device:" + path + s.device,
+      core::warn_once("bundle-device:" + path + s.device,
                         "load_bundle: " + path + " holds plans for " + s.device +
                             ", which this build does not run; they are skipped");
       continue;
@@ -66,8 +66,8 @@ BundleSummary load_bundle(const std::string& path, const LoadOptions& options) {
           ++summary.kernels;
         else
           ++summary.kernels_recompiled;
-      if (!s.kernels.empty() && stream::log_enabled(stream::LogChannel::kCache))
-        stream::log_line(stream::LogChannel::kCache,
+      if (!s.kernels.empty() && core::log_enabled(core::LogChannel::kCache))
+        core::log_line(core::LogChannel::kCache,
                          "load_bundle: " + path + ": its " + std::to_string(s.kernels.size()) +
                              " compiled kernels are not loaded (load_native_code is off); they "
                              "are compiled here");
@@ -79,7 +79,7 @@ BundleSummary load_bundle(const std::string& path, const LoadOptions& options) {
         std::string other;
         for (const jit::KernelRecord& k : s.kernels)
           if (k.library->fingerprint != kernels->fingerprint()) other = k.library->fingerprint;
-        stream::log_line(stream::LogChannel::kCache,
+        core::log_line(core::LogChannel::kCache,
                          "load_bundle: " + path + ": " + std::to_string(s.kernels.size() - ready) +
                              " of " + std::to_string(s.kernels.size()) +
                              " kernels were built for " +
@@ -89,8 +89,8 @@ BundleSummary load_bundle(const std::string& path, const LoadOptions& options) {
       }
     }
   }
-  if (stream::log_enabled(stream::LogChannel::kCache))
-    stream::log_line(stream::LogChannel::kCache,
+  if (core::log_enabled(core::LogChannel::kCache))
+    core::log_line(core::LogChannel::kCache,
                      "loaded bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
                          std::to_string(summary.kernels) + " kernels ready, " +
                          std::to_string(summary.prepared_ops) + " ops to prepare");

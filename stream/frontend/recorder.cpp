@@ -40,15 +40,15 @@ Device common_device(std::span<const Tensor> operands, std::string_view op) {
   return d;
 }
 
-Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType dtype,
-              Device device, const OpAttrs& attrs, std::span<const Scalar> scalars) {
+Tensor record(core::OpKind kind, std::span<Tensor> operands, const Shape& shape, DType dtype,
+              Device device, const core::OpAttrs& attrs, std::span<const Scalar> scalars) {
   DeviceRuntime& rt = DeviceRuntime::get(device);
   Stream* stream = rt.current_stream();
   if (!stream)
     throw Error(std::string(op_name(kind)) + ": this thread is exiting; record ops before");
   const std::uint64_t seq = stream->next_seq();
 
-  OpDesc op;
+  core::OpDesc op;
   op.kind = kind;
   op.attrs = attrs;
   op.scalars.assign(scalars.begin(), scalars.end());
@@ -58,8 +58,8 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
     TensorNode* n = t.node();
     const bool last_use = n->refs.load(std::memory_order_acquire) == 1;
     if (last_use) consumed.push_back(n);
-    op.inputs.push_back(TensorDesc{n->id, n->shape, n->dtype,
-                                   last_use ? TensorStatus::kReadWrite : TensorStatus::kReadOnly});
+    op.inputs.push_back(core::TensorDesc{n->id, n->shape, n->dtype,
+                                   last_use ? core::TensorStatus::kReadWrite : core::TensorStatus::kReadOnly});
     if (n->home == stream) {
       n->home_uses_through.store(seq + 1, std::memory_order_release);
       continue;
@@ -70,7 +70,7 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
     // A device that queues work (CUDA) orders this stream's work after the home stream's, and
     // keeps the memory from being handed out before this stream is done with it.
     if (n->home && !device.is_cpu()) {
-      Failure failure;
+      core::Failure failure;
       const backends::TensorHandle h = rt.handles().get(n->id, &failure);
       rt.backend().share(h, n->home->id(), stream->id());
     }
@@ -79,8 +79,8 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
       pins.push_back(n);
     }
   }
-  const TensorId id = rt.new_id();
-  op.outputs.push_back(TensorDesc{id, shape, dtype, TensorStatus::kNotInit});
+  const core::TensorId id = rt.new_id();
+  op.outputs.push_back(core::TensorDesc{id, shape, dtype, core::TensorStatus::kNotInit});
   Tensor result(new_node(rt, stream, seq + 1, id, shape, dtype));
   try {
     stream->record(std::move(op), pins, /*may_run=*/true);
@@ -95,7 +95,7 @@ Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType
 Tensor materialized(DeviceRuntime& rt, backends::TensorHandle handle, const Shape& shape,
                     DType dtype) {
   Stream* s = rt.current_stream();
-  const TensorId id = rt.new_id();
+  const core::TensorId id = rt.new_id();
   rt.handles().insert(id, std::move(handle));
   return Tensor(new_node(rt, s, /*uses_through=*/0, id, shape, dtype));
 }

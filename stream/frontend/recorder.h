@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "backends/backend.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "stream/tensor_node.h"
 #include "streamfuse/tensor.h"
 
@@ -25,8 +25,8 @@ Device common_device(std::span<const Tensor> operands, std::string_view op);
 // Records op `kind` reading `operands` (in order; already validated, all defined and on one
 // device) and returns its result of `shape` and `dtype`. An operand held only by `operands` is
 // its last use: it is recorded as ReadWrite and its value becomes the op's.
-Tensor record(OpKind kind, std::span<Tensor> operands, const Shape& shape, DType dtype,
-              Device device, const OpAttrs& attrs = {}, std::span<const Scalar> scalars = {});
+Tensor record(core::OpKind kind, std::span<Tensor> operands, const Shape& shape, DType dtype,
+              Device device, const core::OpAttrs& attrs = {}, std::span<const Scalar> scalars = {});
 
 // Makes sure the value of `node` exists: drains the stream that makes it if needed.
 void wait_for_value(const TensorNode& node);

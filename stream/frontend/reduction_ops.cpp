@@ -9,20 +9,20 @@
 
 namespace streamfuse {
 
-using stream::OpKind;
+using core::OpKind;
 using stream::frontend::describe;
 using stream::frontend::node_of;
 using stream::frontend::record;
 
 namespace {
 
-DType reduced_dtype(OpKind kind, DType in) {
+DType reduced_dtype(core::OpKind kind, DType in) {
   switch (kind) {
-    case OpKind::kSum:
+    case core::OpKind::kSum:
       return is_floating(in) ? in : kI64;
-    case OpKind::kMean:
+    case core::OpKind::kMean:
       return is_floating(in) ? in : kF32;
-    case OpKind::kArgmax:
+    case core::OpKind::kArgmax:
       return kI64;
     default:
       return in;  // max, min
@@ -30,15 +30,15 @@ DType reduced_dtype(OpKind kind, DType in) {
 }
 
 // Over `axis` (a user axis: negative counts from the end), or every element when absent.
-Tensor reduce(OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
-  const std::string name(stream::op_name(kind));
+Tensor reduce(core::OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
+  const std::string name(core::op_name(kind));
   const stream::TensorNode& n = node_of(x, name);
-  stream::OpAttrs attrs;
+  core::OpAttrs attrs;
   attrs.keepdim = keepdim;
   Shape out;
   std::int64_t reduced = n.shape.numel();
   if (!axis) {
-    attrs.axis = stream::kAllAxes;
+    attrs.axis = core::kAllAxes;
   } else {
     const int a = stream::frontend::normalize_axis(*axis, n.shape.rank(), name, x);
     attrs.axis = static_cast<std::int8_t>(a);
@@ -50,7 +50,7 @@ Tensor reduce(OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
         out.push_back(1);
     }
   }
-  if (reduced == 0 && (kind == OpKind::kMax || kind == OpKind::kMin || kind == OpKind::kArgmax))
+  if (reduced == 0 && (kind == core::OpKind::kMax || kind == core::OpKind::kMin || kind == core::OpKind::kArgmax))
     throw ShapeError(name + ": cannot reduce over zero elements (tensor " + describe(x) +
                      (axis ? ", axis " + std::to_string(*axis) + ")" : ")") +
                      "; a maximum or minimum of nothing is undefined");
@@ -62,25 +62,25 @@ Tensor reduce(OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
 
 }  // namespace
 
-Tensor sum(Tensor x) { return reduce(OpKind::kSum, std::move(x), std::nullopt, false); }
+Tensor sum(Tensor x) { return reduce(core::OpKind::kSum, std::move(x), std::nullopt, false); }
 Tensor sum(Tensor x, int axis, bool keepdim) {
-  return reduce(OpKind::kSum, std::move(x), axis, keepdim);
+  return reduce(core::OpKind::kSum, std::move(x), axis, keepdim);
 }
-Tensor mean(Tensor x) { return reduce(OpKind::kMean, std::move(x), std::nullopt, false); }
+Tensor mean(Tensor x) { return reduce(core::OpKind::kMean, std::move(x), std::nullopt, false); }
 Tensor mean(Tensor x, int axis, bool keepdim) {
-  return reduce(OpKind::kMean, std::move(x), axis, keepdim);
+  return reduce(core::OpKind::kMean, std::move(x), axis, keepdim);
 }
-Tensor max(Tensor x) { return reduce(OpKind::kMax, std::move(x), std::nullopt, false); }
+Tensor max(Tensor x) { return reduce(core::OpKind::kMax, std::move(x), std::nullopt, false); }
 Tensor max(Tensor x, int axis, bool keepdim) {
-  return reduce(OpKind::kMax, std::move(x), axis, keepdim);
+  return reduce(core::OpKind::kMax, std::move(x), axis, keepdim);
 }
-Tensor min(Tensor x) { return reduce(OpKind::kMin, std::move(x), std::nullopt, false); }
+Tensor min(Tensor x) { return reduce(core::OpKind::kMin, std::move(x), std::nullopt, false); }
 Tensor min(Tensor x, int axis, bool keepdim) {
-  return reduce(OpKind::kMin, std::move(x), axis, keepdim);
+  return reduce(core::OpKind::kMin, std::move(x), axis, keepdim);
 }
-Tensor argmax(Tensor x) { return reduce(OpKind::kArgmax, std::move(x), std::nullopt, false); }
+Tensor argmax(Tensor x) { return reduce(core::OpKind::kArgmax, std::move(x), std::nullopt, false); }
 Tensor argmax(Tensor x, int axis, bool keepdim) {
-  return reduce(OpKind::kArgmax, std::move(x), axis, keepdim);
+  return reduce(core::OpKind::kArgmax, std::move(x), axis, keepdim);
 }
 
 }  // namespace streamfuse

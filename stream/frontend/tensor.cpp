@@ -65,7 +65,7 @@ Tensor Tensor::to(Device device) && {
   // target as a tensor no op makes.
   stream::frontend::wait_for_value(n);
   stream::DeviceRuntime& source = *n.runtime;
-  stream::Failure failure;
+  core::Failure failure;
   const backends::TensorHandle h = source.handles().get(n.id, &failure);
   if (failure)
     throw Error("to: this tensor's value could not be computed, so it cannot be copied to " +
@@ -132,7 +132,7 @@ void Tensor::read(DType as, void* dst, std::size_t n, const char* caller) const 
                      (n == 1 ? "; item() needs exactly one element" : ""));
   stream::frontend::wait_for_value(node);
   stream::DeviceRuntime& rt = *node.runtime;
-  stream::Failure failure;
+  core::Failure failure;
   backends::TensorHandle h = rt.handles().get(node.id, &failure);
   if (failure)
     throw Error(std::string(caller) + ": this tensor's value could not be computed: " + *failure);

@@ -3,7 +3,9 @@
 
 #include "backends/backend.h"
 #include "backends/views.h"
-#include "stream/ir.h"
+#include "core/ir.h"
+
+namespace core = streamfuse::core;
 
 namespace backends = streamfuse::backends;
 using streamfuse::Shape;
@@ -49,39 +51,39 @@ TEST(ViewsTest, BroadcastStridesAlignRight) {
 
 // view_of: the movement ops that are views of their input, and those that need memory.
 TEST(ViewsTest, MovementOpsAsViews) {
-  using streamfuse::stream::OpDesc;
-  using streamfuse::stream::OpKind;
+  using streamfuse::core::OpDesc;
+  using streamfuse::core::OpKind;
   backends::TensorHandle in;
   in.offset = 5;
   in.strides = strides({12, 4, 1});
-  auto op = [](OpKind kind, Shape from, Shape to) {
-    OpDesc o;
+  auto op = [](core::OpKind kind, Shape from, Shape to) {
+    core::OpDesc o;
     o.kind = kind;
     o.inputs.push_back({1, std::move(from), streamfuse::kF32});
     o.outputs.push_back({2, std::move(to), streamfuse::kF32});
     return o;
   };
-  OpDesc permute = op(OpKind::kPermute, {2, 3, 4}, {4, 2, 3});
+  core::OpDesc permute = op(core::OpKind::kPermute, {2, 3, 4}, {4, 2, 3});
   permute.attrs.perm = {2, 0, 1};
   EXPECT_EQ(backends::view_of(permute, in)->strides, strides({1, 12, 4}));
   EXPECT_EQ(backends::view_of(permute, in)->offset, 5);
-  OpDesc slice = op(OpKind::kSlice, {2, 3, 4}, {2, 1, 4});
+  core::OpDesc slice = op(core::OpKind::kSlice, {2, 3, 4}, {2, 1, 4});
   slice.attrs.axis = 1;
   slice.scalars = {1, 2};
   const auto sliced = backends::view_of(slice, in);
   EXPECT_EQ(sliced->offset, 5 + 4);
   EXPECT_EQ(sliced->strides, strides({12, 8, 1}));
-  EXPECT_EQ(backends::view_of(op(OpKind::kExpand, {3, 1}, {2, 3, 5}), in)->strides,
+  EXPECT_EQ(backends::view_of(op(core::OpKind::kExpand, {3, 1}, {2, 3, 5}), in)->strides,
             strides({0, 12, 0}));
-  EXPECT_EQ(backends::view_of(op(OpKind::kReshape, {2, 3, 4}, {6, 4}), in)->strides,
+  EXPECT_EQ(backends::view_of(op(core::OpKind::kReshape, {2, 3, 4}, {6, 4}), in)->strides,
             strides({4, 1}));
-  EXPECT_TRUE(backends::view_of(op(OpKind::kCopy, {2, 3, 4}, {2, 3, 4}), in));
+  EXPECT_TRUE(backends::view_of(op(core::OpKind::kCopy, {2, 3, 4}, {2, 3, 4}), in));
   // Needs memory: a transposed layout reshaped flat, contiguous() of it, and cat.
   backends::TensorHandle transposed = in;
   transposed.strides = strides({1, 2});
-  EXPECT_FALSE(backends::view_of(op(OpKind::kReshape, {2, 3}, {6}), transposed));
-  EXPECT_FALSE(backends::view_of(op(OpKind::kCopy, {2, 3}, {2, 3}), transposed));
-  EXPECT_FALSE(backends::view_of(op(OpKind::kCat, {2, 3}, {4, 3}), in));
+  EXPECT_FALSE(backends::view_of(op(core::OpKind::kReshape, {2, 3}, {6}), transposed));
+  EXPECT_FALSE(backends::view_of(op(core::OpKind::kCopy, {2, 3}, {2, 3}), transposed));
+  EXPECT_FALSE(backends::view_of(op(core::OpKind::kCat, {2, 3}, {4, 3}), in));
 }
 
 }  // namespace

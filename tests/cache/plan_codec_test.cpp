@@ -118,7 +118,7 @@ TEST(PlanCodec, FlippedBytesAreFormatErrorsOrCheckedPlans) {
 TEST(PlanCodec, StateThatDoesNotFitItsOpsIsRejected) {
   auto plan = gelu_plan();
   ASSERT_FALSE(plan->ops.front().inputs.empty());
-  for (stream::TensorDesc& t : plan->ops.front().inputs) t.dtype = kI32;
+  for (core::TensorDesc& t : plan->ops.front().inputs) t.dtype = kI32;
   EXPECT_THROW(decode_plan(encode_plan(*plan)), FormatError);
 }
 
@@ -150,8 +150,8 @@ std::string with_state(const fusion::ExecutionPlan& plan,
 }
 
 // The relative tensor a state's tensor names.
-const stream::TensorDesc& desc(const fusion::ExecutionPlan& plan, fusion::TensorSource s) {
-  const stream::OpDesc& op = plan.ops.at(s.op);
+const core::TensorDesc& desc(const fusion::ExecutionPlan& plan, fusion::TensorSource s) {
+  const core::OpDesc& op = plan.ops.at(s.op);
   return s.slot < 0 ? op.outputs.at(0) : op.inputs.at(static_cast<std::size_t>(s.slot));
 }
 
@@ -263,7 +263,7 @@ TEST(PlanCodec, HashesAreStable) {
   // File names derive from these: the same ops give the same names in every process.
   const auto plan = gelu_plan();
   EXPECT_EQ(plan_hash(plan->ops), plan_hash(decode_plan(encode_plan(*plan)).ops));
-  EXPECT_EQ(first_op_hash(plan->ops.front()), stream::hash_op(plan->ops.front()));
+  EXPECT_EQ(first_op_hash(plan->ops.front()), core::hash_op(plan->ops.front()));
   EXPECT_NE(plan_hash(plan->ops), plan_hash(std::span(plan->ops).first(1)));
 }
 

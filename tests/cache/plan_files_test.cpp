@@ -166,7 +166,7 @@ TEST(PlanFiles, ReadersNeverSeeAHalfWrittenFile) {
 struct CountingPersistence final : fusion::PlanPersistence {
   std::vector<fusion::PlanDraft> stored;
   int loads = 0, saves = 0;
-  std::vector<fusion::PlanDraft> load(const stream::OpDesc&) override {
+  std::vector<fusion::PlanDraft> load(const core::OpDesc&) override {
     ++loads;
     return stored;
   }

@@ -28,11 +28,11 @@ using streamfuse::testing::TempDir;
 backends::PreparedOp matmul_op(std::int64_t m, std::int64_t k, std::int64_t n,
                                bool transposed = false) {
   backends::PreparedOp p;
-  p.op.kind = stream::OpKind::kMatmul;
+  p.op.kind = core::OpKind::kMatmul;
   p.op.attrs.dtype = kF32;
-  p.op.inputs = {{0, Shape{m, k}, kF32, stream::TensorStatus::kReadOnly},
-                 {0, Shape{k, n}, kF32, stream::TensorStatus::kReadOnly}};
-  p.op.outputs = {{0, Shape{m, n}, kF32, stream::TensorStatus::kNotInit}};
+  p.op.inputs = {{0, Shape{m, k}, kF32, core::TensorStatus::kReadOnly},
+                 {0, Shape{k, n}, kF32, core::TensorStatus::kReadOnly}};
+  p.op.outputs = {{0, Shape{m, n}, kF32, core::TensorStatus::kNotInit}};
   p.input_strides.resize(2);
   p.input_strides[0][0] = k;
   p.input_strides[0][1] = 1;
@@ -57,7 +57,7 @@ TEST(PreparedOpCodec, TruncationsAreFormatErrorsAndFlipsNeverCrash) {
     flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);
     try {
       for (const backends::PreparedOp& p : decode_prepared_ops(flipped)) {
-        EXPECT_EQ(p.op.kind, stream::OpKind::kMatmul);  // only matmuls decode
+        EXPECT_EQ(p.op.kind, core::OpKind::kMatmul);  // only matmuls decode
         EXPECT_EQ(p.input_strides.size(), 2u);
       }
     } catch (const FormatError&) {
@@ -67,7 +67,7 @@ TEST(PreparedOpCodec, TruncationsAreFormatErrorsAndFlipsNeverCrash) {
 
 TEST(PreparedOpCodec, OnlyMatmulsWithTheirOperandsDecode) {
   backends::PreparedOp not_a_matmul = matmul_op(2, 2, 2);
-  not_a_matmul.op.kind = stream::OpKind::kAdd;
+  not_a_matmul.op.kind = core::OpKind::kAdd;
   EXPECT_THROW(decode_prepared_ops(encode_prepared_ops({not_a_matmul})), FormatError);
   backends::PreparedOp one_stride = matmul_op(2, 2, 2);
   one_stride.input_strides.pop_back();

@@ -99,30 +99,30 @@ TEST(Serialize, BadPayloadsAreFormatErrors) {
 // An op whose operand counts do not fit its kind is no op the frontend records.
 TEST(Serialize, OpsWhoseOperandsDoNotFitTheirKindAreFormatErrors) {
   const auto ops = record_without_running(every_kind_of_op).relative;
-  const auto changed = [&](stream::OpKind kind,
-                           const std::function<void(stream::OpDesc&)>& change) {
-    for (const stream::OpDesc& op : ops) {
+  const auto changed = [&](core::OpKind kind,
+                           const std::function<void(core::OpDesc&)>& change) {
+    for (const core::OpDesc& op : ops) {
       if (op.kind != kind) continue;
-      stream::OpDesc bad = op;
+      core::OpDesc bad = op;
       change(bad);
-      return encode_ops(std::vector<stream::OpDesc>{bad});
+      return encode_ops(std::vector<core::OpDesc>{bad});
     }
-    ADD_FAILURE() << "no " << stream::op_name(kind);
+    ADD_FAILURE() << "no " << core::op_name(kind);
     return std::string();
   };
-  EXPECT_THROW(decode_ops(changed(stream::OpKind::kWhere, [](auto& op) { op.inputs.pop_back(); })),
+  EXPECT_THROW(decode_ops(changed(core::OpKind::kWhere, [](auto& op) { op.inputs.pop_back(); })),
                FormatError);
-  EXPECT_THROW(decode_ops(changed(stream::OpKind::kMul,
+  EXPECT_THROW(decode_ops(changed(core::OpKind::kMul,
                                   [](auto& op) { op.outputs.push_back(op.outputs[0]); })),
                FormatError);
-  EXPECT_THROW(decode_ops(changed(stream::OpKind::kMatmul,
+  EXPECT_THROW(decode_ops(changed(core::OpKind::kMatmul,
                                   [](auto& op) {
-                                    op.attrs.scalar_side = stream::ScalarSide::kRhs;
+                                    op.attrs.scalar_side = core::ScalarSide::kRhs;
                                     op.scalars.push_back(Scalar(1));
                                   })),
                FormatError)
       << "a scalar operand of an op that takes none";
-  EXPECT_THROW(decode_ops(changed(stream::OpKind::kMul, [](auto& op) { op.scalars.clear(); })),
+  EXPECT_THROW(decode_ops(changed(core::OpKind::kMul, [](auto& op) { op.scalars.clear(); })),
                FormatError)
       << "x * 2 without its 2";
 }

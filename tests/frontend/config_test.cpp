@@ -12,7 +12,7 @@
 #include <streamfuse/streamfuse.h>
 
 #include "backends/cpu/isa.h"
-#include "stream/log.h"
+#include "core/log.h"
 #include "tests/scoped_env.h"
 
 namespace sf = streamfuse;
@@ -99,7 +99,7 @@ TEST(ConfigTest, EveryListedValueIsAcceptedAndNothingElse) {
   for (const char* channel : {"stream", "fusion", "jit", "cache", "alloc", "all", " jit , cache"}) {
     EXPECT_EQ(from_env_error("STREAMFUSE_LOG", channel), "accepted") << channel;
     // The names the config accepts are the log's own.
-    EXPECT_NO_THROW(streamfuse::stream::parse_log_channels(channel)) << channel;
+    EXPECT_NO_THROW(streamfuse::core::parse_log_channels(channel)) << channel;
   }
   for (const char* level : {"v2", "v3", "v4"})
     EXPECT_EQ(from_env_error("STREAMFUSE_CPU_ISA", level), "accepted") << level;

@@ -14,8 +14,9 @@
 #include "fusion/context.h"
 #include "tests/fusion/recorded_segment.h"
 
+namespace core = streamfuse::core;
+
 namespace sf = streamfuse;
-namespace st = streamfuse::stream;
 
 namespace {
 
@@ -49,30 +50,30 @@ class FakeLauncher final : public sf::jit::KernelLauncher {
 // (so a moved input can be lent to an output); remembers what was published.
 class TestContext final : public sf::fusion::ExecutionContext {
  public:
-  TestContext(const std::vector<st::OpDesc>& ops, sf::jit::KernelLauncher& launcher)
+  TestContext(const std::vector<core::OpDesc>& ops, sf::jit::KernelLauncher& launcher)
       : ops_(ops), launcher_(launcher) {}
-  const st::OpDesc& op(std::size_t i) const override { return ops_.at(i); }
+  const core::OpDesc& op(std::size_t i) const override { return ops_.at(i); }
   void run_operation(std::size_t) override { ADD_FAILURE() << "run_operation"; }
-  sf::backends::TensorHandle handle(st::TensorId id, st::Failure*) override {
+  sf::backends::TensorHandle handle(core::TensorId id, core::Failure*) override {
     if (auto it = held_.find(id); it != held_.end()) return it->second;
-    for (const st::OpDesc& o : ops_)
-      for (const st::TensorDesc& d : o.inputs)
+    for (const core::OpDesc& o : ops_)
+      for (const core::TensorDesc& d : o.inputs)
         if (d.id == id) return held_[id] = backend_.allocate(d.shape, d.dtype);
     ADD_FAILURE() << "no input t" << id;
     return {};
   }
-  void set_handle(st::TensorId, sf::backends::TensorHandle) override { ++published; }
-  void set_failed(st::TensorId, st::Failure) override { ++published; }
-  void erase(st::TensorId) override {}
+  void set_handle(core::TensorId, sf::backends::TensorHandle) override { ++published; }
+  void set_failed(core::TensorId, core::Failure) override { ++published; }
+  void erase(core::TensorId) override {}
   sf::backends::Backend& backend() override { return backend_; }
   sf::jit::KernelLauncher& launcher() override { return launcher_; }
   int published = 0;
 
  private:
-  const std::vector<st::OpDesc>& ops_;
+  const std::vector<core::OpDesc>& ops_;
   sf::jit::KernelLauncher& launcher_;
   sf::backends::cpu::CpuBackend backend_;
-  std::map<st::TensorId, sf::backends::TensorHandle> held_;
+  std::map<core::TensorId, sf::backends::TensorHandle> held_;
 };
 
 // Two kernels (two shapes), the first lending a moved input's buffer to its output when `move`.

@@ -22,41 +22,42 @@
 
 #include "fusion/plan.h"
 #include "fusion/plan_persistence.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 #include "fusion/plan_store.h"
 
+namespace core = streamfuse::core;
+
 namespace plan_store_testing {
 
-namespace st = streamfuse::stream;
 namespace fu = streamfuse::fusion;
 using namespace std::chrono_literals;
 
 // A relative unary op: `kind` of tensor 0 ([size id 1], f32) into tensor 1.
-inline st::OpDesc op(st::OpKind kind) {
-  st::OpDesc o;
+inline core::OpDesc op(core::OpKind kind) {
+  core::OpDesc o;
   o.kind = kind;
-  o.inputs.push_back({0, streamfuse::Shape{1}, streamfuse::kF32, st::TensorStatus::kReadOnly});
-  o.outputs.push_back({1, streamfuse::Shape{1}, streamfuse::kF32, st::TensorStatus::kNotInit});
+  o.inputs.push_back({0, streamfuse::Shape{1}, streamfuse::kF32, core::TensorStatus::kReadOnly});
+  o.outputs.push_back({1, streamfuse::Shape{1}, streamfuse::kF32, core::TensorStatus::kNotInit});
   return o;
 }
 
-inline const st::OpDesc kA = op(st::OpKind::kExp);
-inline const st::OpDesc kB = op(st::OpKind::kLog);
-inline const st::OpDesc kC = op(st::OpKind::kSin);
-inline const st::OpDesc kD = op(st::OpKind::kCos);
-inline const st::OpDesc kE = op(st::OpKind::kTanh);
-inline const st::OpDesc kF = op(st::OpKind::kNeg);
+inline const core::OpDesc kA = op(core::OpKind::kExp);
+inline const core::OpDesc kB = op(core::OpKind::kLog);
+inline const core::OpDesc kC = op(core::OpKind::kSin);
+inline const core::OpDesc kD = op(core::OpKind::kCos);
+inline const core::OpDesc kE = op(core::OpKind::kTanh);
+inline const core::OpDesc kF = op(core::OpKind::kNeg);
 
-inline std::string name(const st::OpDesc& o) { return std::string(st::op_name(o.kind)); }
-inline std::vector<std::string> names(const std::vector<st::OpDesc>& ops) {
+inline std::string name(const core::OpDesc& o) { return std::string(core::op_name(o.kind)); }
+inline std::vector<std::string> names(const std::vector<core::OpDesc>& ops) {
   std::vector<std::string> out;
-  for (const st::OpDesc& o : ops) out.push_back(name(o));
+  for (const core::OpDesc& o : ops) out.push_back(name(o));
   return out;
 }
 
 // A one-op plan starting with `first`, run op by op, followed before by `successors`.
-inline fu::PlanDraft draft(const st::OpDesc& first, std::vector<st::OpDesc> successors = {}) {
+inline fu::PlanDraft draft(const core::OpDesc& first, std::vector<core::OpDesc> successors = {}) {
   fu::PlanDraft d;
   d.ops.push_back(first);
   d.triggers.push_back({fu::Trigger::Kind::kAlways, {}});
@@ -72,7 +73,7 @@ class FakePersistence final : public fu::PlanPersistence {
     std::lock_guard lock(mutex_);
     drafts_.push_back(std::move(d));
   }
-  std::vector<fu::PlanDraft> load(const st::OpDesc& first) override {
+  std::vector<fu::PlanDraft> load(const core::OpDesc& first) override {
     std::unique_lock lock(mutex_);
     loads_.push_back(first);
     if (throw_on_ && *throw_on_ == first) throw std::runtime_error("unreadable plan file");
@@ -91,7 +92,7 @@ class FakePersistence final : public fu::PlanPersistence {
     saved_.push_back(std::move(plan));
   }
 
-  int loads(const st::OpDesc& first) const {
+  int loads(const core::OpDesc& first) const {
     std::lock_guard lock(mutex_);
     return static_cast<int>(std::count(loads_.begin(), loads_.end(), first));
   }
@@ -103,7 +104,7 @@ class FakePersistence final : public fu::PlanPersistence {
     std::lock_guard lock(mutex_);
     return saved_;
   }
-  void throw_on(const st::OpDesc& first) {
+  void throw_on(const core::OpDesc& first) {
     std::lock_guard lock(mutex_);
     throw_on_ = first;
   }
@@ -111,7 +112,7 @@ class FakePersistence final : public fu::PlanPersistence {
     std::lock_guard lock(mutex_);
     throw_on_.reset();
   }
-  void block(const st::OpDesc& first) {
+  void block(const core::OpDesc& first) {
     std::lock_guard lock(mutex_);
     block_ = first;
   }
@@ -129,9 +130,9 @@ class FakePersistence final : public fu::PlanPersistence {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<fu::PlanDraft> drafts_;
-  std::vector<st::OpDesc> loads_;
+  std::vector<core::OpDesc> loads_;
   std::vector<std::shared_ptr<const fu::ExecutionPlan>> saved_;
-  std::optional<st::OpDesc> throw_on_, block_;
+  std::optional<core::OpDesc> throw_on_, block_;
   bool blocked_ = false, released_ = false;
 };
 
@@ -192,7 +193,7 @@ class PlanStoreTest : public ::testing::Test {
   PlanStoreTest() : store_(64, 1000), persistence_(std::make_shared<FakePersistence>()) {
     store_.set_persistence(persistence_);
   }
-  fu::PlanRef only(const st::OpDesc& first) {
+  fu::PlanRef only(const core::OpDesc& first) {
     fu::PlanRefs out;
     store_.starting_with(first, out);
     if (out.size() != 1) {

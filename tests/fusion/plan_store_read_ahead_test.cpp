@@ -10,6 +10,8 @@
 
 #include "tests/fusion/plan_store_fixture.h"
 
+namespace core = streamfuse::core;
+
 namespace plan_store_testing {
 namespace {
 
@@ -189,7 +191,7 @@ TEST_F(PlanStoreTest, ReadAheadOnAnotherThread) {
     for (std::thread& t : batch) t.join();
   }
   EXPECT_EQ(ahead, (std::vector<std::string>{"log", "sin", "cos"}));
-  for (const st::OpDesc& o : {kA, kB, kC, kD}) EXPECT_EQ(persistence_->loads(o), 1) << name(o);
+  for (const core::OpDesc& o : {kA, kB, kC, kD}) EXPECT_EQ(persistence_->loads(o), 1) << name(o);
   EXPECT_EQ(store_.size(), 4u);
   EXPECT_TRUE(only(kD));
   EXPECT_EQ(persistence_->total_loads(), 4u);

@@ -4,13 +4,15 @@
 
 #include "tests/fusion/plan_store_fixture.h"
 
+namespace core = streamfuse::core;
+
 namespace plan_store_testing {
 namespace {
 
 // ---- merge_successors and make_plan ------------------------------------------------------------
 
 TEST(MergeSuccessorsTest, AddsWhatIsMissingInOrderAndCountsIt) {
-  std::vector<st::OpDesc> into{kA, kB};
+  std::vector<core::OpDesc> into{kA, kB};
   EXPECT_EQ(fu::merge_successors(into, {kB, kC, kC, kA, kD}), 2u);
   EXPECT_EQ(names(into), (std::vector<std::string>{"exp", "log", "sin", "cos"}));
   EXPECT_EQ(fu::merge_successors(into, {kD, kA}), 0u);
@@ -20,11 +22,11 @@ TEST(MergeSuccessorsTest, AddsWhatIsMissingInOrderAndCountsIt) {
 
 TEST(MergeSuccessorsTest, PastTheCapTheOldestGo) {
   static_assert(fu::kMaxSuccessors == 4);
-  std::vector<st::OpDesc> into{kA, kB, kC, kD};
+  std::vector<core::OpDesc> into{kA, kB, kC, kD};
   EXPECT_EQ(fu::merge_successors(into, {kE}), 1u);
   EXPECT_EQ(names(into), (std::vector<std::string>{"log", "sin", "cos", "tanh"}));
 
-  std::vector<st::OpDesc> empty;
+  std::vector<core::OpDesc> empty;
   fu::merge_successors(empty, {kA, kB, kC, kD, kE, kF});
   EXPECT_EQ(names(empty), (std::vector<std::string>{"sin", "cos", "tanh", "neg"}));
 }
@@ -84,7 +86,7 @@ TEST_F(PlanStoreTest, SuccessorsAccumulateNewestLast) {
 
 TEST_F(PlanStoreTest, APlanWithAllTheSuccessorsItKeepsLearnsNoMore) {
   store_.add(draft(kA));
-  for (const st::OpDesc& next : {kB, kC, kD, kE}) store_.note_successor(only(kA), next);
+  for (const core::OpDesc& next : {kB, kC, kD, kE}) store_.note_successor(only(kA), next);
   ASSERT_EQ(persistence_->saved().size(), 5u);
   const fu::PlanRef full = only(kA);
   store_.note_successor(full, kF);
@@ -100,7 +102,7 @@ TEST_F(PlanStoreTest, APlanWithAllTheSuccessorsItKeepsLearnsNoMore) {
 // churn the cap is there to prevent.
 TEST_F(PlanStoreTest, AFullPlanLearnsNoMoreFromACallerHoldingAnOlderCopy) {
   const fu::PlanRef old = store_.add(draft(kA));
-  for (const st::OpDesc& next : {kB, kC, kD, kE}) store_.note_successor(only(kA), next);
+  for (const core::OpDesc& next : {kB, kC, kD, kE}) store_.note_successor(only(kA), next);
   ASSERT_EQ(persistence_->saved().size(), 5u);
   store_.note_successor(old, kF);  // `old` has no successors; the stored plan has four
   EXPECT_EQ(persistence_->saved().size(), 5u);

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "fusion/processor.h"
-#include "stream/log.h"
+#include "core/log.h"
 #include "stream/queue.h"
 #include "streamfuse/error.h"
+
+namespace core = streamfuse::core;
 
 namespace st = streamfuse::stream;
 namespace fu = streamfuse::fusion;
@@ -28,7 +30,7 @@ class MockOptimization final : public fu::Optimization {
   std::size_t len() const override { return len_; }
   void execute(fu::ExecutionContext& context) override {
     if (fail_) throw streamfuse::Error("mock kernel failed");
-    log_.push_back("opt:" + std::string(st::op_name(context.op(0).kind)) + "x" +
+    log_.push_back("opt:" + std::string(core::op_name(context.op(0).kind)) + "x" +
                    std::to_string(len_));
   }
   std::string describe() const override { return "mock"; }
@@ -44,10 +46,10 @@ class MockOptimization final : public fu::Optimization {
 class MockBuilder final : public fu::OptimizationBuilder {
  public:
   MockBuilder(Log& log, int& builds, bool fail = false) : log_(log), builds_(builds), fail_(fail) {}
-  void register_op(const st::OpDesc& rel, const st::OpDesc&) override {
+  void register_op(const core::OpDesc& rel, const core::OpDesc&) override {
     if (closed_) return;
-    if (rel.kind == st::OpKind::kAdd || rel.kind == st::OpKind::kMul ||
-        rel.kind == st::OpKind::kDrop)
+    if (rel.kind == core::OpKind::kAdd || rel.kind == core::OpKind::kMul ||
+        rel.kind == core::OpKind::kDrop)
       ++len_;
     else
       closed_ = true;
@@ -79,14 +81,14 @@ class MockBuilder final : public fu::OptimizationBuilder {
 class MockContext final : public fu::ExecutionContext {
  public:
   MockContext(const st::OperationQueue& q, Log& log) : queue_(q), log_(log) {}
-  const st::OpDesc& op(std::size_t i) const override { return queue_.global(i); }
+  const core::OpDesc& op(std::size_t i) const override { return queue_.global(i); }
   void run_operation(std::size_t i) override {
-    log_.push_back("op:" + std::string(st::op_name(queue_.global(i).kind)));
+    log_.push_back("op:" + std::string(core::op_name(queue_.global(i).kind)));
   }
-  streamfuse::backends::TensorHandle handle(st::TensorId, st::Failure*) override { return {}; }
-  void set_handle(st::TensorId, streamfuse::backends::TensorHandle) override {}
-  void set_failed(st::TensorId, st::Failure) override {}
-  void erase(st::TensorId) override {}
+  streamfuse::backends::TensorHandle handle(core::TensorId, core::Failure*) override { return {}; }
+  void set_handle(core::TensorId, streamfuse::backends::TensorHandle) override {}
+  void set_failed(core::TensorId, core::Failure) override {}
+  void erase(core::TensorId) override {}
   streamfuse::backends::Backend& backend() override { std::abort(); }
   streamfuse::jit::KernelLauncher& launcher() override { std::abort(); }
 
@@ -98,58 +100,58 @@ class MockContext final : public fu::ExecutionContext {
 // A little program builder: ops on [batch, 8] f32 tensors with fresh ids.
 class Program {
  public:
-  explicit Program(std::int64_t batch, st::TensorId first_id = 100)
+  explicit Program(std::int64_t batch, core::TensorId first_id = 100)
       : batch_(batch), next_(first_id) {}
-  st::TensorId input() { return next_++; }
+  core::TensorId input() { return next_++; }
   // out = kind(a, b) (b == 0: a scalar operand with value `scalar`).
-  st::TensorId binary(st::OpKind kind, st::TensorId a, st::TensorId b, float scalar = 1.0f) {
-    st::OpDesc op;
+  core::TensorId binary(core::OpKind kind, core::TensorId a, core::TensorId b, float scalar = 1.0f) {
+    core::OpDesc op;
     op.kind = kind;
-    op.inputs.push_back(desc(a, st::TensorStatus::kReadOnly));
+    op.inputs.push_back(desc(a, core::TensorStatus::kReadOnly));
     if (b)
-      op.inputs.push_back(desc(b, st::TensorStatus::kReadOnly));
+      op.inputs.push_back(desc(b, core::TensorStatus::kReadOnly));
     else {
       op.scalars.push_back(scalar);
-      op.attrs.scalar_side = st::ScalarSide::kRhs;
+      op.attrs.scalar_side = core::ScalarSide::kRhs;
     }
-    const st::TensorId out = next_++;
-    op.outputs.push_back(desc(out, st::TensorStatus::kNotInit));
+    const core::TensorId out = next_++;
+    op.outputs.push_back(desc(out, core::TensorStatus::kNotInit));
     ops.push_back(op);
     return out;
   }
-  st::TensorId reduce(st::TensorId a) {
-    st::OpDesc op;
-    op.kind = st::OpKind::kSum;
+  core::TensorId reduce(core::TensorId a) {
+    core::OpDesc op;
+    op.kind = core::OpKind::kSum;
     op.attrs.axis = 1;
-    op.inputs.push_back(desc(a, st::TensorStatus::kReadOnly));
-    const st::TensorId out = next_++;
-    op.outputs.push_back({out, Shape{batch_}, streamfuse::kF32, st::TensorStatus::kNotInit});
+    op.inputs.push_back(desc(a, core::TensorStatus::kReadOnly));
+    const core::TensorId out = next_++;
+    op.outputs.push_back({out, Shape{batch_}, streamfuse::kF32, core::TensorStatus::kNotInit});
     ops.push_back(op);
     return out;
   }
-  void drop(st::TensorId a) {
-    st::OpDesc op;
-    op.kind = st::OpKind::kDrop;
-    op.inputs.push_back(desc(a, st::TensorStatus::kReadWrite));
+  void drop(core::TensorId a) {
+    core::OpDesc op;
+    op.kind = core::OpKind::kDrop;
+    op.inputs.push_back(desc(a, core::TensorStatus::kReadWrite));
     ops.push_back(op);
   }
-  std::vector<st::OpDesc> ops;
+  std::vector<core::OpDesc> ops;
 
  private:
-  st::TensorDesc desc(st::TensorId id, st::TensorStatus s) const {
+  core::TensorDesc desc(core::TensorId id, core::TensorStatus s) const {
     return {id, Shape{batch_, 8}, streamfuse::kF32, s};
   }
   std::int64_t batch_;
-  st::TensorId next_;
+  core::TensorId next_;
 };
 
 // add, mul, add, then a reduction that closes the builder.
 Program chain_then_reduce(std::int64_t batch, float scalar = 2.0f) {
   Program p(batch);
-  const st::TensorId x = p.input();
-  const st::TensorId a = p.binary(st::OpKind::kAdd, x, x);
-  const st::TensorId b = p.binary(st::OpKind::kMul, a, 0, scalar);
-  const st::TensorId c = p.binary(st::OpKind::kAdd, b, x);
+  const core::TensorId x = p.input();
+  const core::TensorId a = p.binary(core::OpKind::kAdd, x, x);
+  const core::TensorId b = p.binary(core::OpKind::kMul, a, 0, scalar);
+  const core::TensorId c = p.binary(core::OpKind::kAdd, b, x);
   p.reduce(c);
   return p;
 }
@@ -164,8 +166,8 @@ class ProcessorTest : public ::testing::Test {
     return std::make_unique<fu::Processor>(store_, std::move(b), 8);
   }
   // Pushes ops one at a time, processing lazily after each; then syncs when asked.
-  void run(fu::Processor& p, const std::vector<st::OpDesc>& ops, bool sync) {
-    for (st::OpDesc op : ops) {
+  void run(fu::Processor& p, const std::vector<core::OpDesc>& ops, bool sync) {
+    for (core::OpDesc op : ops) {
       queue_.push(std::move(op));
       p.process(queue_, context_, fu::ExecutionMode::kLazy);
     }
@@ -184,14 +186,14 @@ TEST_F(ProcessorTest, DefersWhileExploringThenExecutesWhenTheBuilderCloses) {
   Program prog = chain_then_reduce(4);
   // Three fusable ops: the builder is still open, nothing runs.
   for (int i = 0; i < 3; ++i) {
-    queue_.push(st::OpDesc(prog.ops[static_cast<std::size_t>(i)]));
+    queue_.push(core::OpDesc(prog.ops[static_cast<std::size_t>(i)]));
     p->process(queue_, context_, fu::ExecutionMode::kLazy);
   }
   EXPECT_TRUE(log_.empty());
   EXPECT_EQ(queue_.size(), 3u);
   // The reduction closes it: the optimization runs the three; no builder takes the reduction
   // either, so it runs at once too (an Always plan).
-  queue_.push(st::OpDesc(prog.ops[3]));
+  queue_.push(core::OpDesc(prog.ops[3]));
   p->process(queue_, context_, fu::ExecutionMode::kLazy);
   EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
   EXPECT_EQ(store_.size(), 2u);
@@ -215,11 +217,11 @@ TEST_F(ProcessorTest, AStoredPlanIsReusedAcrossBatchSizesAndScalarValues) {
 // The lines STREAMFUSE_LOG=fusion prints while `body` runs.
 template <class F>
 std::vector<std::string> fusion_log_lines(F&& body) {
-  st::set_log_mask(st::parse_log_channels("fusion"));
+  core::set_log_mask(core::parse_log_channels("fusion"));
   ::testing::internal::CaptureStderr();
   body();
   const std::string out = ::testing::internal::GetCapturedStderr();
-  st::set_log_mask(0);
+  core::set_log_mask(0);
   std::vector<std::string> lines;
   for (std::size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
     lines.push_back(out.substr(at, nl - at));
@@ -264,11 +266,11 @@ TEST_F(ProcessorTest, LogsALongPlanAbbreviated) {
   builders.push_back(std::make_unique<MockBuilder>(log_, builds_));
   fu::Processor p(store_, std::move(builders), 64);
   Program prog(4);
-  st::TensorId a = prog.input();
-  const st::TensorId b = prog.input();
+  core::TensorId a = prog.input();
+  const core::TensorId b = prog.input();
   for (int i = 0; i < 15; ++i) {
-    const st::TensorId t = prog.binary(st::OpKind::kAdd, a, b);
-    a = prog.binary(st::OpKind::kMul, t, 0, 0.5f);
+    const core::TensorId t = prog.binary(core::OpKind::kAdd, a, b);
+    a = prog.binary(core::OpKind::kMul, t, 0, 0.5f);
     prog.drop(t);
   }
   prog.reduce(a);
@@ -288,11 +290,11 @@ TEST_F(ProcessorTest, OnOperationsTriggerFiresOnTheOpThatClosedExploration) {
   Program prog = chain_then_reduce(16);
   // The three ops fully match the plan, which waits for its trigger (the reduction).
   for (int i = 0; i < 3; ++i) {
-    queue_.push(st::OpDesc(prog.ops[static_cast<std::size_t>(i)]));
+    queue_.push(core::OpDesc(prog.ops[static_cast<std::size_t>(i)]));
     p->process(queue_, context_, fu::ExecutionMode::kLazy);
   }
   EXPECT_TRUE(log_.empty()) << "deferred: the trigger has not fired";
-  queue_.push(st::OpDesc(prog.ops[3]));
+  queue_.push(core::OpDesc(prog.ops[3]));
   p->process(queue_, context_, fu::ExecutionMode::kLazy);
   EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
 }
@@ -305,10 +307,10 @@ TEST_F(ProcessorTest, AnotherFollowingOpAddsATriggerToTheSamePlan) {
   // The same three ops followed by a different non-fusable op (a drop is fusable, so use a
   // second reduction over a different input).
   Program prog(4);
-  const st::TensorId x = prog.input();
-  const st::TensorId a = prog.binary(st::OpKind::kAdd, x, x);
-  const st::TensorId b = prog.binary(st::OpKind::kMul, a, 0, 3.0f);
-  prog.binary(st::OpKind::kAdd, b, x);
+  const core::TensorId x = prog.input();
+  const core::TensorId a = prog.binary(core::OpKind::kAdd, x, x);
+  const core::TensorId b = prog.binary(core::OpKind::kMul, a, 0, 3.0f);
+  prog.binary(core::OpKind::kAdd, b, x);
   prog.reduce(x);  // differs from the stored trigger: reduces x, not the last add
   run(*p, prog.ops, true);
   EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
@@ -321,15 +323,15 @@ TEST_F(ProcessorTest, AnotherFollowingOpAddsATriggerToTheSamePlan) {
 TEST_F(ProcessorTest, SyncRunsEverythingAndLeavesAnOnSyncPlan) {
   auto p = make();
   Program prog(4);
-  const st::TensorId x = prog.input();
-  prog.binary(st::OpKind::kMul, prog.binary(st::OpKind::kAdd, x, x), 0);
+  const core::TensorId x = prog.input();
+  prog.binary(core::OpKind::kMul, prog.binary(core::OpKind::kAdd, x, x), 0);
   run(*p, prog.ops, true);
   EXPECT_EQ(log_, (Log{"opt:addx2"}));
   log_.clear();
   // Again, lazily: fully matched, waiting for a sync (no op follows).
   Program again(32);
-  const st::TensorId y = again.input();
-  again.binary(st::OpKind::kMul, again.binary(st::OpKind::kAdd, y, y), 0);
+  const core::TensorId y = again.input();
+  again.binary(core::OpKind::kMul, again.binary(core::OpKind::kAdd, y, y), 0);
   run(*p, again.ops, false);
   EXPECT_TRUE(log_.empty());
   p->process(queue_, context_, fu::ExecutionMode::kSync);
@@ -341,11 +343,11 @@ TEST_F(ProcessorTest, AlwaysTriggerForOpsNoBuilderTakes) {
   auto p = make();
   Program prog(4);
   prog.reduce(prog.input());
-  queue_.push(st::OpDesc(prog.ops[0]));
+  queue_.push(core::OpDesc(prog.ops[0]));
   p->process(queue_, context_, fu::ExecutionMode::kLazy);
   EXPECT_EQ(log_, (Log{"op:sum"})) << "nothing could follow: runs at once, even lazily";
   log_.clear();
-  queue_.push(st::OpDesc(prog.ops[0]));
+  queue_.push(core::OpDesc(prog.ops[0]));
   p->process(queue_, context_, fu::ExecutionMode::kLazy);
   EXPECT_EQ(log_, (Log{"op:sum"}));
   EXPECT_EQ(store_.size(), 1u);
@@ -357,10 +359,10 @@ TEST_F(ProcessorTest, CandidatesAreInvalidatedByTheFirstDifferingOp) {
   log_.clear();
   // Same first two ops, then a different third: the candidate drops out, exploration starts.
   Program prog(4);
-  const st::TensorId x = prog.input();
-  const st::TensorId a = prog.binary(st::OpKind::kAdd, x, x);
-  const st::TensorId b = prog.binary(st::OpKind::kMul, a, 0, 2.0f);
-  prog.binary(st::OpKind::kMul, b, b);  // mul instead of add
+  const core::TensorId x = prog.input();
+  const core::TensorId a = prog.binary(core::OpKind::kAdd, x, x);
+  const core::TensorId b = prog.binary(core::OpKind::kMul, a, 0, 2.0f);
+  prog.binary(core::OpKind::kMul, b, b);  // mul instead of add
   prog.reduce(b);
   run(*p, prog.ops, true);
   EXPECT_EQ(log_, (Log{"opt:addx3", "op:sum"}));
@@ -370,10 +372,10 @@ TEST_F(ProcessorTest, CandidatesAreInvalidatedByTheFirstDifferingOp) {
 TEST_F(ProcessorTest, SegmentsAreBoundedSoEndlessLoopsRepeatAPlan) {
   auto p = make();  // bound: 8 ops
   Program prog(4);
-  st::TensorId a = prog.input();
-  const st::TensorId b = prog.input();
+  core::TensorId a = prog.input();
+  const core::TensorId b = prog.input();
   for (int i = 0; i < 200; ++i)
-    a = prog.binary(st::OpKind::kMul, prog.binary(st::OpKind::kAdd, a, b), 0, 0.5f);
+    a = prog.binary(core::OpKind::kMul, prog.binary(core::OpKind::kAdd, a, b), 0, 0.5f);
   run(*p, prog.ops, true);
   EXPECT_EQ(log_.size(), 400u / 8);
   for (const std::string& entry : log_) EXPECT_EQ(entry, "opt:addx8");
@@ -391,20 +393,20 @@ TEST_F(ProcessorTest, PlansAreRejectedWhenSizeBindingsChanged) {
   const fu::PlanRefs plans = [&] {
     fu::PlanRefs out;
     st::OperationQueue q;
-    for (const st::OpDesc& op : chain_then_reduce(4).ops) q.push(st::OpDesc(op));
+    for (const core::OpDesc& op : chain_then_reduce(4).ops) q.push(core::OpDesc(op));
     store_.starting_with(q.relative(0), out);
     return out;
   }();
   ASSERT_EQ(plans.size(), 1u);
   st::OperationQueue good, wrong;
-  for (const st::OpDesc& op : chain_then_reduce(9).ops) good.push(st::OpDesc(op));
+  for (const core::OpDesc& op : chain_then_reduce(9).ops) good.push(core::OpDesc(op));
   EXPECT_TRUE(fu::bindings_match(*plans[0], good));
   // Sizes that were different ids (batch and 8) are now equal.
-  for (const st::OpDesc& op : chain_then_reduce(8).ops) wrong.push(st::OpDesc(op));
+  for (const core::OpDesc& op : chain_then_reduce(8).ops) wrong.push(core::OpDesc(op));
   EXPECT_FALSE(fu::bindings_match(*plans[0], wrong));
   // A size-1 binding where the plan had a size.
   st::OperationQueue one;
-  for (const st::OpDesc& op : chain_then_reduce(1).ops) one.push(st::OpDesc(op));
+  for (const core::OpDesc& op : chain_then_reduce(1).ops) one.push(core::OpDesc(op));
   EXPECT_FALSE(fu::bindings_match(*plans[0], one));
 }
 
@@ -416,22 +418,22 @@ TEST_F(ProcessorTest, AFailingOptimizationFallsBackToTheOps) {
 
 TEST_F(ProcessorTest, TheStoreEvictsTheLeastUsedPlan) {
   fu::PlanStore small(2, 1000);
-  auto plan = [](st::OpKind kind) {
+  auto plan = [](core::OpKind kind) {
     fu::PlanDraft d;
     Program p(4);
     p.binary(kind, p.input(), 0);
     st::OperationQueue q;
-    q.push(st::OpDesc(p.ops[0]));
+    q.push(core::OpDesc(p.ops[0]));
     d.ops.push_back(q.relative(0));
     d.triggers.push_back({fu::Trigger::Kind::kAlways, {}});
     return d;
   };
-  fu::PlanRef add = small.add(plan(st::OpKind::kAdd));
-  fu::PlanRef mul = small.add(plan(st::OpKind::kMul));
+  fu::PlanRef add = small.add(plan(core::OpKind::kAdd));
+  fu::PlanRef mul = small.add(plan(core::OpKind::kMul));
   small.touch(*add);
   small.touch(*add);
   small.touch(*mul);
-  small.add(plan(st::OpKind::kSub));  // full: the least used (mul) goes
+  small.add(plan(core::OpKind::kSub));  // full: the least used (mul) goes
   EXPECT_EQ(small.size(), 2u);
   fu::PlanRefs found;
   small.starting_with(add->ops[0], found);
@@ -446,8 +448,8 @@ TEST_F(ProcessorTest, PastTheExplorationCapOpsRunOneByOne) {
   std::vector<std::unique_ptr<fu::OptimizationBuilder>> b;
   b.push_back(std::make_unique<MockBuilder>(log_, builds_));
   fu::Processor p(capped, std::move(b), 8);
-  for (const st::OpDesc& op : chain_then_reduce(4).ops) {
-    queue_.push(st::OpDesc(op));
+  for (const core::OpDesc& op : chain_then_reduce(4).ops) {
+    queue_.push(core::OpDesc(op));
     p.process(queue_, context_, fu::ExecutionMode::kLazy);
   }
   p.process(queue_, context_, fu::ExecutionMode::kSync);

@@ -16,8 +16,8 @@
 namespace streamfuse::testing {
 
 struct RecordedOps {
-  std::vector<stream::OpDesc> global;    // as recorded
-  std::vector<stream::OpDesc> relative;  // in the relative form of the segment
+  std::vector<core::OpDesc> global;    // as recorded
+  std::vector<core::OpDesc> relative;  // in the relative form of the segment
 };
 
 // Records `program` with fusion off and an unbounded queue and returns its ops; then runs them.
@@ -46,7 +46,7 @@ inline RecordedOps record_without_running(const std::function<void()>& program) 
 struct Built {
   std::unique_ptr<fusion::ElementwiseOptimization> optimization;  // null when it took no op
   std::size_t len = 0;                                            // ops taken
-  std::vector<stream::OpDesc> ops;  // the ops taken, relative form (a plan's ops)
+  std::vector<core::OpDesc> ops;  // the ops taken, relative form (a plan's ops)
   std::size_t recorded = 0;         // ops recorded
   std::int64_t score = 0;
 };

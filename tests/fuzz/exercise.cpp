@@ -96,10 +96,10 @@ void use_kernel(const jit::FusedProgram& program, const jit::SpecializationKey& 
 
 void use_plan(const fusion::ExecutionPlan& plan) {
   if (plan.ops.empty()) fail("a decoded plan without ops");
-  for (const stream::OpDesc& op : plan.ops) consume(stream::to_string(op));
+  for (const core::OpDesc& op : plan.ops) consume(core::to_string(op));
   for (const fusion::Trigger& t : plan.triggers)
-    for (const stream::OpDesc& op : t.ops) consume(stream::hash_op(op));
-  for (const stream::OpDesc& op : plan.successors) consume(stream::to_string(op));
+    for (const core::OpDesc& op : t.ops) consume(core::hash_op(op));
+  for (const core::OpDesc& op : plan.successors) consume(core::to_string(op));
   consume(cache::plan_hash(plan.ops) ^ cache::first_op_hash(plan.ops.front()));
   if (!cache::persistable(plan)) fail("a decoded plan that cannot be persisted");
   if (plan.optimization) consume(plan.optimization->describe());
@@ -107,7 +107,7 @@ void use_plan(const fusion::ExecutionPlan& plan) {
 }
 
 void use_prepared_op(const backends::PreparedOp& p) {
-  consume(stream::to_string(p.op));
+  consume(core::to_string(p.op));
   const backends::MatmulOperand a{nullptr, p.op.inputs.at(0).shape, p.input_strides.at(0)};
   const backends::MatmulOperand b{nullptr, p.op.inputs.at(1).shape, p.input_strides.at(1)};
   const Shape& out = p.op.outputs.at(0).shape;

@@ -45,7 +45,7 @@ std::optional<jit::FusedProgram> program_for(const jit::SpecializationKey& key) 
         emit({.kind = InstrKind::kScalar, .type = ValueType::kFloat, .index = s});
     if (value < 0) value = r;
     if (key.exact_reciprocals >> s & 1)
-      value = emit({.kind = InstrKind::kOp, .op = stream::OpKind::kDiv, .args = {value, r, -1}});
+      value = emit({.kind = InstrKind::kOp, .op = core::OpKind::kDiv, .args = {value, r, -1}});
   }
   for (const jit::OperandKey& k : key.outputs) {
     if (value < 0) return std::nullopt;

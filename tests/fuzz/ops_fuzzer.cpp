@@ -18,14 +18,14 @@ std::vector<std::string> seeds() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace streamfuse;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  std::vector<stream::OpDesc> ops;
+  std::vector<core::OpDesc> ops;
   try {
     ops = cache::decode_ops(bytes);
   } catch (const cache::FormatError&) {
     return 0;
   }
   std::uint64_t h = 0;
-  for (const stream::OpDesc& op : ops) h ^= stream::hash_op(op) + stream::to_string(op).size();
+  for (const core::OpDesc& op : ops) h ^= core::hash_op(op) + core::to_string(op).size();
   const std::string again = cache::encode_ops(ops);
   if (fuzz::native_byte_order(bytes) && again != bytes) fuzz::fail("ops do not encode back");
   if (cache::decode_ops(again) != ops) fuzz::fail("re-encoded ops decode to other ops");

@@ -18,10 +18,10 @@ constexpr std::int64_t kMaxElements = 1 << 12;
 
 // The segment a plan of relative ops matches: size id 0 is 1 and id k is k + 1 (distinct ids stay
 // distinct sizes), scalar placeholders become values of their kind. Empty when too large.
-std::vector<stream::OpDesc> segment_of(const std::vector<stream::OpDesc>& relative) {
-  std::vector<stream::OpDesc> ops = relative;
-  for (stream::OpDesc& op : ops) {
-    const auto real_shape = [](stream::TensorDesc& t) {
+std::vector<core::OpDesc> segment_of(const std::vector<core::OpDesc>& relative) {
+  std::vector<core::OpDesc> ops = relative;
+  for (core::OpDesc& op : ops) {
+    const auto real_shape = [](core::TensorDesc& t) {
       std::int64_t numel = 1;
       for (int d = 0; d < t.shape.rank(); ++d) {
         t.shape[d] += 1;
@@ -30,9 +30,9 @@ std::vector<stream::OpDesc> segment_of(const std::vector<stream::OpDesc>& relati
       }
       return true;
     };
-    for (stream::TensorDesc& t : op.inputs)
+    for (core::TensorDesc& t : op.inputs)
       if (!real_shape(t)) return {};
-    for (stream::TensorDesc& t : op.outputs)
+    for (core::TensorDesc& t : op.outputs)
       if (!real_shape(t)) return {};
     for (Scalar& s : op.scalars) {
       const std::int64_t p = s.bits();
@@ -105,42 +105,42 @@ class CheckingLauncher final : public jit::KernelLauncher {
 // use), and what the run publishes and erases, checked against what the segment's ops say.
 class RunContext final : public fusion::ExecutionContext {
  public:
-  RunContext(const std::vector<stream::OpDesc>& ops, backends::Backend& backend,
+  RunContext(const std::vector<core::OpDesc>& ops, backends::Backend& backend,
              jit::KernelLauncher& launcher)
       : ops_(ops), backend_(backend), launcher_(launcher) {
-    for (const stream::OpDesc& op : ops)
-      for (const stream::TensorDesc& t : op.outputs) made_.insert(t.id);
+    for (const core::OpDesc& op : ops)
+      for (const core::TensorDesc& t : op.outputs) made_.insert(t.id);
   }
 
-  const stream::OpDesc& op(std::size_t i) const override {
+  const core::OpDesc& op(std::size_t i) const override {
     if (i >= ops_.size()) fail("a run reads op " + std::to_string(i) + " of a shorter segment");
     return ops_[i];
   }
   void run_operation(std::size_t) override { fail("a fused run ran an op on its own"); }
-  backends::TensorHandle handle(stream::TensorId id, stream::Failure*) override {
+  backends::TensorHandle handle(core::TensorId id, core::Failure*) override {
     if (auto it = held_.find(id); it != held_.end()) return it->second;
     if (made_.contains(id)) fail("a run read a tensor of the segment that nothing wrote yet");
     if (gone_.contains(id)) fail("a run read a tensor it erased");
-    const stream::TensorDesc* desc = find_input(id);
+    const core::TensorDesc* desc = find_input(id);
     if (!desc) fail("a run read a tensor its segment does not have");
     // Ones in every byte: a valid value of every dtype (bool 1, tiny floats and integers).
     std::vector<unsigned char> bytes(
         static_cast<std::size_t>(desc->shape.numel()) * element_size(desc->dtype), 1);
     return held_[id] = backend_.from_host(bytes.data(), desc->dtype, desc->shape);
   }
-  void set_handle(stream::TensorId id, backends::TensorHandle h) override {
+  void set_handle(core::TensorId id, backends::TensorHandle h) override {
     if (!made_.contains(id) || !published_.insert(id).second)
       fail("a run published a tensor that is not the segment's to publish");
-    const stream::TensorDesc* desc = find_output(id);
+    const core::TensorDesc* desc = find_output(id);
     if (!h.storage || static_cast<std::size_t>(desc->shape.numel()) * element_size(desc->dtype) >
                           h.storage.bytes())
       fail("a run published a buffer smaller than its tensor");
     held_[id] = std::move(h);
   }
-  void set_failed(stream::TensorId, stream::Failure) override {
+  void set_failed(core::TensorId, core::Failure) override {
     fail("a run failed a tensor, though no input had failed");
   }
-  void erase(stream::TensorId id) override {
+  void erase(core::TensorId id) override {
     if (made_.contains(id)) fail("a run erased a tensor the segment makes");
     gone_.insert(id);
     held_.erase(id);
@@ -149,24 +149,24 @@ class RunContext final : public fusion::ExecutionContext {
   jit::KernelLauncher& launcher() override { return launcher_; }
 
  private:
-  const stream::TensorDesc* find_input(stream::TensorId id) const {
-    for (const stream::OpDesc& op : ops_)
-      for (const stream::TensorDesc& t : op.inputs)
+  const core::TensorDesc* find_input(core::TensorId id) const {
+    for (const core::OpDesc& op : ops_)
+      for (const core::TensorDesc& t : op.inputs)
         if (t.id == id) return &t;
     return nullptr;
   }
-  const stream::TensorDesc* find_output(stream::TensorId id) const {
-    for (const stream::OpDesc& op : ops_)
-      for (const stream::TensorDesc& t : op.outputs)
+  const core::TensorDesc* find_output(core::TensorId id) const {
+    for (const core::OpDesc& op : ops_)
+      for (const core::TensorDesc& t : op.outputs)
         if (t.id == id) return &t;
     fail("no op makes tensor " + std::to_string(id));
   }
 
-  const std::vector<stream::OpDesc>& ops_;
+  const std::vector<core::OpDesc>& ops_;
   backends::Backend& backend_;
   jit::KernelLauncher& launcher_;
-  std::set<stream::TensorId> made_, published_, gone_;
-  std::map<stream::TensorId, backends::TensorHandle> held_;
+  std::set<core::TensorId> made_, published_, gone_;
+  std::map<core::TensorId, backends::TensorHandle> held_;
 };
 
 }  // namespace
@@ -174,7 +174,7 @@ class RunContext final : public fusion::ExecutionContext {
 bool run_plan(const fusion::ExecutionPlan& plan, const LaunchObserver& observe) {
   if (!plan.optimization) return false;
   if (plan.optimization->len() != plan.ops.size()) fail("an optimization of another length");
-  const std::vector<stream::OpDesc> segment = segment_of(plan.ops);
+  const std::vector<core::OpDesc> segment = segment_of(plan.ops);
   if (segment.empty()) return false;
   // One thread: runs are deterministic and cheap.
   static backends::cpu::CpuBackend* backend = [] {

@@ -9,11 +9,13 @@
 #include "bench/gelu_variants.h"
 #include "fusion/builders/elementwise_builder.h"
 #include "jit/cpp_codegen.h"
-#include "jit/hash_mix.h"
+#include "core/hash_mix.h"
 #include "jit/launch_key.h"
-#include "stream/relative.h"
+#include "core/relative.h"
 #include "tests/fusion/recorded_segment.h"
 #include "tests/fuzz/plan_runner.h"
+
+namespace core = streamfuse::core;
 
 namespace sf = streamfuse;
 
@@ -38,7 +40,7 @@ std::shared_ptr<fusion::ExecutionPlan> elementwise_plan(const std::function<void
     for (std::size_t i = len; i < ops.relative.size() && i < len + 2; ++i)
       next.ops.push_back(ops.relative[i]);
     plan->triggers.push_back(std::move(next));
-    stream::RelativeConverter first;
+    core::RelativeConverter first;
     plan->successors.emplace_back();
     first.convert(ops.global[len], plan->successors.back());
   } else {
@@ -97,7 +99,7 @@ std::vector<std::shared_ptr<fusion::ExecutionPlan>> make_plans() {
   return plans;
 }
 
-std::vector<std::vector<stream::OpDesc>> make_ops() {
+std::vector<std::vector<core::OpDesc>> make_ops() {
   const sf::Tensor x = sf::randn({4, 6});
   const sf::Tensor i = sf::arange(0, 6, 1, sf::kI64);
   const testing::RecordedOps ops = testing::record_without_running([&] {
@@ -112,12 +114,6 @@ std::vector<std::vector<stream::OpDesc>> make_ops() {
     sf::Tensor u = sf::rand({3}) + sf::sum(sf::contiguous(sf::pow(sf::abs(x), 2.0f)));
   });
   return {ops.global, ops.relative};
-}
-
-std::string hex16(std::uint64_t v) {
-  char s[17];
-  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
-  return s;
 }
 
 // Each plan's kernels with the keys of launches on the plan's own segment, one library per plan.
@@ -147,7 +143,7 @@ std::vector<jit::KernelRecord> make_kernels() {
     library->fingerprint = "fuzz samples";
     for (const jit::KernelRecord& k : ours)
       library->source += jit::cpu_kernel_source(k.program, k.key, k.symbol);
-    library->name = hex16(jit::fnv1a(library->source));
+    library->name = core::hex16(core::fnv1a(library->source));
     library->bytes = std::string(
         "\x7f"
         "ELF not a shared object",
@@ -163,11 +159,11 @@ std::vector<jit::KernelRecord> make_kernels() {
 // [m, k] @ [k, n] as CpuBackend records it, `b` read transposed when `transposed`.
 backends::PreparedOp matmul(Shape a, Shape b, Shape out, DType dtype, bool transposed = false) {
   backends::PreparedOp p;
-  p.op.kind = stream::OpKind::kMatmul;
+  p.op.kind = core::OpKind::kMatmul;
   p.op.attrs.dtype = dtype;
-  p.op.inputs = {{0, a, dtype, stream::TensorStatus::kReadOnly},
-                 {0, b, dtype, stream::TensorStatus::kReadOnly}};
-  p.op.outputs = {{0, out, dtype, stream::TensorStatus::kNotInit}};
+  p.op.inputs = {{0, a, dtype, core::TensorStatus::kReadOnly},
+                 {0, b, dtype, core::TensorStatus::kReadOnly}};
+  p.op.outputs = {{0, out, dtype, core::TensorStatus::kNotInit}};
   p.input_strides = {backends::contiguous_strides(a), backends::contiguous_strides(b)};
   if (transposed && b.rank() == 2) p.input_strides[1] = {1, b[0]};
   return p;
@@ -175,8 +171,8 @@ backends::PreparedOp matmul(Shape a, Shape b, Shape out, DType dtype, bool trans
 
 }  // namespace
 
-const std::vector<std::vector<stream::OpDesc>>& sample_ops() {
-  static const auto* ops = new std::vector<std::vector<stream::OpDesc>>(make_ops());
+const std::vector<std::vector<core::OpDesc>>& sample_ops() {
+  static const auto* ops = new std::vector<std::vector<core::OpDesc>>(make_ops());
   return *ops;
 }
 

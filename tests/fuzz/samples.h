@@ -16,7 +16,7 @@ namespace streamfuse::fuzz {
 
 // The ops of a segment that uses every kind of op, in the form the stream records them (global)
 // and in the relative form, one list each.
-const std::vector<std::vector<stream::OpDesc>>& sample_ops();
+const std::vector<std::vector<core::OpDesc>>& sample_ops();
 
 // Element-wise plans of a few recorded segments (broadcasts, scalars, several kernels, constants,
 // lent inputs, f16 and integer dtypes, compare, logical and select ops), with their triggers and

@@ -10,12 +10,12 @@
 
 #include "jit/program.h"
 #include "jit/specialization.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 
 namespace streamfuse::jit::testing {
 
-using stream::OpCategory;
-using stream::OpKind;
+using core::OpCategory;
+using core::OpKind;
 using VT = ValueType;
 
 // ---- programs --------------------------------------------------------------------------------
@@ -28,18 +28,18 @@ struct Builder {
     p.body.push_back(in);
     return in.out;
   }
-  int load(int input, VT t) { return emit({InstrKind::kLoad, OpKind::kAdd, t, kF16, 0, input}); }
+  int load(int input, VT t) { return emit({InstrKind::kLoad, core::OpKind::kAdd, t, kF16, 0, input}); }
   int scalar(ScalarArg arg) {
     p.scalars.push_back(arg);
-    return emit({InstrKind::kScalar, OpKind::kAdd, arg.type, kF16, 0,
+    return emit({InstrKind::kScalar, core::OpKind::kAdd, arg.type, kF16, 0,
                  static_cast<int>(p.scalars.size()) - 1});
   }
-  int op(OpKind k, VT t, int a, int b = -1, int c = -1) {
+  int op(core::OpKind k, VT t, int a, int b = -1, int c = -1) {
     return emit({InstrKind::kOp, k, t, kF16, 0, 0, {a, b, c}});
   }
-  int convert(int a, VT t) { return emit({InstrKind::kConvert, OpKind::kAdd, t, kF16, 0, 0, {a}}); }
+  int convert(int a, VT t) { return emit({InstrKind::kConvert, core::OpKind::kAdd, t, kF16, 0, 0, {a}}); }
   int round(int a, DType d) {
-    return emit({InstrKind::kRound, OpKind::kAdd, VT::kFloat, d, 0, 0, {a}});
+    return emit({InstrKind::kRound, core::OpKind::kAdd, VT::kFloat, d, 0, 0, {a}});
   }
   void store(int r, DType d) { p.outputs.push_back({r, d}); }
 };
@@ -47,22 +47,22 @@ struct Builder {
 constexpr VT kTypes[] = {VT::kFloat, VT::kI32, VT::kI64, VT::kBool};
 constexpr DType kDTypes[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
 
-inline bool has_form(OpKind k, VT t) {
-  const OpCategory c = stream::op_category(k);
-  if (c == OpCategory::kCompare || k == OpKind::kWhere) return true;
-  if (c == OpCategory::kLogical) return t == VT::kBool;
-  if (k == OpKind::kMaximum || k == OpKind::kMinimum) return true;
+inline bool has_form(core::OpKind k, VT t) {
+  const core::OpCategory c = core::op_category(k);
+  if (c == core::OpCategory::kCompare || k == core::OpKind::kWhere) return true;
+  if (c == core::OpCategory::kLogical) return t == VT::kBool;
+  if (k == core::OpKind::kMaximum || k == core::OpKind::kMinimum) return true;
   if (t == VT::kBool) return false;
   if (t == VT::kFloat) return true;
-  return k == OpKind::kNeg || k == OpKind::kAbs || k == OpKind::kRelu || k == OpKind::kAdd ||
-         k == OpKind::kSub || k == OpKind::kMul || k == OpKind::kPow;
+  return k == core::OpKind::kNeg || k == core::OpKind::kAbs || k == core::OpKind::kRelu || k == core::OpKind::kAdd ||
+         k == core::OpKind::kSub || k == core::OpKind::kMul || k == core::OpKind::kPow;
 }
 
-inline std::vector<OpKind> elementwise_ops(OpCategory category) {
-  std::vector<OpKind> out;
-  for (int k = 0; k <= static_cast<int>(OpKind::kCast); ++k) {
-    const auto op = static_cast<OpKind>(k);
-    if (stream::op_category(op) == category) out.push_back(op);
+inline std::vector<core::OpKind> elementwise_ops(core::OpCategory category) {
+  std::vector<core::OpKind> out;
+  for (int k = 0; k <= static_cast<int>(core::OpKind::kCast); ++k) {
+    const auto op = static_cast<core::OpKind>(k);
+    if (core::op_category(op) == category) out.push_back(op);
   }
   return out;
 }
@@ -76,11 +76,11 @@ inline FusedProgram gelu(DType d) {
   const int c = b.scalar({ScalarArg::Mode::kOperand, VT::kFloat});
   const int one = b.scalar({ScalarArg::Mode::kOperand, VT::kFloat});
   const int two = b.scalar({ScalarArg::Mode::kOperand, VT::kFloat});
-  const int q = rnd(b.op(OpKind::kDiv, VT::kFloat, x, c));
-  const int e = rnd(b.op(OpKind::kErf, VT::kFloat, q));
-  const int s = rnd(b.op(OpKind::kAdd, VT::kFloat, e, one));
-  const int m = rnd(b.op(OpKind::kMul, VT::kFloat, x, s));
-  b.store(rnd(b.op(OpKind::kDiv, VT::kFloat, m, two)), d);
+  const int q = rnd(b.op(core::OpKind::kDiv, VT::kFloat, x, c));
+  const int e = rnd(b.op(core::OpKind::kErf, VT::kFloat, q));
+  const int s = rnd(b.op(core::OpKind::kAdd, VT::kFloat, e, one));
+  const int m = rnd(b.op(core::OpKind::kMul, VT::kFloat, x, s));
+  b.store(rnd(b.op(core::OpKind::kDiv, VT::kFloat, m, two)), d);
   return b.p;
 }
 
@@ -135,17 +135,17 @@ inline std::vector<Case> build_cases() {
   // Every op kind of every category on every value type it has a form for; each result stored.
   for (VT t : kTypes) {
     const DType d = storage_dtype_of(t);
-    for (OpCategory cat : {OpCategory::kUnary, OpCategory::kBinary, OpCategory::kCompare,
-                           OpCategory::kLogical, OpCategory::kSelect}) {
+    for (core::OpCategory cat : {core::OpCategory::kUnary, core::OpCategory::kBinary, core::OpCategory::kCompare,
+                           core::OpCategory::kLogical, core::OpCategory::kSelect}) {
       Builder b;
       b.p.inputs = {d, d, kBool};
       const int x = b.load(0, t), y = b.load(1, t), c = b.load(2, VT::kBool);
-      for (OpKind k : elementwise_ops(cat)) {
+      for (core::OpKind k : elementwise_ops(cat)) {
         if (!has_form(k, t)) continue;
-        const int r = k == OpKind::kWhere             ? b.op(k, t, c, x, y)
-                      : stream::op_info(k).arity == 1 ? b.op(k, t, x)
+        const int r = k == core::OpKind::kWhere             ? b.op(k, t, c, x, y)
+                      : core::op_info(k).arity == 1 ? b.op(k, t, x)
                                                       : b.op(k, t, x, y);
-        const bool is_bool = cat == OpCategory::kCompare || cat == OpCategory::kLogical;
+        const bool is_bool = cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical;
         b.store(r, is_bool ? kBool : d);
       }
       if (b.p.outputs.empty()) continue;
@@ -179,7 +179,7 @@ inline std::vector<Case> build_cases() {
     const int x = b.load(0, VT::kFloat);
     b.store(b.round(x, kF16), kF32);
     b.store(b.round(x, kBF16), kF32);
-    b.store(b.round(b.op(OpKind::kExp, VT::kFloat, x), kBF16), kBF16);
+    b.store(b.round(b.op(core::OpKind::kExp, VT::kFloat, x), kBF16), kBF16);
     add("round", b.p, {"c"}, flat);
   }
   add("gelu/f32", gelu(kF32), {"c"}, flat, {1.41421356f, 1.0f, 2.0f});
@@ -198,19 +198,19 @@ inline std::vector<Case> build_cases() {
     const int sl = b.scalar({ScalarArg::Mode::kFill, VT::kI64, kI64});
     const int sb = b.scalar({ScalarArg::Mode::kFill, VT::kBool, kBool});
     const int si2 = b.scalar({ScalarArg::Mode::kFill, VT::kI32, kI32});
-    b.store(b.op(OpKind::kMul, VT::kFloat, b.op(OpKind::kAdd, VT::kFloat, x, sf), sh), kF32);
-    b.store(b.op(OpKind::kMaximum, VT::kFloat, x, sn), kF32);
-    b.store(b.op(OpKind::kAdd, VT::kI32, b.op(OpKind::kMul, VT::kI32, i, si), si2), kI32);
-    b.store(b.op(OpKind::kSub, VT::kI64, l, sl), kI64);
-    b.store(b.op(OpKind::kWhere, VT::kFloat, b.op(OpKind::kLogicalAnd, VT::kBool, c, sb), x, sn),
+    b.store(b.op(core::OpKind::kMul, VT::kFloat, b.op(core::OpKind::kAdd, VT::kFloat, x, sf), sh), kF32);
+    b.store(b.op(core::OpKind::kMaximum, VT::kFloat, x, sn), kF32);
+    b.store(b.op(core::OpKind::kAdd, VT::kI32, b.op(core::OpKind::kMul, VT::kI32, i, si), si2), kI32);
+    b.store(b.op(core::OpKind::kSub, VT::kI64, l, sl), kI64);
+    b.store(b.op(core::OpKind::kWhere, VT::kFloat, b.op(core::OpKind::kLogicalAnd, VT::kBool, c, sb), x, sn),
             kF16);
     add("scalars", b.p, {"c"}, flat, {0.1, 0.1, -3.5f, 7, 3000000000LL, true, -2.9});
   }
   // Layouts: rank 0 to 3, broadcast (z) and strided (a) operands, over a two-input program.
   Builder lb;
   lb.p.inputs = {kF32, kF16};
-  lb.store(lb.op(OpKind::kAdd, VT::kFloat,
-                 lb.op(OpKind::kMul, VT::kFloat, lb.load(0, VT::kFloat), lb.load(1, VT::kFloat)),
+  lb.store(lb.op(core::OpKind::kAdd, VT::kFloat,
+                 lb.op(core::OpKind::kMul, VT::kFloat, lb.load(0, VT::kFloat), lb.load(1, VT::kFloat)),
                  lb.scalar({ScalarArg::Mode::kOperand, VT::kFloat})),
            kF32);
   const FusedProgram two = lb.p;
@@ -230,7 +230,7 @@ inline std::vector<Case> build_cases() {
   {
     Builder b;
     b.p.inputs = {kI32, kF32};
-    b.store(b.op(OpKind::kMul, VT::kFloat, b.convert(b.load(0, VT::kI32), VT::kFloat),
+    b.store(b.op(core::OpKind::kMul, VT::kFloat, b.convert(b.load(0, VT::kI32), VT::kFloat),
                  b.load(1, VT::kFloat)),
             kF32);
     add("alias/i32-to-f32", b.p, {"ac", "cc", "ac"}, {5, 31}, {}, 0);

@@ -2,7 +2,7 @@
 // functions the kernels call, operand buffers laid out as a case's key says (contiguous,
 // broadcast, strided with gaps), filled with special and random values, and a bitwise
 // comparison (any NaN matches any NaN). Shared by the CPU codegen test and the CUDA kernel test;
-// the including file includes backends/scalar_ops.h and backends/cpu/vector_math.h first, built
+// the including file includes core/scalar_ops.h and backends/cpu/vector_math.h first, built
 // with the ISA flags whose FMA use the kernels under test match.
 #pragma once
 
@@ -109,25 +109,25 @@ inline void store(unsigned char* p, DType d, Value v, VT from) {
 }
 
 template <class I>
-I int_op(OpKind k, I a, I b) {
+I int_op(core::OpKind k, I a, I b) {
   switch (k) {
-    case OpKind::kNeg:
+    case core::OpKind::kNeg:
       return sf_neg(a);
-    case OpKind::kAbs:
+    case core::OpKind::kAbs:
       return sf_abs(a);
-    case OpKind::kRelu:
+    case core::OpKind::kRelu:
       return sf_relu(a);
-    case OpKind::kAdd:
+    case core::OpKind::kAdd:
       return sf_add(a, b);
-    case OpKind::kSub:
+    case core::OpKind::kSub:
       return sf_sub(a, b);
-    case OpKind::kMul:
+    case core::OpKind::kMul:
       return sf_mul(a, b);
-    case OpKind::kPow:
+    case core::OpKind::kPow:
       return sf_ipow(a, b);
-    case OpKind::kMaximum:
+    case core::OpKind::kMaximum:
       return sf_max(a, b);
-    case OpKind::kMinimum:
+    case core::OpKind::kMinimum:
       return sf_min(a, b);
     default:
       ADD_FAILURE() << "no integer form";
@@ -135,47 +135,47 @@ I int_op(OpKind k, I a, I b) {
   }
 }
 
-inline float float_op(OpKind k, float a, float b) {
+inline float float_op(core::OpKind k, float a, float b) {
   switch (k) {
-    case OpKind::kNeg:
+    case core::OpKind::kNeg:
       return -a;
-    case OpKind::kAbs:
+    case core::OpKind::kAbs:
       return sf_abs(a);
-    case OpKind::kExp:
+    case core::OpKind::kExp:
       return sf_exp(a);
-    case OpKind::kLog:
+    case core::OpKind::kLog:
       return sf_log(a);
-    case OpKind::kSqrt:
+    case core::OpKind::kSqrt:
       return sf_sqrt(a);
-    case OpKind::kRsqrt:
+    case core::OpKind::kRsqrt:
       return sf_rsqrt(a);
-    case OpKind::kRecip:
+    case core::OpKind::kRecip:
       return sf_recip(a);
-    case OpKind::kSin:
+    case core::OpKind::kSin:
       return sf_sin(a);
-    case OpKind::kCos:
+    case core::OpKind::kCos:
       return sf_cos(a);
-    case OpKind::kTanh:
+    case core::OpKind::kTanh:
       return sf_tanh(a);
-    case OpKind::kErf:
+    case core::OpKind::kErf:
       return sf_erf(a);
-    case OpKind::kSigmoid:
+    case core::OpKind::kSigmoid:
       return sf_sigmoid(a);
-    case OpKind::kRelu:
+    case core::OpKind::kRelu:
       return sf_relu(a);
-    case OpKind::kAdd:
+    case core::OpKind::kAdd:
       return a + b;
-    case OpKind::kSub:
+    case core::OpKind::kSub:
       return a - b;
-    case OpKind::kMul:
+    case core::OpKind::kMul:
       return a * b;
-    case OpKind::kDiv:
+    case core::OpKind::kDiv:
       return a / b;
-    case OpKind::kPow:
+    case core::OpKind::kPow:
       return sf_pow(a, b);
-    case OpKind::kMaximum:
+    case core::OpKind::kMaximum:
       return sf_max(a, b);
-    case OpKind::kMinimum:
+    case core::OpKind::kMinimum:
       return sf_min(a, b);
     default:
       ADD_FAILURE() << "no float form";
@@ -184,32 +184,32 @@ inline float float_op(OpKind k, float a, float b) {
 }
 
 template <class T>
-unsigned char compare(OpKind k, T a, T b) {
+unsigned char compare(core::OpKind k, T a, T b) {
   switch (k) {
-    case OpKind::kEq:
+    case core::OpKind::kEq:
       return a == b;
-    case OpKind::kNe:
+    case core::OpKind::kNe:
       return a != b;
-    case OpKind::kLt:
+    case core::OpKind::kLt:
       return a < b;
-    case OpKind::kLe:
+    case core::OpKind::kLe:
       return a <= b;
-    case OpKind::kGt:
+    case core::OpKind::kGt:
       return a > b;
     default:
       return a >= b;
   }
 }
 
-inline Value eval_op(OpKind k, VT t, Value a, Value b, Value c) {
+inline Value eval_op(core::OpKind k, VT t, Value a, Value b, Value c) {
   Value r{};
-  const OpCategory cat = stream::op_category(k);
-  if (k == OpKind::kWhere) return a.b ? b : c;
-  if (cat == OpCategory::kLogical) {
-    r.b = k == OpKind::kLogicalAnd ? a.b & b.b : k == OpKind::kLogicalOr ? a.b | b.b : a.b ^ 1;
+  const core::OpCategory cat = core::op_category(k);
+  if (k == core::OpKind::kWhere) return a.b ? b : c;
+  if (cat == core::OpCategory::kLogical) {
+    r.b = k == core::OpKind::kLogicalAnd ? a.b & b.b : k == core::OpKind::kLogicalOr ? a.b | b.b : a.b ^ 1;
     return r;
   }
-  if (cat == OpCategory::kCompare) {
+  if (cat == core::OpCategory::kCompare) {
     r.b = t == VT::kFloat ? compare(k, a.f, b.f)
           : t == VT::kI32 ? compare(k, a.i, b.i)
           : t == VT::kI64 ? compare(k, a.l, b.l)
@@ -227,7 +227,7 @@ inline Value eval_op(OpKind k, VT t, Value a, Value b, Value c) {
       r.l = int_op(k, a.l, b.l);
       break;
     case VT::kBool:
-      r.b = k == OpKind::kMaximum ? sf_max(a.b, b.b) : sf_min(a.b, b.b);
+      r.b = k == core::OpKind::kMaximum ? sf_max(a.b, b.b) : sf_min(a.b, b.b);
       break;
   }
   return r;

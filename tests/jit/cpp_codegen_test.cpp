@@ -23,7 +23,7 @@
 
 #include "backends/cpu/isa.h"
 #include "backends/cpu/vector_math.h"
-#include "backends/scalar_ops.h"
+#include "core/scalar_ops.h"
 #include "jit/cpp_codegen.h"
 #include "jit/kernel_abi.h"
 #include "jit/system_compiler.h"
@@ -160,11 +160,11 @@ TEST(CppCodegen, SourceIncludesNothingAndNamesTheFunction) {
 TEST(CppCodegen, RejectsOpsWithoutAFormForTheirType) {
   Builder b;
   b.p.inputs = {kI32};
-  b.store(b.op(OpKind::kExp, VT::kI32, b.load(0, VT::kI32)), kI32);
+  b.store(b.op(core::OpKind::kExp, VT::kI32, b.load(0, VT::kI32)), kI32);
   EXPECT_THROW(cpu_kernel_source(b.p, make_key(b.p, {"c"}), "k"), CompileError);
   Builder d;
   d.p.inputs = {kF32};
-  d.store(d.op(OpKind::kDiv, VT::kBool, d.load(0, VT::kBool), d.load(0, VT::kBool)), kBool);
+  d.store(d.op(core::OpKind::kDiv, VT::kBool, d.load(0, VT::kBool), d.load(0, VT::kBool)), kBool);
   EXPECT_THROW(cpu_kernel_source(d.p, make_key(d.p, {"c"}), "k"), CompileError);
   // A key whose operand counts do not match the program.
   SpecializationKey key = make_key(b.p, {"c"});

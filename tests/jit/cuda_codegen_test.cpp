@@ -125,7 +125,7 @@ TEST(CudaCodegen, VectorizesContiguousLaunches) {
   Builder mixed;
   mixed.p.inputs = {kF16, kF32};
   mixed.store(
-      mixed.op(OpKind::kAdd, VT::kFloat, mixed.load(0, VT::kFloat), mixed.load(1, VT::kFloat)),
+      mixed.op(core::OpKind::kAdd, VT::kFloat, mixed.load(0, VT::kFloat), mixed.load(1, VT::kFloat)),
       kF32);
   const std::string m = cuda_kernel_source(mixed.p, make_key(mixed.p, {"c", "z", "c"}), "k");
   EXPECT_NE(m.find("sf_vec<unsigned short, 4>"), std::string::npos) << m;
@@ -149,7 +149,7 @@ TEST(CudaCodegen, SourceIncludesNothingAndNamesTheKernel) {
 TEST(CudaCodegen, RejectsOpsWithoutAFormForTheirType) {
   Builder b;
   b.p.inputs = {kI32};
-  b.store(b.op(OpKind::kExp, VT::kI32, b.load(0, VT::kI32)), kI32);
+  b.store(b.op(core::OpKind::kExp, VT::kI32, b.load(0, VT::kI32)), kI32);
   EXPECT_THROW(cuda_kernel_source(b.p, make_key(b.p, {"c"}), "k"), CompileError);
   SpecializationKey key = make_key(b.p, {"c"});
   key.inputs.push_back(key.inputs[0]);

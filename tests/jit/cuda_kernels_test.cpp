@@ -15,7 +15,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/devices.h"
-#include "backends/scalar_ops.h"
+#include "core/scalar_ops.h"
 #include "jit/cuda_launcher.h"
 #include "jit/cuda_toolchain.h"
 #include "jit/kernel_cache.h"

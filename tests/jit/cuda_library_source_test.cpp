@@ -15,20 +15,20 @@
 namespace streamfuse::jit {
 namespace {
 
-using stream::OpKind;
+using core::OpKind;
 
 constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
 constexpr DType kFloats[] = {kF32, kF16, kBF16};
 
 // The result dtype of a reduction, as the frontend decides it.
-DType reduce_out(OpKind kind, DType in) {
+DType reduce_out(core::OpKind kind, DType in) {
   const bool fl = in == kF32 || in == kF16 || in == kBF16;
   switch (kind) {
-    case OpKind::kSum:
+    case core::OpKind::kSum:
       return fl ? in : kI64;
-    case OpKind::kMean:
+    case core::OpKind::kMean:
       return fl ? in : kF32;
-    case OpKind::kArgmax:
+    case core::OpKind::kArgmax:
       return kI64;
     default:
       return in;
@@ -49,14 +49,14 @@ std::string all_library_kernels() {
       s += cuda_arange_source(d, integral, name);
       s += size_check(name + "_args", sizeof(CudaArangeArgs));
     }
-    for (OpKind k : {OpKind::kSum, OpKind::kMean, OpKind::kMax, OpKind::kMin, OpKind::kArgmax}) {
+    for (core::OpKind k : {core::OpKind::kSum, core::OpKind::kMean, core::OpKind::kMax, core::OpKind::kMin, core::OpKind::kArgmax}) {
       const std::string name = "reduce" + std::to_string(n++);
       s += cuda_reduce_source(k, d, reduce_out(k, d), name);
     }
   }
   s += size_check("sf_reduce_args", sizeof(CudaReduceArgs));
   for (DType d : kFloats)
-    for (OpKind k : {OpKind::kRandUniform, OpKind::kRandNormal}) {
+    for (core::OpKind k : {core::OpKind::kRandUniform, core::OpKind::kRandNormal}) {
       const std::string name = "random" + std::to_string(n++);
       s += cuda_random_source(k, d, name);
       s += size_check(name + "_args", sizeof(CudaRandomArgs));
@@ -97,17 +97,17 @@ TEST(CudaLibrarySource, EveryKernelCompilesForSm80AndSm90) {
 }
 
 TEST(CudaLibrarySource, RejectsKindsAndDtypesItHasNoKernelFor) {
-  EXPECT_THROW(cuda_reduce_source(OpKind::kAdd, kF32, kF32, "k"), Error);
-  EXPECT_THROW(cuda_random_source(OpKind::kRandUniform, kI32, "k"), Error);
+  EXPECT_THROW(cuda_reduce_source(core::OpKind::kAdd, kF32, kF32, "k"), Error);
+  EXPECT_THROW(cuda_random_source(core::OpKind::kRandUniform, kI32, "k"), Error);
   EXPECT_THROW(cuda_int_matmul_source(kF32, "k"), Error);
 }
 
 TEST(CudaLibrarySource, AccumulatorSizesCoverTheirStructs) {
-  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kSum, kF16), 8u);   // double
-  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kSum, kI32), 8u);   // long long
-  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kMax, kBF16), 4u);  // float
-  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kMin, kBool), 1u);
-  EXPECT_EQ(cuda_reduce_accumulator_bytes(OpKind::kArgmax, kI64), 16u);
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kSum, kF16), 8u);   // double
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kSum, kI32), 8u);   // long long
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMax, kBF16), 4u);  // float
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMin, kBool), 1u);
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kArgmax, kI64), 16u);
 }
 
 }  // namespace

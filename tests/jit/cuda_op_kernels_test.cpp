@@ -57,8 +57,8 @@ class CudaOpKernelsTest : public ::testing::Test {
   std::vector<long long> arange(CudaOpKernels& k, std::int64_t n) {
     backends::TensorHandle out;
     out.storage = allocator_->allocate(static_cast<std::size_t>(n) * 8);
-    stream::OpDesc op;
-    op.kind = stream::OpKind::kArange;
+    core::OpDesc op;
+    op.kind = core::OpKind::kArange;
     op.scalars = {Scalar(3), Scalar(7)};
     op.outputs.push_back({1, Shape{n}, kI64});
     k.arange(op, out);

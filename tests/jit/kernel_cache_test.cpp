@@ -22,7 +22,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stream/log.h"
+#include "core/log.h"
 #include "tests/jit/chain_program.h"
 #include "tests/scoped_env.h"
 #include "tests/temp_dir.h"
@@ -33,7 +33,7 @@ namespace {
 using streamfuse::testing::ScopedEnv;
 using streamfuse::testing::TempDir;
 
-using stream::OpKind;
+using core::OpKind;
 
 std::optional<ReadyKernel> request(KernelCache& cache, int n) {
   const FusedProgram p = chain(n);
@@ -244,7 +244,7 @@ TEST(KernelCache, WaitForAKernelThatCannotBeBuiltReturnsNothing) {
     TempDir dir;
     KernelCache cache(dir.path(), long_window());
     FusedProgram p = chain(1);
-    p.body[2].op = OpKind::kExp;  // exp on i32 has no form: the kernel cannot be generated
+    p.body[2].op = core::OpKind::kExp;  // exp on i32 has no form: the kernel cannot be generated
     p.body[2].type = ValueType::kI32;
     ::testing::internal::CaptureStderr();
     EXPECT_FALSE(cache.wait_for(p.hash(), p, flat_key()).has_value());
@@ -336,7 +336,7 @@ TEST(KernelCache, UnwritableDirectoryBuildsInScratchAndRemovesTheFiles) {
 TEST(KernelCache, LogsEachBatchOnOneLine) {
   REQUIRE_COMPILER();
   TempDir dir;
-  stream::set_log_mask(stream::parse_log_channels("jit"));
+  core::set_log_mask(core::parse_log_channels("jit"));
   ::testing::internal::CaptureStderr();
   {
     KernelCache cache(dir.path(), long_window());
@@ -345,7 +345,7 @@ TEST(KernelCache, LogsEachBatchOnOneLine) {
     cache.wait_idle();
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
-  stream::set_log_mask(0);
+  core::set_log_mask(0);
   EXPECT_NE(err.find("[streamfuse:jit] batch of 2 kernels in "), std::string::npos) << err;
   EXPECT_NE(err.find(dir.path()), std::string::npos) << err;
 }

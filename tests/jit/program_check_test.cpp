@@ -14,7 +14,7 @@
 namespace streamfuse::jit {
 namespace {
 
-using stream::OpCategory;
+using core::OpCategory;
 
 constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
 constexpr ValueType kTypes[] = {ValueType::kFloat, ValueType::kI32, ValueType::kI64,
@@ -22,33 +22,33 @@ constexpr ValueType kTypes[] = {ValueType::kFloat, ValueType::kI32, ValueType::k
 
 // `op` of kind `kind` over dtype `d` with `side` (0: tensors only, 1/2: a scalar on the left /
 // right), as the frontend records it.
-stream::OpDesc elementwise_op(OpKind kind, DType d, int side, DType cast_to = kF32) {
-  const OpCategory cat = stream::op_category(kind);
-  stream::OpDesc op;
+core::OpDesc elementwise_op(core::OpKind kind, DType d, int side, DType cast_to = kF32) {
+  const core::OpCategory cat = core::op_category(kind);
+  core::OpDesc op;
   op.kind = kind;
   op.attrs.dtype = d;
-  op.attrs.scalar_side = static_cast<stream::ScalarSide>(side);
-  const int tensors = side == 0 ? stream::op_info(kind).arity : 1;
+  op.attrs.scalar_side = static_cast<core::ScalarSide>(side);
+  const int tensors = side == 0 ? core::op_info(kind).arity : 1;
   for (int i = 0; i < tensors; ++i)
-    op.inputs.push_back({static_cast<stream::TensorId>(i), Shape{4},
-                         cat == OpCategory::kSelect && i == 0 ? kBool : d,
-                         stream::TensorStatus::kReadOnly});
+    op.inputs.push_back({static_cast<core::TensorId>(i), Shape{4},
+                         cat == core::OpCategory::kSelect && i == 0 ? kBool : d,
+                         core::TensorStatus::kReadOnly});
   if (side != 0) op.scalars.push_back(Scalar(2));
-  const DType out = cat == OpCategory::kCompare || cat == OpCategory::kLogical ? kBool
-                    : cat == OpCategory::kCast                                 ? cast_to
+  const DType out = cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? kBool
+                    : cat == core::OpCategory::kCast                                 ? cast_to
                                                                                : d;
-  op.outputs.push_back({9, Shape{4}, out, stream::TensorStatus::kNotInit});
+  op.outputs.push_back({9, Shape{4}, out, core::TensorStatus::kNotInit});
   return op;
 }
 
 TEST(ProgramCheck, FormsAreTheInterpretersLoops) {
   const backends::cpu::ChunkOps& chunk = backends::cpu::kernels().chunk;
-  for (int k = 0; k <= static_cast<int>(OpKind::kWhere); ++k) {
-    const auto kind = static_cast<OpKind>(k);
-    if (!stream::is_elementwise(kind)) continue;
+  for (int k = 0; k <= static_cast<int>(core::OpKind::kWhere); ++k) {
+    const auto kind = static_cast<core::OpKind>(k);
+    if (!core::is_elementwise(kind)) continue;
     for (ValueType t : kTypes)
       EXPECT_EQ(has_form(kind, t), chunk.op(kind, storage_dtype_of(t)) != nullptr)
-          << stream::op_name(kind) << " on " << value_type_name(t);
+          << core::op_name(kind) << " on " << value_type_name(t);
   }
 }
 
@@ -56,22 +56,22 @@ TEST(ProgramCheck, FormsAreTheInterpretersLoops) {
 // that reason alone.
 TEST(ProgramCheck, EveryOpProgramWithAFormPasses) {
   int passed = 0;
-  for (int k = 0; k <= static_cast<int>(OpKind::kCast); ++k) {
-    const auto kind = static_cast<OpKind>(k);
-    if (!stream::is_elementwise(kind)) continue;
-    const OpCategory cat = stream::op_category(kind);
-    const bool binary = cat == OpCategory::kBinary || cat == OpCategory::kCompare;
+  for (int k = 0; k <= static_cast<int>(core::OpKind::kCast); ++k) {
+    const auto kind = static_cast<core::OpKind>(k);
+    if (!core::is_elementwise(kind)) continue;
+    const core::OpCategory cat = core::op_category(kind);
+    const bool binary = cat == core::OpCategory::kBinary || cat == core::OpCategory::kCompare;
     for (DType d : kAll)
       for (DType to : kAll)
         for (int side = 0; side < (binary ? 3 : 1); ++side) {
-          if (cat != OpCategory::kCast && to != kF32) continue;
+          if (cat != core::OpCategory::kCast && to != kF32) continue;
           const FusedProgram p = single_op_program(elementwise_op(kind, d, side, to));
           bool formed = true;
           for (const Instruction& in : p.body)
             formed = formed && (in.kind != InstrKind::kOp || has_form(in.op, in.type));
           const std::string why = program_problem(p);
           if (formed) {
-            EXPECT_EQ(why, "") << stream::op_name(kind) << " " << dtype_name(d) << "\n"
+            EXPECT_EQ(why, "") << core::op_name(kind) << " " << dtype_name(d) << "\n"
                                << p.to_string();
             ++passed;
           } else {
@@ -81,10 +81,10 @@ TEST(ProgramCheck, EveryOpProgramWithAFormPasses) {
   }
   EXPECT_GT(passed, 150);
   for (DType d : kAll) {
-    stream::OpDesc full;
-    full.kind = OpKind::kFull;
+    core::OpDesc full;
+    full.kind = core::OpKind::kFull;
     full.scalars.push_back(Scalar(1.5));
-    full.outputs.push_back({0, Shape{4}, d, stream::TensorStatus::kNotInit});
+    full.outputs.push_back({0, Shape{4}, d, core::TensorStatus::kNotInit});
     EXPECT_EQ(program_problem(single_op_program(full)), "");
     for (DType to : kAll) EXPECT_EQ(program_problem(copy_program(d, to)), "");
   }
@@ -98,16 +98,16 @@ FusedProgram every_kind() {
   FusedProgram p;
   p.inputs = {kF16};
   p.scalars = {{ScalarArg::Mode::kOperand, ValueType::kFloat, kF32}};
-  const auto op = [](OpKind k, std::int32_t out, std::int32_t a, std::int32_t b, std::int32_t c) {
+  const auto op = [](core::OpKind k, std::int32_t out, std::int32_t a, std::int32_t b, std::int32_t c) {
     return Instruction{InstrKind::kOp, k, ValueType::kFloat, kF16, out, 0, {a, b, c}};
   };
-  p.body = {{InstrKind::kLoad, OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
-            {InstrKind::kScalar, OpKind::kAdd, ValueType::kFloat, kF16, 1, 0},
-            op(OpKind::kMul, 2, 0, 1, -1),
-            op(OpKind::kGt, 3, 2, 0, -1),
-            op(OpKind::kWhere, 4, 3, 2, 0),
-            {InstrKind::kRound, OpKind::kAdd, ValueType::kFloat, kF16, 5, 0, {4, -1, -1}},
-            {InstrKind::kConvert, OpKind::kAdd, ValueType::kI32, kF16, 6, 0, {3, -1, -1}}};
+  p.body = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
+            {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0},
+            op(core::OpKind::kMul, 2, 0, 1, -1),
+            op(core::OpKind::kGt, 3, 2, 0, -1),
+            op(core::OpKind::kWhere, 4, 3, 2, 0),
+            {InstrKind::kRound, core::OpKind::kAdd, ValueType::kFloat, kF16, 5, 0, {4, -1, -1}},
+            {InstrKind::kConvert, core::OpKind::kAdd, ValueType::kI32, kF16, 6, 0, {3, -1, -1}}};
   p.outputs = {{5, kF16}, {6, kI32}};
   p.num_registers = 7;
   return p;
@@ -126,9 +126,9 @@ TEST(ProgramCheck, EachBrokenRuleIsCaught) {
   EXPECT_NE(broken([](auto& p) { p.body[2].args[2] = 0; }), "") << "an operand past the op's";
   EXPECT_NE(broken([](auto& p) { p.body[4].args[0] = 2; }), "") << "where on a float condition";
   EXPECT_NE(broken([](auto& p) { p.body[4].args[1] = 3; }), "") << "where of a bool value";
-  EXPECT_NE(broken([](auto& p) { p.body[2].op = OpKind::kLogicalAnd; }), "") << "logical in float";
-  EXPECT_NE(broken([](auto& p) { p.body[2].op = OpKind::kCast; }), "") << "a cast as an op";
-  EXPECT_NE(broken([](auto& p) { p.body[2].op = OpKind::kMatmul; }), "") << "not element-wise";
+  EXPECT_NE(broken([](auto& p) { p.body[2].op = core::OpKind::kLogicalAnd; }), "") << "logical in float";
+  EXPECT_NE(broken([](auto& p) { p.body[2].op = core::OpKind::kCast; }), "") << "a cast as an op";
+  EXPECT_NE(broken([](auto& p) { p.body[2].op = core::OpKind::kMatmul; }), "") << "not element-wise";
   EXPECT_NE(broken([](auto& p) { p.body[0].index = 1; }), "") << "load of no input";
   EXPECT_NE(broken([](auto& p) { p.body[1].index = -1; }), "") << "no such scalar";
   EXPECT_NE(broken([](auto& p) { p.scalars[0].type = ValueType::kI32; }), "") << "scalar type";
@@ -138,7 +138,7 @@ TEST(ProgramCheck, EachBrokenRuleIsCaught) {
   EXPECT_NE(broken([](auto& p) { p.num_registers = 8; }), "") << "more registers than writes";
   EXPECT_NE(broken([](auto& p) {
               p.body[2].type = ValueType::kI32;
-              p.body[2].op = OpKind::kDiv;
+              p.body[2].op = core::OpKind::kDiv;
             }),
             "")
       << "integer division has no form";
@@ -180,11 +180,11 @@ TEST(ProgramCheck, KeysAgainstTheirProgram) {
   p.scalars = {{ScalarArg::Mode::kOperand, ValueType::kFloat, kF32},
                {ScalarArg::Mode::kOperand, ValueType::kFloat, kF32},
                {ScalarArg::Mode::kOperand, ValueType::kI32, kF32}};
-  p.body = {{InstrKind::kLoad, OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
-            {InstrKind::kLoad, OpKind::kAdd, ValueType::kFloat, kF16, 1, 1},
-            {InstrKind::kScalar, OpKind::kAdd, ValueType::kFloat, kF16, 2, 0},
-            {InstrKind::kOp, OpKind::kDiv, ValueType::kFloat, kF16, 3, 0, {1, 2, -1}},
-            {InstrKind::kOp, OpKind::kAdd, ValueType::kFloat, kF16, 4, 0, {0, 3, -1}}};
+  p.body = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
+            {InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 1},
+            {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 2, 0},
+            {InstrKind::kOp, core::OpKind::kDiv, ValueType::kFloat, kF16, 3, 0, {1, 2, -1}},
+            {InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, 4, 0, {0, 3, -1}}};
   p.outputs = {{4, kF32}};
   p.num_registers = 5;
   ASSERT_EQ(program_problem(p), "");

@@ -13,7 +13,7 @@
 namespace streamfuse::jit {
 namespace {
 
-using stream::OpKind;
+using core::OpKind;
 
 struct Builder {
   FusedProgram p;
@@ -32,13 +32,13 @@ struct Builder {
     p.scalars[static_cast<std::size_t>(index)].type = t;
     return emit({.kind = InstrKind::kScalar, .type = t, .index = index});
   }
-  std::int32_t op(OpKind k, std::int32_t a, std::int32_t b = -1, std::int32_t c = -1) {
+  std::int32_t op(core::OpKind k, std::int32_t a, std::int32_t b = -1, std::int32_t c = -1) {
     return emit({.kind = InstrKind::kOp, .op = k, .args = {a, b, c}});
   }
   void store(std::int32_t r) { p.outputs.push_back({r, kF32}); }
 };
 
-std::size_t count_ops(const FusedProgram& p, OpKind k) {
+std::size_t count_ops(const FusedProgram& p, core::OpKind k) {
   std::size_t n = 0;
   for (const Instruction& in : p.body) n += in.kind == InstrKind::kOp && in.op == k;
   return n;
@@ -47,26 +47,26 @@ std::size_t count_ops(const FusedProgram& p, OpKind k) {
 TEST(ProgramOptimizer, FoldsSignIdentities) {
   Builder b;
   const auto x = b.load(0);
-  const auto nx = b.op(OpKind::kNeg, x);
-  b.store(b.op(OpKind::kNeg, nx));                         // neg(neg x) = x
-  b.store(b.op(OpKind::kAbs, nx));                         // abs(neg x) = abs x
-  b.store(b.op(OpKind::kMul, nx, b.op(OpKind::kNeg, x)));  // (-x)(-x) = x x
+  const auto nx = b.op(core::OpKind::kNeg, x);
+  b.store(b.op(core::OpKind::kNeg, nx));                         // neg(neg x) = x
+  b.store(b.op(core::OpKind::kAbs, nx));                         // abs(neg x) = abs x
+  b.store(b.op(core::OpKind::kMul, nx, b.op(core::OpKind::kNeg, x)));  // (-x)(-x) = x x
   simplify(b.p);
   EXPECT_EQ(b.p.outputs[0].reg, 0) << b.p.to_string();  // the load itself
-  EXPECT_EQ(count_ops(b.p, OpKind::kNeg), 0u) << b.p.to_string();
-  EXPECT_EQ(count_ops(b.p, OpKind::kAbs), 1u);
-  EXPECT_EQ(count_ops(b.p, OpKind::kMul), 1u);
+  EXPECT_EQ(count_ops(b.p, core::OpKind::kNeg), 0u) << b.p.to_string();
+  EXPECT_EQ(count_ops(b.p, core::OpKind::kAbs), 1u);
+  EXPECT_EQ(count_ops(b.p, core::OpKind::kMul), 1u);
 }
 
 TEST(ProgramOptimizer, MergesIdenticalInstructionsWithCommutativeOperandsInAnyOrder) {
   Builder b;
   const auto x = b.load(0), y = b.load(1);
-  b.store(b.op(OpKind::kAdd, x, y));
-  b.store(b.op(OpKind::kAdd, y, x));
-  b.store(b.op(OpKind::kSub, x, y));
-  b.store(b.op(OpKind::kSub, y, x));  // not commutative: kept
-  b.store(b.op(OpKind::kExp, b.load(0)));
-  b.store(b.op(OpKind::kExp, x));
+  b.store(b.op(core::OpKind::kAdd, x, y));
+  b.store(b.op(core::OpKind::kAdd, y, x));
+  b.store(b.op(core::OpKind::kSub, x, y));
+  b.store(b.op(core::OpKind::kSub, y, x));  // not commutative: kept
+  b.store(b.op(core::OpKind::kExp, b.load(0)));
+  b.store(b.op(core::OpKind::kExp, x));
   simplify(b.p);
   EXPECT_EQ(b.p.outputs[0].reg, b.p.outputs[1].reg) << b.p.to_string();
   EXPECT_NE(b.p.outputs[2].reg, b.p.outputs[3].reg);
@@ -77,9 +77,9 @@ TEST(ProgramOptimizer, MergesIdenticalInstructionsWithCommutativeOperandsInAnyOr
 TEST(ProgramOptimizer, DropsDeadCodeAndNumbersRegistersDensely) {
   Builder b;
   const auto x = b.load(0);
-  b.op(OpKind::kExp, b.load(1));  // nothing stores it
+  b.op(core::OpKind::kExp, b.load(1));  // nothing stores it
   const auto s = b.scalar(0);
-  b.store(b.op(OpKind::kMul, x, s));
+  b.store(b.op(core::OpKind::kMul, x, s));
   simplify(b.p);
   ASSERT_EQ(b.p.body.size(), 3u) << b.p.to_string();
   EXPECT_EQ(b.p.num_registers, 3);
@@ -97,18 +97,18 @@ TEST(ProgramOptimizer, MergingEqualScalarsMergesWhatTheyCompute) {
   const auto x = b.load(0);
   const auto branch = [&](std::int32_t v, std::int32_t first_scalar) {
     const auto t =
-        b.op(OpKind::kRecip,
-             b.op(OpKind::kAdd, b.op(OpKind::kMul, b.op(OpKind::kAbs, v), b.scalar(first_scalar)),
+        b.op(core::OpKind::kRecip,
+             b.op(core::OpKind::kAdd, b.op(core::OpKind::kMul, b.op(core::OpKind::kAbs, v), b.scalar(first_scalar)),
                   b.scalar(first_scalar + 1)));
-    return b.op(OpKind::kMul, t, b.op(OpKind::kExp, b.op(OpKind::kMul, b.op(OpKind::kNeg, v), v)));
+    return b.op(core::OpKind::kMul, t, b.op(core::OpKind::kExp, b.op(core::OpKind::kMul, b.op(core::OpKind::kNeg, v), v)));
   };
   const auto pos = branch(x, 0);
-  const auto neg = b.op(OpKind::kNeg, branch(b.op(OpKind::kNeg, x), 2));
-  b.store(b.op(OpKind::kWhere, b.op(OpKind::kGt, x, b.scalar(4)), pos, neg));
+  const auto neg = b.op(core::OpKind::kNeg, branch(b.op(core::OpKind::kNeg, x), 2));
+  b.store(b.op(core::OpKind::kWhere, b.op(core::OpKind::kGt, x, b.scalar(4)), pos, neg));
 
   FusedProgram distinct = b.p;
   simplify(distinct);
-  EXPECT_EQ(count_ops(distinct, OpKind::kRecip), 2u) << distinct.to_string();
+  EXPECT_EQ(count_ops(distinct, core::OpKind::kRecip), 2u) << distinct.to_string();
 
   const std::vector<std::int64_t> bits = {7, 9, 7, 9, 0};
   const auto classes = equal_scalar_classes(b.p.scalars, bits);
@@ -116,8 +116,8 @@ TEST(ProgramOptimizer, MergingEqualScalarsMergesWhatTheyCompute) {
   EXPECT_EQ(std::vector<int>(classes.begin(), classes.end()), (std::vector<int>{0, 1, 0, 1, 4}));
   FusedProgram merged = b.p;
   merge_equal_scalars(merged, classes);
-  EXPECT_EQ(count_ops(merged, OpKind::kRecip), 1u) << merged.to_string();
-  EXPECT_EQ(count_ops(merged, OpKind::kExp), 1u);
+  EXPECT_EQ(count_ops(merged, core::OpKind::kRecip), 1u) << merged.to_string();
+  EXPECT_EQ(count_ops(merged, core::OpKind::kExp), 1u);
   EXPECT_EQ(merged.scalars.size(), 5u) << "argument indices stay valid";
 }
 
@@ -148,9 +148,9 @@ std::int64_t float_bits(float f) {
 TEST(ProgramOptimizer, ExactReciprocalsAreFloatPowersOfTwoThatDivide) {
   Builder b;
   const auto x = b.load(0);
-  b.store(b.op(OpKind::kDiv, x, b.scalar(0)));
-  b.store(b.op(OpKind::kMul, x, b.scalar(1)));  // multiplies: never flagged
-  b.store(b.op(OpKind::kDiv, b.scalar(2), x));  // the dividend: never flagged
+  b.store(b.op(core::OpKind::kDiv, x, b.scalar(0)));
+  b.store(b.op(core::OpKind::kMul, x, b.scalar(1)));  // multiplies: never flagged
+  b.store(b.op(core::OpKind::kDiv, b.scalar(2), x));  // the dividend: never flagged
   const auto mask = [&](float divisor) {
     const std::vector<std::int64_t> bits = {float_bits(divisor), float_bits(2.0f),
                                             float_bits(4.0f)};
@@ -173,12 +173,12 @@ TEST(ProgramOptimizer, DivisionsByExactReciprocalsBecomeMultiplications) {
   Builder b;
   const auto x = b.load(0);
   const auto s = b.scalar(0);
-  b.store(b.op(OpKind::kDiv, b.op(OpKind::kDiv, x, s), s));
-  b.store(b.op(OpKind::kDiv, x, b.scalar(1)));  // not flagged: stays a division
+  b.store(b.op(core::OpKind::kDiv, b.op(core::OpKind::kDiv, x, s), s));
+  b.store(b.op(core::OpKind::kDiv, x, b.scalar(1)));  // not flagged: stays a division
   multiply_by_exact_reciprocals(b.p, 1);
-  EXPECT_EQ(count_ops(b.p, OpKind::kDiv), 1u) << b.p.to_string();
-  EXPECT_EQ(count_ops(b.p, OpKind::kMul), 2u);
-  EXPECT_EQ(count_ops(b.p, OpKind::kRecip), 1u) << "one reciprocal serves both";
+  EXPECT_EQ(count_ops(b.p, core::OpKind::kDiv), 1u) << b.p.to_string();
+  EXPECT_EQ(count_ops(b.p, core::OpKind::kMul), 2u);
+  EXPECT_EQ(count_ops(b.p, core::OpKind::kRecip), 1u) << "one reciprocal serves both";
 }
 
 }  // namespace

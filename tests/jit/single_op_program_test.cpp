@@ -13,7 +13,7 @@
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/views.h"
-#include "backends/float16.h"
+#include "core/float16.h"
 #include "jit/interpreter.h"
 #include "jit/single_op_program.h"
 #include "streamfuse/error.h"
@@ -22,10 +22,10 @@ namespace streamfuse::jit {
 namespace {
 
 using backends::TensorHandle;
-using stream::OpCategory;
-using stream::OpDesc;
-using stream::OpKind;
-using stream::TensorDesc;
+using core::OpCategory;
+using core::OpDesc;
+using core::OpKind;
+using core::TensorDesc;
 
 constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
 
@@ -38,7 +38,7 @@ std::vector<unsigned char> random_bytes(DType d, std::int64_t n, std::mt19937& r
     const float f = real(rng);
     const int k = small(rng);
     const long long ll = k;
-    const std::uint16_t h = d == kF16 ? backends::float_to_half_bits(f) : 0;
+    const std::uint16_t h = d == kF16 ? core::float_to_half_bits(f) : 0;
     const std::uint16_t b = d == kBF16 ? static_cast<std::uint16_t>(sf_float_to_bf16(f)) : 0;
     switch (d) {
       case kF32:
@@ -67,9 +67,9 @@ std::vector<unsigned char> random_bytes(DType d, std::int64_t n, std::mt19937& r
 class SingleOpProgram : public ::testing::Test {
  protected:
   // Runs `op` eagerly and as its program; returns false when the eager kernels reject it.
-  bool check(const OpDesc& op) {
+  bool check(const core::OpDesc& op) {
     std::vector<TensorHandle> inputs;
-    for (const TensorDesc& d : op.inputs) {
+    for (const core::TensorDesc& d : op.inputs) {
       const auto bytes = random_bytes(d.dtype, d.shape.numel(), rng_);
       inputs.push_back(cpu_.from_host(bytes.data(), d.dtype, d.shape));
     }
@@ -80,7 +80,7 @@ class SingleOpProgram : public ::testing::Test {
     } catch (const Error&) {
       return false;
     }
-    const TensorDesc& od = op.outputs[0];
+    const core::TensorDesc& od = op.outputs[0];
     const FusedProgram program = single_op_program(op);
     TensorHandle fused = cpu_.allocate(od.shape, od.dtype);
     std::vector<backends::cpu::Operand> operands;
@@ -100,7 +100,7 @@ class SingleOpProgram : public ::testing::Test {
     std::vector<unsigned char> want(bytes), got(bytes);
     cpu_.to_host(eager, od.dtype, od.shape, want.data());
     cpu_.to_host(fused, od.dtype, od.shape, got.data());
-    EXPECT_EQ(want, got) << stream::to_string(op) << "\n" << program.to_string();
+    EXPECT_EQ(want, got) << core::to_string(op) << "\n" << program.to_string();
     return true;
   }
 
@@ -108,43 +108,43 @@ class SingleOpProgram : public ::testing::Test {
   std::mt19937 rng_{7};
 };
 
-TensorDesc desc(stream::TensorId id, Shape s, DType d) {
-  return {id, std::move(s), d, stream::TensorStatus::kReadOnly};
+core::TensorDesc desc(core::TensorId id, Shape s, DType d) {
+  return {id, std::move(s), d, core::TensorStatus::kReadOnly};
 }
 
 TEST_F(SingleOpProgram, EveryElementwiseOpAndDtypeMatchesTheEagerKernel) {
   const Shape out_shape{3, 37};
   int checked = 0;
-  for (int k = 0; k <= static_cast<int>(OpKind::kCast); ++k) {
-    const auto kind = static_cast<OpKind>(k);
-    if (!stream::is_elementwise(kind)) continue;
-    const OpCategory cat = stream::op_category(kind);
+  for (int k = 0; k <= static_cast<int>(core::OpKind::kCast); ++k) {
+    const auto kind = static_cast<core::OpKind>(k);
+    if (!core::is_elementwise(kind)) continue;
+    const core::OpCategory cat = core::op_category(kind);
     for (DType d : kAll) {
       for (DType out : kAll) {
-        if (cat != OpCategory::kCast && out != kAll[0]) continue;  // one pass unless casting
-        OpDesc op;
+        if (cat != core::OpCategory::kCast && out != kAll[0]) continue;  // one pass unless casting
+        core::OpDesc op;
         op.kind = kind;
         op.attrs.dtype = d;
-        DType result = cat == OpCategory::kCompare || cat == OpCategory::kLogical ? kBool : d;
-        if (cat == OpCategory::kCast) result = out;
-        const int arity = stream::op_info(kind).arity;
-        const bool binary = cat == OpCategory::kBinary || cat == OpCategory::kCompare;
+        DType result = cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? kBool : d;
+        if (cat == core::OpCategory::kCast) result = out;
+        const int arity = core::op_info(kind).arity;
+        const bool binary = cat == core::OpCategory::kBinary || cat == core::OpCategory::kCompare;
         for (int side = 0; side < (binary ? 3 : 1); ++side) {
           op.inputs.clear();
           op.scalars.clear();
-          op.attrs.scalar_side = static_cast<stream::ScalarSide>(side);
+          op.attrs.scalar_side = static_cast<core::ScalarSide>(side);
           const int tensors = side == 0 ? arity : 1;
           for (int i = 0; i < tensors; ++i) {
-            const DType in = cat == OpCategory::kSelect && i == 0 ? kBool
-                             : cat == OpCategory::kLogical        ? d
+            const DType in = cat == core::OpCategory::kSelect && i == 0 ? kBool
+                             : cat == core::OpCategory::kLogical        ? d
                                                                   : d;
             // The second operand broadcasts along the first dimension.
             op.inputs.push_back(
-                desc(static_cast<stream::TensorId>(i + 1), i == 1 ? Shape{37} : out_shape, in));
+                desc(static_cast<core::TensorId>(i + 1), i == 1 ? Shape{37} : out_shape, in));
           }
           if (side != 0) op.scalars.push_back(is_floating(d) ? Scalar(1.75) : Scalar(3));
           op.outputs = {desc(9, out_shape, result)};
-          op.outputs[0].status = stream::TensorStatus::kNotInit;
+          op.outputs[0].status = core::TensorStatus::kNotInit;
           if (check(op)) ++checked;
         }
       }
@@ -153,8 +153,8 @@ TEST_F(SingleOpProgram, EveryElementwiseOpAndDtypeMatchesTheEagerKernel) {
   // Full of every dtype, from a float and an integer value.
   for (DType d : kAll)
     for (Scalar v : {Scalar(2.5), Scalar(-7)}) {
-      OpDesc op;
-      op.kind = OpKind::kFull;
+      core::OpDesc op;
+      op.kind = core::OpKind::kFull;
       op.scalars.push_back(v);
       op.outputs = {desc(1, out_shape, d)};
       if (check(op)) ++checked;
@@ -165,8 +165,8 @@ TEST_F(SingleOpProgram, EveryElementwiseOpAndDtypeMatchesTheEagerKernel) {
 TEST_F(SingleOpProgram, CopyProgramsConvertLikeTheEagerCast) {
   for (DType from : kAll)
     for (DType to : kAll) {
-      OpDesc op;
-      op.kind = OpKind::kCast;
+      core::OpDesc op;
+      op.kind = core::OpKind::kCast;
       op.attrs.dtype = from;
       op.inputs = {desc(1, Shape{5, 8}, from)};
       op.outputs = {desc(2, Shape{5, 8}, to)};
@@ -175,8 +175,8 @@ TEST_F(SingleOpProgram, CopyProgramsConvertLikeTheEagerCast) {
 }
 
 TEST_F(SingleOpProgram, RejectsOpsThatAreNotElementwise) {
-  OpDesc op;
-  op.kind = OpKind::kSum;
+  core::OpDesc op;
+  op.kind = core::OpKind::kSum;
   op.inputs = {desc(1, Shape{4}, kF32)};
   op.outputs = {desc(2, Shape{}, kF32)};
   EXPECT_THROW(single_op_program(op), Error);

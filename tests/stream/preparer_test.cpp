@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/error.h"
+
+namespace core = streamfuse::core;
 
 namespace st = streamfuse::stream;
 namespace sb = streamfuse::backends;
@@ -31,10 +33,10 @@ namespace {
 // that ops (and their warn_once keys) differ.
 sb::PreparedOp make_op(double tag) {
   sb::PreparedOp p;
-  p.op.kind = st::OpKind::kFull;
+  p.op.kind = core::OpKind::kFull;
   p.op.scalars.push_back(tag);
   p.op.outputs.push_back(
-      {1, streamfuse::Shape{2, 3}, streamfuse::kF32, st::TensorStatus::kNotInit});
+      {1, streamfuse::Shape{2, 3}, streamfuse::kF32, core::TensorStatus::kNotInit});
   return p;
 }
 double tag_of(const sb::PreparedOp& p) { return p.op.scalars.at(0).to_double(); }
@@ -52,7 +54,7 @@ class FakeBackend final : public sb::Backend {
  public:
   streamfuse::Device device() const override { return streamfuse::Device::cpu(); }
   void configure(const sb::BackendSettings&) override {}
-  void execute(const st::OpDesc&, std::span<sb::TensorHandle>,
+  void execute(const core::OpDesc&, std::span<sb::TensorHandle>,
                std::span<sb::TensorHandle>) override {
     ADD_FAILURE() << "execute() called";
   }
@@ -81,7 +83,7 @@ class FakeBackend final : public sb::Backend {
       }
     }
     if (slow_) std::this_thread::sleep_for(2ms);
-    if (throw_tags_.contains(tag)) throw streamfuse::Error("bad op " + st::to_string(p.op));
+    if (throw_tags_.contains(tag)) throw streamfuse::Error("bad op " + core::to_string(p.op));
     return !nothing_tags_.contains(tag);
   }
 

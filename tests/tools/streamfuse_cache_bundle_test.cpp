@@ -39,7 +39,7 @@ TEST_F(StreamfuseCacheTool, ExportClearImportRestoresPlansAndKernels) {
             std::string::npos)
       << info.out;
   EXPECT_NE(info.out.find(" 1 prepared op\n    "), std::string::npos) << info.out;
-  EXPECT_NE(info.out.find("      0  " + sf::stream::to_string(prepared[0].op) + "  strides "),
+  EXPECT_NE(info.out.find("      0  " + sf::core::to_string(prepared[0].op) + "  strides "),
             std::string::npos)
       << info.out;
 

@@ -116,7 +116,7 @@ TEST_F(StreamfuseCacheTool, InfoPrintsEachPreparedOpWithItsInputsStrides) {
   EXPECT_NE(r.out.find("prepared ops (1;"), std::string::npos) << r.out;
   // a [64, 32] row-major; b^T a [32, 16] view of a row-major [16, 32]: column-major.
   EXPECT_NE(
-      r.out.find("\n  0  " + sf::stream::to_string(ops[0].op) + "  strides [32, 1] [1, 32]\n"),
+      r.out.find("\n  0  " + sf::core::to_string(ops[0].op) + "  strides [32, 1] [1, 32]\n"),
       std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("matmul("), std::string::npos) << r.out;
@@ -153,7 +153,7 @@ TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsThatDoNotDecodeAndRemovesThem)
   const fs::path path = dir_.path() + "/prepared/cpu.ops";
   std::vector<sf::backends::PreparedOp> ops = prepared_ops_in(path);
   ASSERT_FALSE(ops.empty());
-  ops[0].op.kind = sf::stream::OpKind::kAdd;  // two inputs and an output, as a matmul has
+  ops[0].op.kind = sf::core::OpKind::kAdd;  // two inputs and an output, as a matmul has
   write_prepared_ops(path, ops);
   const Result bad = run("verify");
   expect_failure(bad, 1);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/float16.h"
+#include "core/float16.h"
 #include "streamfuse/dtype.h"
 
 namespace streamfuse::backends::cpu {
@@ -130,13 +130,13 @@ inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (std::is_same_v<From, Half>) {
-    return convert<To>(half_bits_to_float(v.bits));
+    return convert<To>(core::half_bits_to_float(v.bits));
   } else if constexpr (std::is_same_v<From, BFloat16>) {
-    return convert<To>(bf16_bits_to_float(v.bits));
+    return convert<To>(core::bf16_bits_to_float(v.bits));
   } else if constexpr (std::is_same_v<To, Half>) {
-    return Half::from_bits(float_to_half_bits(convert<float>(v)));
+    return Half::from_bits(core::float_to_half_bits(convert<float>(v)));
   } else if constexpr (std::is_same_v<To, BFloat16>) {
-    return BFloat16::from_bits(float_to_bf16_bits(convert<float>(v)));
+    return BFloat16::from_bits(core::float_to_bf16_bits(convert<float>(v)));
   } else if constexpr (std::is_same_v<To, BoolStorage>) {
     return static_cast<BoolStorage>(v != From{0});
   } else if constexpr (std::is_same_v<From, float> && std::is_integral_v<To>) {

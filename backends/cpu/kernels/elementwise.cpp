@@ -17,36 +17,36 @@
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
 
-using stream::OpCategory;
-using stream::OpKind;
+using core::OpCategory;
+using core::OpKind;
 
 constexpr std::int64_t kChunk = 1024;   // elements: 4 buffers of 8-byte values fill 32 KiB
 constexpr std::int64_t kGrain = 32768;  // elements a thread must have before another starts
 
-template <OpKind K, class C>
+template <core::OpKind K, class C>
 void unary_chunk(const void* const* in, void* out, std::int64_t n) {
   const C* a = static_cast<const C*>(in[0]);
   C* o = static_cast<C*>(out);
   for (std::int64_t i = 0; i < n; ++i) o[i] = ops::unary<K, C>(a[i]);
 }
-template <OpKind K, class C>
+template <core::OpKind K, class C>
 void binary_chunk(const void* const* in, void* out, std::int64_t n) {
   const C* a = static_cast<const C*>(in[0]);
   const C* b = static_cast<const C*>(in[1]);
   C* o = static_cast<C*>(out);
   for (std::int64_t i = 0; i < n; ++i) o[i] = ops::binary<K, C>(a[i], b[i]);
 }
-template <OpKind K, class C>
+template <core::OpKind K, class C>
 void compare_chunk(const void* const* in, void* out, std::int64_t n) {
   const C* a = static_cast<const C*>(in[0]);
   const C* b = static_cast<const C*>(in[1]);
   BoolStorage* o = static_cast<BoolStorage*>(out);
   for (std::int64_t i = 0; i < n; ++i) o[i] = ops::compare<K, C>(a[i], b[i]);
 }
-template <OpKind K>
+template <core::OpKind K>
 void logical_chunk(const void* const* in, void* out, std::int64_t n) {
   const BoolStorage* a = static_cast<const BoolStorage*>(in[0]);
-  const BoolStorage* b = static_cast<const BoolStorage*>(K == OpKind::kLogicalNot ? in[0] : in[1]);
+  const BoolStorage* b = static_cast<const BoolStorage*>(K == core::OpKind::kLogicalNot ? in[0] : in[1]);
   BoolStorage* o = static_cast<BoolStorage*>(out);
   for (std::int64_t i = 0; i < n; ++i) o[i] = ops::logical<K>(a[i], b[i]);
 }
@@ -63,12 +63,12 @@ void where_chunk(const void* const* in, void* out, std::int64_t n) {
 // math on integers, arithmetic on bools). One case per line: clang-format cannot lay out cases
 // made by macros, so it is off here.
 template <class C>
-ChunkFn select_typed(OpKind kind) {
+ChunkFn select_typed(core::OpKind kind) {
   constexpr bool kFloat = std::is_same_v<C, float>;
   constexpr bool kBool = std::is_same_v<C, BoolStorage>;
   // clang-format off
 #define SF_CASE(name, allowed, chunk) \
-  case OpKind::k##name: if constexpr (allowed) return chunk<OpKind::k##name, C>; else break;
+  case core::OpKind::k##name: if constexpr (allowed) return chunk<core::OpKind::k##name, C>; else break;
   switch (kind) {
     SF_CASE(Exp, kFloat, unary_chunk)
     SF_CASE(Log, kFloat, unary_chunk)
@@ -96,10 +96,10 @@ ChunkFn select_typed(OpKind kind) {
     SF_CASE(Le, true, compare_chunk)
     SF_CASE(Gt, true, compare_chunk)
     SF_CASE(Ge, true, compare_chunk)
-    case OpKind::kLogicalAnd: return logical_chunk<OpKind::kLogicalAnd>;
-    case OpKind::kLogicalOr: return logical_chunk<OpKind::kLogicalOr>;
-    case OpKind::kLogicalNot: return logical_chunk<OpKind::kLogicalNot>;
-    case OpKind::kWhere: return where_chunk<C>;
+    case core::OpKind::kLogicalAnd: return logical_chunk<core::OpKind::kLogicalAnd>;
+    case core::OpKind::kLogicalOr: return logical_chunk<core::OpKind::kLogicalOr>;
+    case core::OpKind::kLogicalNot: return logical_chunk<core::OpKind::kLogicalNot>;
+    case core::OpKind::kWhere: return where_chunk<C>;
     default: break;
   }
 #undef SF_CASE
@@ -108,13 +108,13 @@ ChunkFn select_typed(OpKind kind) {
 }
 
 // What input j is read as, and what the chunk loop writes.
-ComputeType input_compute(OpKind kind, ComputeType c, int j) {
-  if (kind == OpKind::kWhere && j == 0) return ComputeType::kBool;
-  return stream::op_category(kind) == OpCategory::kLogical ? ComputeType::kBool : c;
+ComputeType input_compute(core::OpKind kind, ComputeType c, int j) {
+  if (kind == core::OpKind::kWhere && j == 0) return ComputeType::kBool;
+  return core::op_category(kind) == core::OpCategory::kLogical ? ComputeType::kBool : c;
 }
-ComputeType output_compute(OpKind kind, ComputeType c) {
-  const OpCategory cat = stream::op_category(kind);
-  return cat == OpCategory::kCompare || cat == OpCategory::kLogical ? ComputeType::kBool : c;
+ComputeType output_compute(core::OpKind kind, ComputeType c) {
+  const core::OpCategory cat = core::op_category(kind);
+  return cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? ComputeType::kBool : c;
 }
 
 // Converts `len` elements of type S, `stride` apart, to type C.
@@ -177,7 +177,7 @@ enum class Access : std::uint8_t { kDirect, kSplat, kGather };
 
 }  // namespace
 
-ChunkFn chunk_op(OpKind kind, DType compute) {
+ChunkFn chunk_op(core::OpKind kind, DType compute) {
   return visit_compute(compute_type_of(compute),
                        [&](auto tag) { return select_typed<decltype(tag)>(kind); });
 }
@@ -193,7 +193,7 @@ void elementwise(const ElementwiseArgs& a) {
   const ComputeType c = compute_type_of(a.compute);
   const ChunkFn fn = chunk_op(a.kind, a.compute);
   if (!fn)
-    throw Error("internal error: no CPU kernel for " + std::string(stream::op_name(a.kind)) +
+    throw Error("internal error: no CPU kernel for " + std::string(core::op_name(a.kind)) +
                 " on " + std::string(dtype_name(a.compute)) + " operands; please report this");
 
   Access access[3];

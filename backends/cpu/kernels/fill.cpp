@@ -6,18 +6,18 @@
 #include "backends/cpu/kernels/isa_namespace.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/parallel.h"
-#include "backends/scalar_values.h"
+#include "core/scalar_values.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
 
 constexpr std::int64_t kGrain = 65536;
 
-// The value full() stores in T: backends/scalar_values.h decides (widened to T's compute type),
+// The value full() stores in T: core/scalar_values.h decides (widened to T's compute type),
 // converted to storage exactly.
 template <class T>
 T scalar_as(const Scalar& s) {
-  const std::int64_t bits = fill_scalar_bits(s, dtype_of_storage<T>());
+  const std::int64_t bits = core::fill_scalar_bits(s, dtype_of_storage<T>());
   if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(bits);
   } else {
@@ -34,7 +34,7 @@ void fill(const FillArgs& a) {
   visit_dtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* out = static_cast<T*>(a.out);
-    if (a.kind == stream::OpKind::kFull) {
+    if (a.kind == core::OpKind::kFull) {
       const T v = scalar_as<T>(a.value);
       parallel_for(a.numel, kGrain, a.num_threads,
                    [&](std::int64_t lo, std::int64_t hi) { std::fill(out + lo, out + hi, v); });

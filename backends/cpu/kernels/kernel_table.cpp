@@ -12,7 +12,7 @@ void copy(const CopyArgs& a);
 void fill(const FillArgs& a);
 void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
-ChunkFn chunk_op(stream::OpKind kind, DType compute);
+ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);
 void chunk_scatter(const Iteration& it, const Operand& operand, int k, DType from, std::int64_t lo,

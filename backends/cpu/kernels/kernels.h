@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "stream/ir.h"
+#include "core/ir.h"
 #include "streamfuse/dtype.h"
 #include "streamfuse/shape.h"
 
@@ -25,7 +25,7 @@ struct Operand {
 // (f16/bf16 compute in float); the scalar operand, if any, is already one of the inputs, a
 // broadcast 1-element operand.
 struct ElementwiseArgs {
-  stream::OpKind kind = stream::OpKind::kAdd;
+  core::OpKind kind = core::OpKind::kAdd;
   DType compute = kF32;
   Shape shape;
   int num_inputs = 0;
@@ -44,7 +44,7 @@ struct CopyArgs {
 
 // out = full(value) or arange(start, step) over a contiguous output of `numel` elements.
 struct FillArgs {
-  stream::OpKind kind = stream::OpKind::kFull;  // Full or Arange
+  core::OpKind kind = core::OpKind::kFull;  // Full or Arange
   DType dtype = kF32;
   void* out = nullptr;
   std::int64_t numel = 0;
@@ -55,7 +55,7 @@ struct FillArgs {
 
 // Philox random values into a contiguous output.
 struct RandomArgs {
-  stream::OpKind kind = stream::OpKind::kRandUniform;  // RandUniform or RandNormal
+  core::OpKind kind = core::OpKind::kRandUniform;  // RandUniform or RandNormal
   DType dtype = kF32;
   void* out = nullptr;
   std::int64_t numel = 0;
@@ -68,10 +68,10 @@ struct RandomArgs {
 // A reduction of `input` (of `shape`) over `axis` (or all, stream::kAllAxes) into a contiguous
 // output holding the kept dimensions in order.
 struct ReduceArgs {
-  stream::OpKind kind = stream::OpKind::kSum;
+  core::OpKind kind = core::OpKind::kSum;
   Shape shape;
   Operand input;
-  int axis = stream::kAllAxes;
+  int axis = core::kAllAxes;
   DType out_dtype = kF32;
   void* out = nullptr;
   int num_threads = 1;
@@ -88,7 +88,7 @@ using ChunkFn = void (*)(const void* const* in, void* out, std::int64_t n);
 // storage they are (f32, i32, i64, bool).
 struct ChunkOps {
   // The loop of `kind` over operands read as `compute` (ElementwiseArgs::compute); null if none.
-  ChunkFn (*op)(stream::OpKind kind, DType compute);
+  ChunkFn (*op)(core::OpKind kind, DType compute);
   // Operand k of `it`, flat elements [lo, lo + n), converted to `as`, into buf.
   void (*gather)(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                  std::int64_t n, void* buf);

@@ -47,7 +47,7 @@ inline float uniform01(std::uint32_t w) { return static_cast<float>(w >> 8) * 0x
 void generate(const RandomArgs& r, std::int64_t counter, float* out) {
   const Words w = philox(r.offset + static_cast<std::uint64_t>(counter), r.seed);
   const float a = static_cast<float>(r.a), b = static_cast<float>(r.b);
-  if (r.kind == stream::OpKind::kRandUniform) {
+  if (r.kind == core::OpKind::kRandUniform) {
     for (int j = 0; j < 4; ++j) out[j] = a + uniform01(w.w[j]) * (b - a);
     return;
   }
@@ -78,7 +78,7 @@ void random(const RandomArgs& r) {
           T v = convert<T>(values[i - first]);
           if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
             // Rounding to 16 bits may reach the open upper bound of rand(): step back below it.
-            if (r.kind == stream::OpKind::kRandUniform &&
+            if (r.kind == core::OpKind::kRandUniform &&
                 convert<float>(v) >= static_cast<float>(r.b))
               v.bits = static_cast<std::uint16_t>(v.bits - 1);
           }

@@ -20,7 +20,7 @@
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
 
-using stream::OpKind;
+using core::OpKind;
 
 constexpr int kLanes = 16;
 constexpr std::int64_t kBlock = 65536;  // elements per partial result of a long reduction
@@ -137,11 +137,11 @@ typename Op::Acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, in
 }
 
 // The value to store for an accumulator.
-template <OpKind K, class Op>
+template <core::OpKind K, class Op>
 auto finish(const typename Op::Acc& acc, std::int64_t count) {
-  if constexpr (K == OpKind::kArgmax)
+  if constexpr (K == core::OpKind::kArgmax)
     return acc.index;
-  else if constexpr (K == OpKind::kMean)
+  else if constexpr (K == core::OpKind::kMean)
     return static_cast<double>(acc) / static_cast<double>(count);
   else
     return acc;
@@ -157,13 +157,13 @@ Out to_output(V v) {
 
 // The output storage type, as the frontend's result dtype: sum keeps float dtypes and sums
 // integers to i64, mean gives f32 for integers, max/min keep the dtype, argmax gives i64.
-template <OpKind K, class S>
+template <core::OpKind K, class S>
 using out_t = std::conditional_t<
-    K == OpKind::kArgmax, std::int64_t,
-    std::conditional_t<kFloatStorage<S> || K == OpKind::kMax || K == OpKind::kMin, S,
-                       std::conditional_t<K == OpKind::kSum, std::int64_t, float>>>;
+    K == core::OpKind::kArgmax, std::int64_t,
+    std::conditional_t<kFloatStorage<S> || K == core::OpKind::kMax || K == core::OpKind::kMin, S,
+                       std::conditional_t<K == core::OpKind::kSum, std::int64_t, float>>>;
 
-template <OpKind K, class Op, class S>
+template <core::OpKind K, class Op, class S>
 void reduce_all(const ReduceArgs& a) {
   const Strides* strides[1] = {&a.input.strides};
   const Iteration it = make_iteration(a.shape, strides, 1);
@@ -191,7 +191,7 @@ void reduce_all(const ReduceArgs& a) {
   *static_cast<out_t<K, S>*>(a.out) = to_output<out_t<K, S>>(finish<K, Op>(acc, it.numel));
 }
 
-template <OpKind K, class Op, class S>
+template <core::OpKind K, class Op, class S>
 void reduce_axis(const ReduceArgs& a) {
   using Out = out_t<K, S>;
   const int axis = a.axis;
@@ -253,12 +253,12 @@ void reduce_axis(const ReduceArgs& a) {
   });
 }
 
-template <OpKind K, class Op, class S>
+template <core::OpKind K, class Op, class S>
 void reduce_typed(const ReduceArgs& a) {
   if (a.out_dtype != dtype_of_storage<out_t<K, S>>())
-    throw Error("internal error: " + std::string(stream::op_name(K)) + " would write " +
+    throw Error("internal error: " + std::string(core::op_name(K)) + " would write " +
                 std::string(dtype_name(a.out_dtype)) + "; please report this");
-  if (a.axis == stream::kAllAxes)
+  if (a.axis == core::kAllAxes)
     reduce_all<K, Op, S>(a);
   else
     reduce_axis<K, Op, S>(a);
@@ -270,16 +270,16 @@ void reduce(const ReduceArgs& a) {
   visit_dtype(a.input.dtype, [&](auto tag) {
     using S = decltype(tag);
     switch (a.kind) {
-      case OpKind::kSum:
-        return reduce_typed<OpKind::kSum, SumOp<S>, S>(a);
-      case OpKind::kMean:
-        return reduce_typed<OpKind::kMean, SumOp<S>, S>(a);
-      case OpKind::kMax:
-        return reduce_typed<OpKind::kMax, ExtremeOp<S, true>, S>(a);
-      case OpKind::kMin:
-        return reduce_typed<OpKind::kMin, ExtremeOp<S, false>, S>(a);
-      case OpKind::kArgmax:
-        return reduce_typed<OpKind::kArgmax, ArgmaxOp<S>, S>(a);
+      case core::OpKind::kSum:
+        return reduce_typed<core::OpKind::kSum, SumOp<S>, S>(a);
+      case core::OpKind::kMean:
+        return reduce_typed<core::OpKind::kMean, SumOp<S>, S>(a);
+      case core::OpKind::kMax:
+        return reduce_typed<core::OpKind::kMax, ExtremeOp<S, true>, S>(a);
+      case core::OpKind::kMin:
+        return reduce_typed<core::OpKind::kMin, ExtremeOp<S, false>, S>(a);
+      case core::OpKind::kArgmax:
+        return reduce_typed<core::OpKind::kArgmax, ArgmaxOp<S>, S>(a);
       default:
         return;
     }

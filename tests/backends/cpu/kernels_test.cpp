@@ -9,10 +9,11 @@
 #include "backends/backend.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/kernels.h"
-#include "backends/float16.h"
+#include "core/float16.h"
+
+namespace core = streamfuse::core;
 
 namespace cpu = streamfuse::backends::cpu;
-namespace st = streamfuse::stream;
 using streamfuse::Shape;
 using namespace streamfuse;  // dtypes (kF32, ...)
 
@@ -41,10 +42,10 @@ TEST(KernelsTest, IsaLevelsAgree) {
   for (auto& x : a) x = u(rng);
   for (auto& x : b) x = u(rng);
   const Shape shape{n};
-  for (st::OpKind kind :
-       {st::OpKind::kExp, st::OpKind::kLog, st::OpKind::kSin, st::OpKind::kCos, st::OpKind::kTanh,
-        st::OpKind::kErf, st::OpKind::kSigmoid, st::OpKind::kSqrt, st::OpKind::kRsqrt,
-        st::OpKind::kAdd, st::OpKind::kDiv, st::OpKind::kPow, st::OpKind::kMaximum}) {
+  for (core::OpKind kind :
+       {core::OpKind::kExp, core::OpKind::kLog, core::OpKind::kSin, core::OpKind::kCos, core::OpKind::kTanh,
+        core::OpKind::kErf, core::OpKind::kSigmoid, core::OpKind::kSqrt, core::OpKind::kRsqrt,
+        core::OpKind::kAdd, core::OpKind::kDiv, core::OpKind::kPow, core::OpKind::kMaximum}) {
     std::vector<std::vector<float>> results;
     for (const cpu::KernelTable* t : tables) {
       std::vector<float> out(n);
@@ -52,7 +53,7 @@ TEST(KernelsTest, IsaLevelsAgree) {
       args.kind = kind;
       args.compute = kF32;
       args.shape = shape;
-      const bool binary = st::op_category(kind) == st::OpCategory::kBinary;
+      const bool binary = core::op_category(kind) == core::OpCategory::kBinary;
       args.num_inputs = binary ? 2 : 1;
       args.inputs[0] = {reinterpret_cast<char*>(a.data()), kF32, {1}};
       args.inputs[1] = {reinterpret_cast<char*>(b.data()), kF32, {1}};
@@ -63,14 +64,14 @@ TEST(KernelsTest, IsaLevelsAgree) {
     }
     for (std::size_t i = 2; i < results.size(); ++i)
       EXPECT_EQ(std::memcmp(results[1].data(), results[i].data(), sizeof(float) * n), 0)
-          << st::op_name(kind) << ": " << tables[1]->isa << " vs " << tables[i]->isa;
+          << core::op_name(kind) << ": " << tables[1]->isa << " vs " << tables[i]->isa;
     for (std::int64_t j = 0; j < n; ++j) {
       const float x = results[0][static_cast<std::size_t>(j)],
                   y = results[1][static_cast<std::size_t>(j)];
       if (x == y || (x != x && y != y)) continue;
       const double ulp = std::ldexp(1.0, std::max(std::ilogb(y), -126) - 23);
       ASSERT_LE(std::fabs(static_cast<double>(x) - y) / ulp, 2.0)
-          << st::op_name(kind) << " at " << a[static_cast<std::size_t>(j)] << ": " << x << " vs "
+          << core::op_name(kind) << " at " << a[static_cast<std::size_t>(j)] << ": " << x << " vs "
           << y;
     }
   }
@@ -82,7 +83,7 @@ TEST(KernelsTest, PhiloxMatchesTheRandom123KnownAnswers) {
   const std::uint32_t want[4] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
   float out[4];
   cpu::kernels().random(
-      {st::OpKind::kRandUniform, kF32, out, 4, /*seed=*/0, /*offset=*/0, 0.0, 1.0, 1});
+      {core::OpKind::kRandUniform, kF32, out, 4, /*seed=*/0, /*offset=*/0, 0.0, 1.0, 1});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], static_cast<float>(want[i] >> 8) * 0x1p-24f) << i;
 }
 
@@ -95,7 +96,7 @@ TEST(KernelsTest, CopyConvertsAcrossLayouts) {
                        cpu::Operand{reinterpret_cast<char*>(dst.data()), kF16, {3, 1}}, 1});
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 3; ++c)
-      EXPECT_EQ(streamfuse::backends::half_bits_to_float(dst[static_cast<std::size_t>(r * 3 + c)]),
+      EXPECT_EQ(streamfuse::core::half_bits_to_float(dst[static_cast<std::size_t>(r * 3 + c)]),
                 src[static_cast<std::size_t>(c * 4 + r)]);
 }
 

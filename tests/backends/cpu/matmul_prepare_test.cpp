@@ -112,7 +112,7 @@ TEST(MatmulPrepare, TheRuntimeRemembersTheMatmulsItUsed) {
   for (const PreparedOp& p : used)
     if (p.op.inputs[0].shape == Shape{6, 10} && p.op.inputs[1].shape == Shape{10, 5}) found = &p;
   ASSERT_NE(found, nullptr);
-  EXPECT_EQ(found->op.kind, stream::OpKind::kMatmul);
+  EXPECT_EQ(found->op.kind, core::OpKind::kMatmul);
   EXPECT_EQ(found->op.outputs[0].shape, (Shape{6, 5}));
   EXPECT_EQ(found->input_strides[1][0], 1);  // the transposed view's strides
   EXPECT_EQ(found->input_strides[1][1], 10);

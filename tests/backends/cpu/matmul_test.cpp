@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "backends/cpu/kernels/kernels.h"
-#include "backends/float16.h"
-#include "stream/log.h"
+#include "core/float16.h"
+#include "core/log.h"
 #include "streamfuse/error.h"
+
+namespace core = streamfuse::core;
 
 namespace streamfuse {
 // Test names and failure messages show "f16" rather than a byte.
@@ -60,9 +62,9 @@ struct TestTensor {
 double round_to(DType dtype, double v) {
   switch (dtype) {
     case kF16:
-      return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
+      return core::half_bits_to_float(core::float_to_half_bits(static_cast<float>(v)));
     case kBF16:
-      return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
+      return core::bf16_bits_to_float(core::float_to_bf16_bits(static_cast<float>(v)));
     default:
       return static_cast<float>(v);
   }
@@ -74,10 +76,10 @@ void store(DType dtype, void* base, std::int64_t i, double f, std::int64_t n) {
       static_cast<float*>(base)[i] = static_cast<float>(f);
       break;
     case kF16:
-      static_cast<std::uint16_t*>(base)[i] = float_to_half_bits(static_cast<float>(f));
+      static_cast<std::uint16_t*>(base)[i] = core::float_to_half_bits(static_cast<float>(f));
       break;
     case kBF16:
-      static_cast<std::uint16_t*>(base)[i] = float_to_bf16_bits(static_cast<float>(f));
+      static_cast<std::uint16_t*>(base)[i] = core::float_to_bf16_bits(static_cast<float>(f));
       break;
     case kI32:
       static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(n);
@@ -93,9 +95,9 @@ void store(DType dtype, void* base, std::int64_t i, double f, std::int64_t n) {
 double load_float(DType dtype, const void* base, std::int64_t i) {
   switch (dtype) {
     case kF16:
-      return half_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+      return core::half_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
     case kBF16:
-      return bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+      return core::bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
     default:
       return static_cast<const float*>(base)[i];
   }
@@ -462,8 +464,8 @@ void expect_round_to_nearest_even(DType dtype, int step_exponent) {
     std::uint16_t a[2], b[2], out = 0;
     for (int i = 0; i < 2; ++i) {
       const float v = i == 0 ? 1.0f : static_cast<float>(extra);
-      a[i] = dtype == kF16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
-      b[i] = dtype == kF16 ? float_to_half_bits(1.0f) : float_to_bf16_bits(1.0f);
+      a[i] = dtype == kF16 ? core::float_to_half_bits(v) : core::float_to_bf16_bits(v);
+      b[i] = dtype == kF16 ? core::float_to_half_bits(1.0f) : core::float_to_bf16_bits(1.0f);
     }
     engine.run(dtype, {a, Shape{2}, {1}}, {b, Shape{2}, {1}}, &out, Shape{}, 0);
     EXPECT_EQ(load_float(dtype, &out, 0), expected) << dtype_name(dtype) << " 1 + " << extra;
@@ -545,10 +547,10 @@ TEST(MatmulCacheTest, StaysAtItsBound) {
 class MatmulPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    saved_mask_ = stream::detail::g_log_mask.load();
-    stream::set_log_mask(1u << static_cast<unsigned>(stream::LogChannel::kCache));
+    saved_mask_ = core::detail::g_log_mask.load();
+    core::set_log_mask(1u << static_cast<unsigned>(core::LogChannel::kCache));
   }
-  void TearDown() override { stream::set_log_mask(saved_mask_); }
+  void TearDown() override { core::set_log_mask(saved_mask_); }
 
   // The log line of the plan made for a @ b (a fresh engine, so a plan is always made).
   std::string plan(DType dtype, const Shape& a, const Shape& b, const Spec& sa = {},

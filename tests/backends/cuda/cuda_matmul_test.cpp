@@ -28,7 +28,7 @@
 #include "backends/cuda/cublas_api.h"
 #include "backends/cuda/devices.h"
 #include "backends/cuda/driver_api.h"
-#include "backends/float16.h"
+#include "core/float16.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cuda {
@@ -204,7 +204,7 @@ std::vector<std::uint8_t> encode(const std::vector<float>& values, DType dtype) 
       continue;
     }
     const std::uint16_t h =
-        dtype == kF16 ? float_to_half_bits(values[i]) : float_to_bf16_bits(values[i]);
+        dtype == kF16 ? core::float_to_half_bits(values[i]) : core::float_to_bf16_bits(values[i]);
     std::memcpy(&bytes[i * 2], &h, 2);
   }
   return bytes;
@@ -218,13 +218,13 @@ float decode(const std::uint8_t* p, DType dtype) {
   }
   std::uint16_t h;
   std::memcpy(&h, p, 2);
-  return dtype == kF16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+  return dtype == kF16 ? core::half_bits_to_float(h) : core::bf16_bits_to_float(h);
 }
 
 float round_to(double x, DType dtype) {
   const auto f = static_cast<float>(x);
-  return dtype == kF16    ? half_bits_to_float(float_to_half_bits(f))
-         : dtype == kBF16 ? bf16_bits_to_float(float_to_bf16_bits(f))
+  return dtype == kF16    ? core::half_bits_to_float(core::float_to_half_bits(f))
+         : dtype == kBF16 ? core::bf16_bits_to_float(core::float_to_bf16_bits(f))
                           : f;
 }
 

@@ -22,14 +22,16 @@
 #include <cstring>
 #include <string_view>
 
-#include "backends/float16.h"
+#include "core/float16.h"
+
+namespace core = streamfuse::core;
 
 namespace {
 
-using streamfuse::backends::bf16_bits_to_float;
-using streamfuse::backends::float_to_bf16_bits;
-using streamfuse::backends::float_to_half_bits;
-using streamfuse::backends::half_bits_to_float;
+using streamfuse::core::bf16_bits_to_float;
+using streamfuse::core::float_to_bf16_bits;
+using streamfuse::core::float_to_half_bits;
+using streamfuse::core::half_bits_to_float;
 
 struct FakeHandle {
   cudaStream_t stream = nullptr;
@@ -42,9 +44,9 @@ std::atomic<int> fail_next{CUBLAS_STATUS_SUCCESS};
 float load(const void* base, cudaDataType type, std::int64_t i) {
   switch (type) {
     case CUDA_R_16F:
-      return half_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+      return core::half_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
     case CUDA_R_16BF:
-      return bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+      return core::bf16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
     default:
       return static_cast<const float*>(base)[i];
   }
@@ -53,10 +55,10 @@ float load(const void* base, cudaDataType type, std::int64_t i) {
 void store(void* base, cudaDataType type, std::int64_t i, float v) {
   switch (type) {
     case CUDA_R_16F:
-      static_cast<std::uint16_t*>(base)[i] = float_to_half_bits(v);
+      static_cast<std::uint16_t*>(base)[i] = core::float_to_half_bits(v);
       break;
     case CUDA_R_16BF:
-      static_cast<std::uint16_t*>(base)[i] = float_to_bf16_bits(v);
+      static_cast<std::uint16_t*>(base)[i] = core::float_to_bf16_bits(v);
       break;
     default:
       static_cast<float*>(base)[i] = v;

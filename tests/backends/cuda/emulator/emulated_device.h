@@ -47,7 +47,7 @@ struct sf_emu_kernel {
 #ifdef SF_EMU_DEVICE_CODE
 
 // ---- The CUDA dialect, as host C++ --------------------------------------------------------
-// __CUDACC__ and __CUDACC_RTC__ stay undefined: the kernel prelude (backends/scalar_ops.h,
+// __CUDACC__ and __CUDACC_RTC__ stay undefined: the kernel prelude (core/scalar_ops.h,
 // backends/cpu/vector_math.h) then takes its plain C++ branch, which computes the same bits.
 #define __global__
 #define __device__

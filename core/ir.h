@@ -14,7 +14,7 @@
 #include "streamfuse/dtype.h"
 #include "streamfuse/shape.h"
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 
 using TensorId = std::uint64_t;
 
@@ -159,7 +159,7 @@ struct OpDesc {
 // A hash of everything operator== compares.
 std::uint64_t hash_op(const OpDesc& op);
 
-// Which form an op is in (stream/relative.h): the form decides what its numbers mean, and
+// Which form an op is in (core/relative.h): the form decides what its numbers mean, and
 // nothing in the op itself tells (a relative scalar placeholder is a valid value).
 enum class OpForm : std::uint8_t {
   kGlobal,    // as recorded: real sizes and scalar values
@@ -177,4 +177,4 @@ std::string_view status_name(TensorStatus s);
 // ("inner dimensions differ (3 vs 4)"). The API's rule, and the check of matmuls read from files.
 std::optional<Shape> matmul_result_shape(const Shape& a, const Shape& b, std::string& why);
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

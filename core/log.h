@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 
 enum class LogChannel : std::uint8_t { kStream, kFusion, kJit, kCache, kAlloc };
 
@@ -34,4 +34,4 @@ void warn_once(std::string_view key, std::string_view message);
 std::uint32_t parse_log_channels(std::string_view spec);
 void set_log_mask(std::uint32_t mask);
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

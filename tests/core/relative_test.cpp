@@ -6,8 +6,10 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "stream/relative.h"
+#include "core/relative.h"
 #include "stream/runtime.h"
+
+namespace core = streamfuse::core;
 
 namespace sf = streamfuse;
 namespace st = streamfuse::stream;
@@ -16,7 +18,7 @@ namespace {
 
 // Records what `program` does (from fresh inputs made outside the recording) and returns the
 // relative form of those ops, then runs them.
-std::vector<st::OpDesc> relative_form(const std::function<void()>& program) {
+std::vector<core::OpDesc> relative_form(const std::function<void()>& program) {
   sf::synchronize();
   const sf::Config saved = sf::config();
   sf::Config big = saved;
@@ -25,7 +27,7 @@ std::vector<st::OpDesc> relative_form(const std::function<void()>& program) {
   sf::set_config(big);
   st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
   program();
-  std::vector<st::OpDesc> ops;
+  std::vector<core::OpDesc> ops;
   const st::OperationQueue& q = s->queue_for_testing();
   for (std::size_t i = 0; i < q.size(); ++i) ops.push_back(q.relative(i));
   sf::synchronize();
@@ -49,7 +51,7 @@ TEST(RelativeFormTest, SizesAndScalarsDropOut) {
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, b);
   for (std::size_t i = 0; i < a.size(); ++i)
-    EXPECT_EQ(st::hash_op(a[i]), st::hash_op(b[i])) << st::to_string(a[i]);
+    EXPECT_EQ(core::hash_op(a[i]), core::hash_op(b[i])) << core::to_string(a[i]);
 }
 
 TEST(RelativeFormTest, IdsAndSizesAreDenseAndSizeOneIsPinned) {
@@ -97,9 +99,9 @@ TEST(RelativeFormTest, StructureDtypeBroadcastAndLifetimesShowThrough) {
   });
   EXPECT_NE(kept, moved);
   bool found_rw = false;
-  for (const st::OpDesc& op : moved)
-    for (const st::TensorDesc& in : op.inputs)
-      found_rw |= op.kind == st::OpKind::kAdd && in.status == st::TensorStatus::kReadWrite;
+  for (const core::OpDesc& op : moved)
+    for (const core::TensorDesc& in : op.inputs)
+      found_rw |= op.kind == core::OpKind::kAdd && in.status == core::TensorStatus::kReadWrite;
   EXPECT_TRUE(found_rw);
 }
 
@@ -110,16 +112,16 @@ TEST(RelativeFormTest, DropsRecordDestroyedHandles) {
     sf::Tensor z = x * 3.0f;
   });
   ASSERT_GE(ops.size(), 4u);
-  EXPECT_EQ(ops[2].kind, st::OpKind::kDrop);
+  EXPECT_EQ(ops[2].kind, core::OpKind::kDrop);
   EXPECT_EQ(ops[2].inputs[0].id, 1u) << "y, the second tensor of the segment";
-  EXPECT_EQ(ops[3].kind, st::OpKind::kMul);
+  EXPECT_EQ(ops[3].kind, core::OpKind::kMul);
 }
 
 // RelativeFormCheck accepts what the converter writes, op by op, and nothing a stream could not
 // have recorded.
-bool accepted(const std::vector<st::OpDesc>& ops) {
-  st::RelativeFormCheck check;
-  for (const st::OpDesc& op : ops)
+bool accepted(const std::vector<core::OpDesc>& ops) {
+  core::RelativeFormCheck check;
+  for (const core::OpDesc& op : ops)
     if (!check.accept(op)) return false;
   return true;
 }
@@ -136,13 +138,13 @@ TEST(RelativeFormCheck, AcceptsWhatTheConverterWrites) {
   // A continuation is checked from the state the ops before it left: the final add (the drops
   // of x and y follow it; x, tensor 0, would also pass a fresh check).
   std::size_t last = ops.size() - 1;
-  while (ops[last].kind == st::OpKind::kDrop) --last;
-  ASSERT_EQ(ops[last].kind, st::OpKind::kAdd);
-  st::RelativeFormCheck check;
+  while (ops[last].kind == core::OpKind::kDrop) --last;
+  ASSERT_EQ(ops[last].kind, core::OpKind::kAdd);
+  core::RelativeFormCheck check;
   for (std::size_t i = 0; i < last; ++i) ASSERT_TRUE(check.accept(ops[i]));
-  st::RelativeFormCheck copy = check;
+  core::RelativeFormCheck copy = check;
   EXPECT_TRUE(copy.accept(ops[last]));
-  EXPECT_FALSE(st::RelativeFormCheck().accept(ops[last])) << "numbered on, not from zero";
+  EXPECT_FALSE(core::RelativeFormCheck().accept(ops[last])) << "numbered on, not from zero";
 }
 
 TEST(RelativeFormCheck, RejectsWhatNoStreamRecords) {
@@ -152,8 +154,8 @@ TEST(RelativeFormCheck, RejectsWhatNoStreamRecords) {
   });
   ASSERT_EQ(ops.size(), 5u);  // ones, mul, add, then the drops of y and x
   ASSERT_TRUE(accepted(ops));
-  const auto with = [&](const std::function<void(std::vector<st::OpDesc>&)>& change) {
-    std::vector<st::OpDesc> bad = ops;
+  const auto with = [&](const std::function<void(std::vector<core::OpDesc>&)>& change) {
+    std::vector<core::OpDesc> bad = ops;
     change(bad);
     return accepted(bad);
   };

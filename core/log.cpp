@@ -1,4 +1,4 @@
-#include "stream/log.h"
+#include "core/log.h"
 
 #include <cstdio>
 #include <mutex>
@@ -7,7 +7,7 @@
 
 #include "streamfuse/error.h"
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 namespace detail {
 std::atomic<std::uint32_t> g_log_mask{0};
 }
@@ -109,4 +109,4 @@ std::uint32_t parse_log_channels(std::string_view spec) {
 
 void set_log_mask(std::uint32_t mask) { detail::g_log_mask.store(mask, std::memory_order_relaxed); }
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

@@ -5,13 +5,13 @@
 
 #include <cstdint>
 
-#include "backends/scalar_ops.h"
+#include "core/scalar_ops.h"
 
-namespace streamfuse::backends {
+namespace streamfuse::core {
 
 inline float half_bits_to_float(std::uint16_t h) { return sf_half_to_float(h); }
 inline std::uint16_t float_to_half_bits(float x) { return sf_float_to_half(x); }
 inline float bf16_bits_to_float(std::uint16_t b) { return sf_bf16_to_float(b); }
 inline std::uint16_t float_to_bf16_bits(float x) { return sf_float_to_bf16(x); }
 
-}  // namespace streamfuse::backends
+}  // namespace streamfuse::core

@@ -1,6 +1,6 @@
-#include "stream/relative.h"
+#include "core/relative.h"
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 
 void RelativeConverter::reset() {
   ids_.clear();
@@ -59,4 +59,4 @@ bool RelativeFormCheck::accept(const OpDesc& op) {
   return true;
 }
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

@@ -1,10 +1,10 @@
-#include "stream/environment.h"
+#include "core/environment.h"
 
 #include <cstdlib>
 
 #include "streamfuse/error.h"
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 namespace {
 
 // The value of `name`, or nullptr when unset or empty (empty is how a shell unsets a variable
@@ -132,4 +132,4 @@ std::optional<std::uint32_t> env_list(const char* name, std::span<const std::str
   return mask;
 }
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

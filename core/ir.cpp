@@ -1,10 +1,10 @@
-#include "stream/ir.h"
+#include "core/ir.h"
 
 #include <algorithm>
 #include <bit>
 #include <sstream>
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 namespace {
 
 constexpr OpInfo kOpInfos[] = {
@@ -167,4 +167,4 @@ std::optional<Shape> matmul_result_shape(const Shape& a, const Shape& b, std::st
   return out;
 }
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

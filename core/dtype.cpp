@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backends/float16.h"
+#include "core/float16.h"
 
 namespace streamfuse {
 
@@ -83,8 +83,8 @@ DType Scalar::default_dtype() const {
   return kF32;
 }
 
-Half::Half(float f) : bits(backends::float_to_half_bits(f)) {}
-Half::operator float() const { return backends::half_bits_to_float(bits); }
-BFloat16::BFloat16(float f) : bits(backends::float_to_bf16_bits(f)) {}
+Half::Half(float f) : bits(core::float_to_half_bits(f)) {}
+Half::operator float() const { return core::half_bits_to_float(bits); }
+BFloat16::BFloat16(float f) : bits(core::float_to_bf16_bits(f)) {}
 
 }  // namespace streamfuse

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backends/scalar_ops.h"
+#include "core/scalar_ops.h"
 #include "streamfuse/dtype.h"
 
-namespace streamfuse::backends {
+namespace streamfuse::core {
 
 // The value of `s` as an operand computed in `compute` (f32, i32, i64 or bool): the 64 bits a
 // kernel reads (a float's bits in the low half; integers as themselves; bool 0 or 1).
@@ -53,4 +53,4 @@ inline std::int64_t fill_scalar_bits(const Scalar& s, DType dtype) {
   }
 }
 
-}  // namespace streamfuse::backends
+}  // namespace streamfuse::core

@@ -8,9 +8,9 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
-#include "stream/ir.h"
+#include "core/ir.h"
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 
 // Renumbers ops within a segment:
 // - tensor ids densely, by first appearance;
@@ -53,4 +53,4 @@ class RelativeFormCheck {
   std::int64_t scalars_ = 0;
 };
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core

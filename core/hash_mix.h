@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace streamfuse::jit {
+namespace streamfuse::core {
 
 constexpr std::uint64_t hash_mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -35,4 +35,4 @@ inline std::string hex16(std::uint64_t v) {
   return s;
 }
 
-}  // namespace streamfuse::jit
+}  // namespace streamfuse::core

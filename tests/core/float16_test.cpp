@@ -4,9 +4,10 @@
 #include <bit>
 #include <cmath>
 
-#include "backends/float16.h"
+#include "core/float16.h"
 
-namespace sfb = streamfuse::backends;
+namespace core = streamfuse::core;
+
 
 namespace {
 
@@ -22,7 +23,7 @@ double half_value(std::uint16_t h) {
 TEST(Float16Test, EveryHalfConvertsToFloatExactlyAndBack) {
   for (std::uint32_t h = 0; h < 65536; ++h) {
     const auto bits = static_cast<std::uint16_t>(h);
-    const float f = sfb::half_bits_to_float(bits);
+    const float f = core::half_bits_to_float(bits);
     const double want = half_value(bits);
     if (std::isnan(want)) {
       EXPECT_TRUE(std::isnan(f));
@@ -30,7 +31,7 @@ TEST(Float16Test, EveryHalfConvertsToFloatExactlyAndBack) {
     }
     ASSERT_EQ(static_cast<double>(f), want) << std::hex << h;
     ASSERT_EQ(std::signbit(f), (h & 0x8000) != 0);
-    ASSERT_EQ(sfb::float_to_half_bits(f), bits) << std::hex << h;
+    ASSERT_EQ(core::float_to_half_bits(f), bits) << std::hex << h;
   }
 }
 
@@ -39,7 +40,7 @@ TEST(Float16Test, FloatToHalfRoundsToNearestEven) {
   // the result must be the nearer half, ties to even mantissa.
   for (std::uint32_t fbits = 0; fbits < 0x7f800000u; fbits += 4093) {
     const float f = std::bit_cast<float>(fbits);
-    const std::uint16_t h = sfb::float_to_half_bits(f);
+    const std::uint16_t h = core::float_to_half_bits(f);
     const double v = half_value(h);
     if (std::isinf(v)) {
       ASSERT_GE(f, 65520.0f);
@@ -54,26 +55,26 @@ TEST(Float16Test, FloatToHalfRoundsToNearestEven) {
       ASSERT_EQ(h & 1, 0) << "tie to even " << f;
     }
   }
-  EXPECT_EQ(sfb::float_to_half_bits(65519.0f), 0x7bffu);
-  EXPECT_EQ(sfb::float_to_half_bits(65520.0f), 0x7c00u) << "rounds to infinity";
-  EXPECT_EQ(sfb::float_to_half_bits(NAN) & 0x7e00u, 0x7e00u);
-  EXPECT_EQ(sfb::float_to_half_bits(-0.0f), 0x8000u);
+  EXPECT_EQ(core::float_to_half_bits(65519.0f), 0x7bffu);
+  EXPECT_EQ(core::float_to_half_bits(65520.0f), 0x7c00u) << "rounds to infinity";
+  EXPECT_EQ(core::float_to_half_bits(NAN) & 0x7e00u, 0x7e00u);
+  EXPECT_EQ(core::float_to_half_bits(-0.0f), 0x8000u);
 }
 
 TEST(Float16Test, BFloat16RoundsToNearestEvenAndKeepsNaN) {
-  EXPECT_EQ(sfb::float_to_bf16_bits(1.0f), 0x3f80u);
-  EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f808000u)), 0x3f80u) << "tie to even";
-  EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82u)
+  EXPECT_EQ(core::float_to_bf16_bits(1.0f), 0x3f80u);
+  EXPECT_EQ(core::float_to_bf16_bits(std::bit_cast<float>(0x3f808000u)), 0x3f80u) << "tie to even";
+  EXPECT_EQ(core::float_to_bf16_bits(std::bit_cast<float>(0x3f818000u)), 0x3f82u)
       << "tie to even (up)";
-  EXPECT_EQ(sfb::float_to_bf16_bits(std::bit_cast<float>(0x3f808001u)), 0x3f81u);
+  EXPECT_EQ(core::float_to_bf16_bits(std::bit_cast<float>(0x3f808001u)), 0x3f81u);
   EXPECT_TRUE(std::isnan(
-      sfb::bf16_bits_to_float(sfb::float_to_bf16_bits(std::bit_cast<float>(0x7f800001u)))))
+      core::bf16_bits_to_float(core::float_to_bf16_bits(std::bit_cast<float>(0x7f800001u)))))
       << "a NaN with only low payload bits must not become infinity";
-  EXPECT_EQ(sfb::float_to_bf16_bits(3.4e38f), 0x7f80u) << "overflow rounds to infinity";
+  EXPECT_EQ(core::float_to_bf16_bits(3.4e38f), 0x7f80u) << "overflow rounds to infinity";
   for (std::uint32_t b = 0; b < 65536; ++b) {
-    const float f = sfb::bf16_bits_to_float(static_cast<std::uint16_t>(b));
+    const float f = core::bf16_bits_to_float(static_cast<std::uint16_t>(b));
     if (!std::isnan(f)) {
-      ASSERT_EQ(sfb::float_to_bf16_bits(f), b);
+      ASSERT_EQ(core::float_to_bf16_bits(f), b);
     }
   }
 }

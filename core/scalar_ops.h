@@ -6,8 +6,8 @@
 // uses plain C types (float, int, long long, unsigned short for f16/bf16 bits, unsigned char for
 // bool), and reaches the platform only through the SF_MATH_* macros (a prelude may predefine
 // them; vector_math.h defines the same ones the same way).
-#ifndef STREAMFUSE_BACKENDS_SCALAR_OPS_H_
-#define STREAMFUSE_BACKENDS_SCALAR_OPS_H_
+#ifndef STREAMFUSE_CORE_SCALAR_OPS_H_
+#define STREAMFUSE_CORE_SCALAR_OPS_H_
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #ifndef SF_MATH_FN
@@ -171,4 +171,4 @@ SF_MATH_FN long long sf_min(long long a, long long b) { return a < b ? a : b; }
 SF_MATH_FN unsigned char sf_max(unsigned char a, unsigned char b) { return a | b; }
 SF_MATH_FN unsigned char sf_min(unsigned char a, unsigned char b) { return a & b; }
 
-#endif  // STREAMFUSE_BACKENDS_SCALAR_OPS_H_
+#endif  // STREAMFUSE_CORE_SCALAR_OPS_H_

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace streamfuse::stream {
+namespace streamfuse::core {
 
 // Any text (a path, a program): the value, or nullopt when unset or empty. Never throws.
 std::optional<std::string> env_text(const char* name);
@@ -37,4 +37,4 @@ std::optional<std::size_t> env_mib(const char* name);
 // the mask with bit i set for choices[i] (every bit for `all`). At most 32 choices.
 std::optional<std::uint32_t> env_list(const char* name, std::span<const std::string_view> choices);
 
-}  // namespace streamfuse::stream
+}  // namespace streamfuse::core
