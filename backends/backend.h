@@ -32,7 +32,7 @@ bool is_contiguous(const TensorHandle& h, const Shape& shape);
 // An op a backend can prepare before its first run, for exactly these shapes, dtypes and strides
 // (the CPU's: a oneDNN matmul primitive, whose creation JIT-compiles kernels). The op is in
 // global form (its tensor ids mean nothing here); `input_strides[i]` are the element strides the
-// op reads input i with. Persisted (cache/prepared_op_files.h, bundles), so that a later process
+// op reads input i with. Persisted (backends/prepared_op_files.h, bundles), so that a later process
 // prepares them while it starts instead of in its first iteration.
 struct PreparedOp {
   core::OpDesc op;

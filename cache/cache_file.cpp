@@ -247,4 +247,6 @@ const char* file_kind_name(FileKind kind) {
   return "unknown";
 }
 
+std::string portable_fingerprint() { return "streamfuse " STREAMFUSE_VERSION " plans"; }
+
 }  // namespace streamfuse::cache

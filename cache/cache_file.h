@@ -103,4 +103,8 @@ ReadResult parse_cache_file(std::string_view bytes, std::optional<FileKind> kind
                             std::optional<std::string_view> fingerprint);
 const char* file_kind_name(FileKind kind);  // "plan", "cpu kernel", ...
 
+// The fingerprint of files that are portable between machines (plans, prepared ops, bundles):
+// only the library version counts (it fixes their encodings).
+std::string portable_fingerprint();
+
 }  // namespace streamfuse::cache

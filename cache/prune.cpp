@@ -3,13 +3,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <map>
 #include <string>
 
 #include "cache/cache_dir.h"
-#include "cache/kernel_codec.h"
 #include "cache/scratch_area.h"
 
 namespace streamfuse::cache {
@@ -65,14 +65,18 @@ std::vector<CacheEntry> list_cache_entries(const fs::path& root) {
   return out;
 }
 
+namespace {
+std::atomic<KernelLibraryReader> g_kernel_library_reader{nullptr};
+}  // namespace
+
+void set_kernel_library_reader(KernelLibraryReader reader) { g_kernel_library_reader = reader; }
+
 std::string library_of_kernel(const fs::path& path) {
+  const KernelLibraryReader reader = g_kernel_library_reader.load();
+  if (!reader) return {};
   const ReadResult r = inspect_cache_file(path);
   if (!r || r.kind != FileKind::kCpuKernel) return {};
-  try {
-    return decode_kernel_entry(r.payload).library;
-  } catch (const std::exception&) {
-    return {};
-  }
+  return reader(r.payload);
 }
 
 std::size_t remove_kernels_of_library(const fs::path& root, const std::string& name) {
@@ -136,7 +140,7 @@ PruneResult prune_cache(const fs::path& root, std::uint64_t target_bytes) {
       libraries[e.path.stem().string()].add(e);
     } else if (kind == FileKind::kCpuKernel) {
       const std::string library = library_of_kernel(e.path);
-      if (library.empty() || !valid_library_name(library)) {
+      if (library.empty()) {
         units.emplace_back().add(e);  // undecodable: pruned by its own use
       } else if (!fs::exists(library_path(root, library), ec)) {
         remove(e);  // names a library that is gone: never usable again

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace streamfuse::cache {
@@ -31,6 +32,12 @@ std::vector<CacheEntry> list_cache_entries(const std::filesystem::path& root);
 bool abandoned_temporary(const CacheEntry& entry);
 // Removes the abandoned temporaries among `entries`; how many.
 std::size_t remove_abandoned_temporaries(const std::vector<CacheEntry>& entries);
+
+// Which library a kernel file's payload names ("" when none or not decodable). Kernel records are
+// the JIT's (jit/kernel_codec), so it supplies the reader; until it has, kernel files are pruned
+// each on its own.
+using KernelLibraryReader = std::string (*)(std::string_view payload);
+void set_kernel_library_reader(KernelLibraryReader reader);
 
 // The library a kernel file names, or "" when it is not a good kernel file.
 std::string library_of_kernel(const std::filesystem::path& kernel_file);

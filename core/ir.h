@@ -97,6 +97,10 @@ enum class OpKind : std::uint8_t {
   STREAMFUSE_OP_KINDS(STREAMFUSE_X)
 #undef STREAMFUSE_X
 };
+// How many kinds there are (decoders reject an OpKind past them).
+#define STREAMFUSE_X(name, api, category, arity) +1
+inline constexpr unsigned kNumOpKinds = 0 STREAMFUSE_OP_KINDS(STREAMFUSE_X);
+#undef STREAMFUSE_X
 
 struct OpInfo {
   std::string_view name;  // the API name, used in messages and logs

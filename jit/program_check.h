@@ -2,7 +2,7 @@
 // interpreter, the code generators and the launchers rely on without checking: registers written
 // once before they are read, indices in range, operand types that fit each instruction, keys
 // that launch_key() could have made for their program. Programs and keys read from files
-// (cache/serialize.cpp, cache/kernel_codec.cpp) are checked with these, so one that passes is as
+// (jit/program_codec.cpp, jit/kernel_codec.cpp) are checked with these, so one that passes is as
 // safe to run, interpret and compile as one built in this process.
 #pragma once
 

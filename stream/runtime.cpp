@@ -138,13 +138,13 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
     : device_(device), backend_(std::move(backend)), plan_store_(kMaxPlans, kMaxExplorations) {
   cache_dir_ =
       std::make_shared<cache::CacheDir>(cache::cache_directory(config), config.cache_max_bytes);
-  plan_files_ = std::make_shared<cache::PlanFiles>(cache_dir_, device.to_string());
+  plan_files_ = std::make_shared<fusion::PlanFiles>(cache_dir_, device.to_string());
   plan_store_.set_persistence(plan_files_);
   jit::KernelCacheOptions options;
   options.mode = JitMode::kCompile;  // the launcher decides per launch (config may change)
   if (device.is_cpu()) {
     options.fingerprint = jit::kernel_fingerprint(backends::cpu::isa_level());
-    kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, options.fingerprint);
+    kernel_files_ = std::make_unique<jit::KernelFiles>(cache_dir_, options.fingerprint);
     options.store = kernel_files_.get();
     // Kernels are built in the cache directory's scratch folder of this process, their files
     // removed once loaded; what persists goes through the KernelFiles.
@@ -159,7 +159,7 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
     // version, the architecture, the options), so a process loads only what it could build.
     auto& gpu = dynamic_cast<backends::cuda::CudaBackend&>(*backend_);
     auto toolchain = std::make_unique<jit::CudaToolchain>(gpu.context());
-    kernel_files_ = std::make_unique<cache::KernelFiles>(cache_dir_, toolchain->fingerprint());
+    kernel_files_ = std::make_unique<jit::KernelFiles>(cache_dir_, toolchain->fingerprint());
     options.store = kernel_files_.get();
     kernel_cache_ = std::make_unique<jit::KernelCache>(std::move(toolchain), options);
     std::function<CUstream()> stream_of = [&gpu] { return gpu.streams().current(); };
@@ -173,7 +173,7 @@ DeviceRuntime::DeviceRuntime(Device device, std::unique_ptr<backends::Backend> b
 
   // What earlier processes prepared is prepared again while this one starts; what this one
   // uses for the first time is remembered for the next (and for bundles).
-  prepared_op_files_ = std::make_unique<cache::PreparedOpFiles>(cache_dir_, device.to_string());
+  prepared_op_files_ = std::make_unique<backends::PreparedOpFiles>(cache_dir_, device.to_string());
   preparer_ = std::make_unique<Preparer>(*backend_);
   backend_->set_prepared_listener([this](const backends::PreparedOp& op) {
     {

@@ -12,9 +12,9 @@
 
 #include "backends/backend.h"
 #include "cache/cache_dir.h"
-#include "cache/kernel_files.h"
-#include "cache/plan_files.h"
-#include "cache/prepared_op_files.h"
+#include "jit/kernel_files.h"
+#include "fusion/plan_files.h"
+#include "backends/prepared_op_files.h"
 #include "fusion/plan_store.h"
 #include "jit/cpu_launcher.h"
 #include "jit/kernel_cache.h"
@@ -57,11 +57,11 @@ class DeviceRuntime {
   // The kernel cache (null on devices without one).
   jit::KernelCache* kernel_cache() { return kernel_cache_.get(); }
   // Where the plan store's plans persist.
-  cache::PlanFiles& plan_files() { return *plan_files_; }
+  fusion::PlanFiles& plan_files() { return *plan_files_; }
   // Prepares ops ahead of their first run: those of the cache directory at start-up, and a
   // loaded bundle's.
   Preparer& preparer() { return *preparer_; }
-  cache::PreparedOpFiles& prepared_op_files() { return *prepared_op_files_; }
+  backends::PreparedOpFiles& prepared_op_files() { return *prepared_op_files_; }
   // The ops this process used that the backend prepares (for bundles), first used first.
   std::vector<backends::PreparedOp> used_prepared_ops() const;
   FusionStats fusion_stats() const;
@@ -92,14 +92,14 @@ class DeviceRuntime {
   std::atomic<bool> fusion_{true};
   fusion::PlanStore plan_store_;
   std::shared_ptr<cache::CacheDir> cache_dir_;
-  std::shared_ptr<cache::PlanFiles> plan_files_;
-  std::unique_ptr<cache::KernelFiles> kernel_files_;  // outlives the kernel cache that uses it
+  std::shared_ptr<fusion::PlanFiles> plan_files_;
+  std::unique_ptr<jit::KernelFiles> kernel_files_;  // outlives the kernel cache that uses it
   std::unique_ptr<jit::KernelCache> kernel_cache_;
   std::unique_ptr<jit::KernelLauncher> launcher_;
   jit::CpuLauncher* cpu_launcher_ = nullptr;  // launcher_ on the CPU, else null
   // Kernel launches that ran a compiled kernel, on devices whose launcher is not the CPU's.
   std::function<std::uint64_t()> device_launches_;
-  std::unique_ptr<cache::PreparedOpFiles> prepared_op_files_;
+  std::unique_ptr<backends::PreparedOpFiles> prepared_op_files_;
   std::unique_ptr<Preparer> preparer_;  // after the backend and files it uses: stops first
   mutable std::mutex used_prepared_mutex_;
   std::vector<backends::PreparedOp> used_prepared_;

@@ -1,6 +1,6 @@
 #include "stream/stream.h"
 
-#include "fusion/builders/elementwise_builder.h"
+#include "fusion/builders/elementwise/builder.h"
 #include "stream/execute_op.h"
 #include "core/log.h"
 #include "stream/runtime.h"

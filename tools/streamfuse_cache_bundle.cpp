@@ -1,5 +1,5 @@
 // The export and import commands: the cache directory's plans, kernels and prepared ops as one
-// bundle file (cache/bundle.h, the format streamfuse::plans::save_bundle writes and load_bundle
+// bundle file (runtime/bundle.h, the format streamfuse::plans::save_bundle writes and load_bundle
 // reads).
 #include <algorithm>
 #include <iostream>
@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "backends/cpu/isa.h"
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "cache/cache_dir.h"
-#include "cache/kernel_codec.h"
-#include "cache/plan_codec.h"
-#include "cache/plan_files.h"
-#include "cache/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
+#include "fusion/plan_codec.h"
+#include "fusion/plan_files.h"
+#include "backends/prepared_op_codec.h"
 #include "jit/system_compiler.h"
 #include "streamfuse/error.h"
 #include "tools/streamfuse_cache.h"
@@ -56,7 +56,7 @@ std::string plural(std::size_t n, const char* one, const char* many) {
 // The good files of a cache directory as bundle sections (the cpu section first), the libraries
 // their kernels use, and how many bad files were left out.
 struct Collected {
-  std::vector<cache::BundleSection> sections;
+  std::vector<runtime::BundleSection> sections;
   std::set<std::string> libraries;
   std::size_t bad = 0;
 };
@@ -66,7 +66,7 @@ Collected collect_sections(const fs::path& root) {
   std::sort(entries.begin(), entries.end(),
             [](const cache::CacheEntry& a, const cache::CacheEntry& b) { return a.path < b.path; });
   CacheChecker checker(root, /*keep_libraries=*/true);
-  std::map<std::string, cache::BundleSection> by_device;
+  std::map<std::string, runtime::BundleSection> by_device;
   Collected c;
   for (const cache::CacheEntry& entry : entries) {
     CheckedFile file = checker.check(entry);
@@ -78,7 +78,7 @@ Collected collect_sections(const fs::path& root) {
     if (file.plan) {
       by_device[file.device].plans.push_back(fusion::make_plan(std::move(*file.plan)));
     } else if (file.kernel) {  // CPU kernels: with the cpu section
-      cache::KernelEntry& k = *file.kernel;
+      jit::KernelEntry& k = *file.kernel;
       c.libraries.insert(k.library);
       by_device["cpu"].kernels.push_back(jit::KernelRecord{k.program_hash, std::move(k.program),
                                                            std::move(k.key), std::move(k.symbol),
@@ -92,28 +92,28 @@ Collected collect_sections(const fs::path& root) {
     c.sections.push_back(std::move(section));
   }
   std::stable_partition(c.sections.begin(), c.sections.end(),
-                        [](const cache::BundleSection& s) { return s.device == "cpu"; });
+                        [](const runtime::BundleSection& s) { return s.device == "cpu"; });
   return c;
 }
 
 // Writes the bundle's plans that the directory lacks (or holds with fewer triggers); returns how
 // many plans the bundle had.
-std::size_t import_plans(const fs::path& root, const std::vector<cache::BundleSection>& sections) {
+std::size_t import_plans(const fs::path& root, const std::vector<runtime::BundleSection>& sections) {
   std::size_t plans = 0;
-  for (const cache::BundleSection& s : sections) {
+  for (const runtime::BundleSection& s : sections) {
     for (const fusion::PlanRef& plan : s.plans) {
       const fs::path path = cache::plan_path(
-          root, s.device, cache::first_op_hash(plan->ops.front()), cache::plan_hash(plan->ops));
-      std::optional<fusion::PlanDraft> merged = cache::plan_to_write(path, *plan);
+          root, s.device, fusion::first_op_hash(plan->ops.front()), fusion::plan_hash(plan->ops));
+      std::optional<fusion::PlanDraft> merged = fusion::plan_to_write(path, *plan);
       ++plans;
       if (!merged) continue;  // the directory holds this plan with all its triggers already
       std::string payload;
       try {
-        payload = cache::encode_plan(*fusion::make_plan(std::move(*merged)));
+        payload = fusion::encode_plan(*fusion::make_plan(std::move(*merged)));
       } catch (const Error& e) {
         throw ToolError(kExitFailure, std::string("import: ") + e.what());
       }
-      import_file(path, cache::FileKind::kPlan, cache::plan_fingerprint(), payload);
+      import_file(path, cache::FileKind::kPlan, cache::portable_fingerprint(), payload);
     }
   }
   return plans;
@@ -124,13 +124,13 @@ struct ImportedKernels {
 };
 
 // Writes the kernels built for this machine: the library first, so a process that finds a
-// kernel's record finds its library (as cache/kernel_files.cpp writes them).
+// kernel's record finds its library (as jit/kernel_files.cpp writes them).
 ImportedKernels import_kernels(const fs::path& root,
-                               const std::vector<cache::BundleSection>& sections) {
+                               const std::vector<runtime::BundleSection>& sections) {
   const std::string here = this_machine_fingerprint();
   std::set<std::string> libraries;
   ImportedKernels n;
-  for (const cache::BundleSection& s : sections) {
+  for (const runtime::BundleSection& s : sections) {
     for (const jit::KernelRecord& k : s.kernels) {
       const jit::LibraryImage& library = *k.library;
       if (library.fingerprint != here) {
@@ -139,11 +139,11 @@ ImportedKernels import_kernels(const fs::path& root,
       }
       if (libraries.insert(library.name).second)
         import_file(cache::library_path(root, library.name), cache::FileKind::kCpuLibrary, here,
-                    cache::encode_library(library));
-      const cache::KernelEntry entry{k.program_hash, k.program, k.key, k.symbol, library.name};
+                    jit::encode_library(library));
+      const jit::KernelEntry entry{k.program_hash, k.program, k.key, k.symbol, library.name};
       import_file(
-          cache::kernel_path(root, k.program_hash, cache::kernel_hash(k.program_hash, k.key, here)),
-          cache::FileKind::kCpuKernel, here, cache::encode_kernel_entry(entry));
+          cache::kernel_path(root, k.program_hash, jit::kernel_hash(k.program_hash, k.key, here)),
+          cache::FileKind::kCpuKernel, here, jit::encode_kernel_entry(entry));
       ++n.kernels;
     }
   }
@@ -155,36 +155,36 @@ bool contains(const std::vector<backends::PreparedOp>& ops, const backends::Prep
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
-// Merges a section's prepared ops into prepared/<device>.ops as cache/prepared_op_files.cpp does:
+// Merges a section's prepared ops into prepared/<device>.ops as backends/prepared_op_files.cpp does:
 // the bundle's first, then the file's others, at most kMaxPreparedOps (a bad file is replaced).
 // Returns how many of the bundle's ops the file holds; writes only when the file changes.
-std::size_t import_prepared_ops(const fs::path& root, const cache::BundleSection& s) {
+std::size_t import_prepared_ops(const fs::path& root, const runtime::BundleSection& s) {
   std::vector<backends::PreparedOp> ops;
   for (const backends::PreparedOp& op : s.prepared)
     if (!contains(ops, op)) ops.push_back(op);
-  if (ops.size() > cache::kMaxPreparedOps) ops.resize(cache::kMaxPreparedOps);
+  if (ops.size() > backends::kMaxPreparedOps) ops.resize(backends::kMaxPreparedOps);
   const std::size_t imported = ops.size();
   if (ops.empty()) return 0;
   const fs::path path = cache::prepared_ops_path(root, s.device);
   std::optional<std::vector<backends::PreparedOp>> existing;
   if (const cache::ReadResult r =
-          cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::plan_fingerprint())) {
+          cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint())) {
     try {
-      existing = cache::decode_prepared_ops(r.payload);
+      existing = backends::decode_prepared_ops(r.payload);
     } catch (const cache::FormatError&) {  // replaced by the bundle's
     }
   }
   if (existing)
     for (const backends::PreparedOp& op : *existing)
-      if (ops.size() < cache::kMaxPreparedOps && !contains(ops, op)) ops.push_back(op);
+      if (ops.size() < backends::kMaxPreparedOps && !contains(ops, op)) ops.push_back(op);
   if (existing == ops) return imported;  // the file holds these already, in this order
   std::string payload;
   try {
-    payload = cache::encode_prepared_ops(ops);
+    payload = backends::encode_prepared_ops(ops);
   } catch (const Error& e) {
     throw ToolError(kExitFailure, std::string("import: ") + e.what());
   }
-  import_file(path, cache::FileKind::kPreparedOps, cache::plan_fingerprint(), payload);
+  import_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint(), payload);
   return imported;
 }
 
@@ -198,8 +198,8 @@ std::string this_machine_fingerprint() {
 int export_command(const fs::path& root, const fs::path& bundle) {
   const Collected c = collect_sections(root);
   std::vector<std::size_t> written;
-  const std::string payload = cache::encode_bundle(c.sections, &written);
-  write_file(bundle, cache::FileKind::kBundle, cache::plan_fingerprint(), payload, "export");
+  const std::string payload = runtime::encode_bundle(c.sections, &written);
+  write_file(bundle, cache::FileKind::kBundle, cache::portable_fingerprint(), payload, "export");
 
   std::size_t plans = 0, kernels = 0, prepared = 0;
   std::string per_device;
@@ -220,18 +220,18 @@ int export_command(const fs::path& root, const fs::path& bundle) {
 }
 
 int import_command(const fs::path& root, const fs::path& bundle, bool native_code) {
-  std::vector<cache::BundleSection> sections;
+  std::vector<runtime::BundleSection> sections;
   try {
     // Without native code, the libraries are dropped as the bundle is read: no byte of them
     // reaches DIR, where streamfuse would load them.
-    sections = cache::read_bundle(
-        bundle, native_code ? cache::NativeCode::kKeep : cache::NativeCode::kDrop);
+    sections = runtime::read_bundle(
+        bundle, native_code ? runtime::NativeCode::kKeep : runtime::NativeCode::kDrop);
   } catch (const Error& e) {
     std::string_view why = e.what();
     if (why.starts_with("load_bundle: ")) why.remove_prefix(13);  // the tool names its command
     throw ToolError(kExitFailure, "import: " + std::string(why));
   }
-  for (const cache::BundleSection& s : sections)
+  for (const runtime::BundleSection& s : sections)
     if (!valid_device_folder(s.device))
       throw ToolError(kExitFailure, "import: " + bundle.string() + " names the device '" +
                                         s.device +
@@ -244,9 +244,9 @@ int import_command(const fs::path& root, const fs::path& bundle, bool native_cod
   if (native_code)
     k = import_kernels(root, sections);
   else
-    for (const cache::BundleSection& s : sections) left_out += s.kernels.size();
+    for (const runtime::BundleSection& s : sections) left_out += s.kernels.size();
   std::size_t prepared = 0;
-  for (const cache::BundleSection& s : sections) prepared += import_prepared_ops(root, s);
+  for (const runtime::BundleSection& s : sections) prepared += import_prepared_ops(root, s);
   std::cout << "imported " << plural(plans, "plan", "plans") << ", "
             << plural(k.kernels, "kernel", "kernels") << " ("
             << plural(k.libraries, "library", "libraries") << ") and "

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cache/cache_dir.h"
-#include "cache/plan_codec.h"
-#include "cache/prepared_op_codec.h"
+#include "fusion/plan_codec.h"
+#include "backends/prepared_op_codec.h"
 #include "cache/scratch_area.h"
 #include "tools/streamfuse_cache.h"
 
@@ -125,10 +125,10 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
 }
 
 bool CacheChecker::check_portable_fingerprint(CheckedFile& file) {
-  if (file.fingerprint == cache::plan_fingerprint()) return true;
+  if (file.fingerprint == cache::portable_fingerprint()) return true;
   // The runtime would remove it: plans and prepared ops of another version are made again.
   file.problem = "written by another streamfuse (fingerprint '" + file.fingerprint +
-                 "'; this one reads '" + cache::plan_fingerprint() + "')";
+                 "'; this one reads '" + cache::portable_fingerprint() + "')";
   return false;
 }
 
@@ -136,7 +136,7 @@ void CacheChecker::check_plan(CheckedFile& file, const std::string& payload) {
   if (!check_portable_fingerprint(file)) return;
   fusion::PlanDraft plan;
   try {
-    plan = cache::decode_plan(payload);
+    plan = fusion::decode_plan(payload);
   } catch (const std::exception& e) {
     file.problem = e.what();
     return;
@@ -146,7 +146,7 @@ void CacheChecker::check_plan(CheckedFile& file, const std::string& payload) {
   const std::string device = parts.size() == 4 && parts[0] == "plans" ? parts[1].string() : "";
   const fs::path expected =
       cache::plan_path(root_, device.empty() ? "<device>" : device,
-                       cache::first_op_hash(plan.ops.front()), cache::plan_hash(plan.ops));
+                       fusion::first_op_hash(plan.ops.front()), fusion::plan_hash(plan.ops));
   if (device.empty() || !same_path(file.path, expected)) {
     file.problem = "in the wrong place: its ops belong at " + relative_name(root_, expected);
     return;
@@ -159,7 +159,7 @@ void CacheChecker::check_prepared(CheckedFile& file, const std::string& payload)
   if (!check_portable_fingerprint(file)) return;
   std::vector<backends::PreparedOp> ops;
   try {
-    ops = cache::decode_prepared_ops(payload);
+    ops = backends::decode_prepared_ops(payload);
   } catch (const std::exception& e) {
     file.problem = e.what();
     return;
@@ -181,9 +181,9 @@ void CacheChecker::check_prepared(CheckedFile& file, const std::string& payload)
 }
 
 void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {
-  cache::KernelEntry kernel;
+  jit::KernelEntry kernel;
   try {
-    kernel = cache::decode_kernel_entry(payload);
+    kernel = jit::decode_kernel_entry(payload);
   } catch (const std::exception& e) {
     file.problem = e.what();
     return;
@@ -191,7 +191,7 @@ void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {
   // Named by program, key and fingerprint: the runtime finds it under no other name.
   const fs::path expected =
       cache::kernel_path(root_, kernel.program_hash,
-                         cache::kernel_hash(kernel.program_hash, kernel.key, file.fingerprint));
+                         jit::kernel_hash(kernel.program_hash, kernel.key, file.fingerprint));
   if (!same_path(file.path, expected)) {
     file.problem = "in the wrong place: its program, key and fingerprint name " +
                    relative_name(root_, expected);
@@ -212,7 +212,7 @@ void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {
 
 void CacheChecker::check_handed_on(CheckedFile& file, const std::string& payload) {
   try {
-    cache::decode_kernel_requests(payload);
+    jit::decode_kernel_requests(payload);
   } catch (const std::exception& e) {
     file.problem = e.what();
     return;
@@ -236,7 +236,7 @@ const CacheChecker::LibraryVerdict& CacheChecker::library_verdict(const std::str
     verdict.problem = a_kind(r.kind) + " file where a library belongs";
   } else {
     try {
-      image = cache::decode_library(r.payload);
+      image = jit::decode_library(r.payload);
       if (image.name != name) verdict.problem = "it holds library " + image.name;
     } catch (const std::exception& e) {
       verdict.problem = e.what();

@@ -4,12 +4,12 @@
 #include <sstream>
 #include <system_error>
 
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
-#include "cache/kernel_codec.h"
-#include "cache/plan_codec.h"
-#include "cache/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
+#include "fusion/plan_codec.h"
+#include "backends/prepared_op_codec.h"
 #include "tools/streamfuse_cache.h"
 #include "tools/streamfuse_cache_check.h"
 
@@ -34,9 +34,9 @@ fs::path resolve(const fs::path& root, const std::string& file) {
 }
 
 std::string whose_plans(const std::string& fingerprint) {
-  return fingerprint == cache::plan_fingerprint()
+  return fingerprint == cache::portable_fingerprint()
              ? "this streamfuse's"
-             : "another streamfuse's; this one reads '" + cache::plan_fingerprint() + "'";
+             : "another streamfuse's; this one reads '" + cache::portable_fingerprint() + "'";
 }
 
 std::string whose_kernels(const std::string& fingerprint) {
@@ -77,7 +77,7 @@ void print_prepared_ops(const std::vector<backends::PreparedOp>& ops, const char
 }
 
 void print_plan(const std::string& payload) {
-  const fusion::PlanDraft plan = cache::decode_plan(payload);
+  const fusion::PlanDraft plan = fusion::decode_plan(payload);
   std::cout << "ops (" << plan.ops.size()
             << "; relative form: tensors numbered from the plan's start, sizes s1, s2, ... "
                "stand for the sizes other than 1, scalars $0, $1, ... are positional "
@@ -111,7 +111,7 @@ std::string library_status(const fs::path& path, const std::string& fingerprint)
     return std::string("a ") + cache::file_kind_name(r.kind) + " file";
   if (r.fingerprint != fingerprint) return "built under another fingerprint";
   try {
-    const jit::LibraryImage image = cache::decode_library(r.payload);
+    const jit::LibraryImage image = jit::decode_library(r.payload);
     if (path.stem() != image.name) return "holds library " + image.name;
   } catch (const std::exception& e) {
     return e.what();
@@ -121,7 +121,7 @@ std::string library_status(const fs::path& path, const std::string& fingerprint)
 
 void print_kernel(const fs::path& path, const std::string& fingerprint,
                   const std::string& payload) {
-  const cache::KernelEntry kernel = cache::decode_kernel_entry(payload);
+  const jit::KernelEntry kernel = jit::decode_kernel_entry(payload);
   // kernels/cpu/<program hash>/<kernel>.kernel names kernels/cpu/<library>.lib
   const fs::path library = path.parent_path().parent_path() / (kernel.library + ".lib");
   std::cout << "program hash: " << cache::hex16(kernel.program_hash) << '\n'
@@ -134,7 +134,7 @@ void print_kernel(const fs::path& path, const std::string& fingerprint,
 }
 
 void print_library(const std::string& payload, bool print_source) {
-  const jit::LibraryImage library = cache::decode_library(payload);
+  const jit::LibraryImage library = jit::decode_library(payload);
   std::cout << "name:          " << library.name << '\n'
             << "source:        " << library.source.size() << " bytes\n"
             << "shared object: " << library.bytes.size() << " bytes\n";
@@ -142,16 +142,16 @@ void print_library(const std::string& payload, bool print_source) {
 }
 
 void print_prepared_file(const std::string& payload) {
-  const std::vector<backends::PreparedOp> ops = cache::decode_prepared_ops(payload);
+  const std::vector<backends::PreparedOp> ops = backends::decode_prepared_ops(payload);
   std::cout << "prepared ops (" << ops.size()
             << "; most recently first used first, prepared at start-up):\n";
   print_prepared_ops(ops, "  ");
 }
 
 void print_bundle(const std::string& payload) {
-  const std::vector<cache::BundleSection> sections = cache::decode_bundle(payload);
+  const std::vector<runtime::BundleSection> sections = runtime::decode_bundle(payload);
   std::cout << "sections (" << sections.size() << "):\n";
-  for (const cache::BundleSection& s : sections) {
+  for (const runtime::BundleSection& s : sections) {
     std::vector<const jit::LibraryImage*> libraries;
     std::set<const jit::LibraryImage*> seen;
     for (const jit::KernelRecord& k : s.kernels)

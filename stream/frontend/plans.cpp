@@ -1,17 +1,17 @@
 // save_bundle / load_bundle: the plan stores and kernel caches of the device runtimes, through
-// cache/bundle.
+// runtime/bundle.
 #include "streamfuse/plans.h"
 
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "core/log.h"
 #include "stream/runtime.h"
 
 namespace streamfuse::plans {
 
 BundleSummary save_bundle(const std::string& path) {
-  std::vector<cache::BundleSection> sections;
+  std::vector<runtime::BundleSection> sections;
   for (stream::DeviceRuntime* rt : stream::DeviceRuntime::all()) {
-    cache::BundleSection s;
+    runtime::BundleSection s;
     s.device = rt->device().to_string();
     s.plans = rt->plan_store().plans();
     if (jit::KernelCache* kernels = rt->kernel_cache()) {
@@ -21,7 +21,7 @@ BundleSummary save_bundle(const std::string& path) {
     s.prepared = rt->used_prepared_ops();
     sections.push_back(std::move(s));
   }
-  const std::vector<std::size_t> plans = cache::write_bundle(path, sections);
+  const std::vector<std::size_t> plans = runtime::write_bundle(path, sections);
   BundleSummary summary;
   for (std::size_t i = 0; i < sections.size(); ++i) {
     summary.plans += plans[i];
@@ -37,10 +37,10 @@ BundleSummary save_bundle(const std::string& path) {
 }
 
 BundleSummary load_bundle(const std::string& path, const LoadOptions& options) {
-  std::vector<cache::BundleSection> sections = cache::read_bundle(  // all or nothing
-      path, options.load_native_code ? cache::NativeCode::kKeep : cache::NativeCode::kDrop);
+  std::vector<runtime::BundleSection> sections = runtime::read_bundle(  // all or nothing
+      path, options.load_native_code ? runtime::NativeCode::kKeep : runtime::NativeCode::kDrop);
   BundleSummary summary;
-  for (cache::BundleSection& s : sections) {
+  for (runtime::BundleSection& s : sections) {
     if (s.device != Device::cpu().to_string()) {
       core::warn_once("bundle-device:" + path + s.device,
                         "load_bundle: " + path + " holds plans for " + s.device +

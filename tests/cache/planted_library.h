@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "cache/cache_file.h"
-#include "cache/plan_codec.h"
+#include "fusion/plan_codec.h"
 #include "jit/system_compiler.h"
 #include "tests/temp_dir.h"
 
@@ -45,9 +45,9 @@ __attribute__((constructor)) static void planted() {
 // Replaces the bytes of every library in the bundle at `path` by `bytes` (names, fingerprints and
 // sources unchanged) and writes it again, with a valid checksum. Returns how many libraries.
 inline std::size_t plant_in_bundle(const std::filesystem::path& path, const std::string& bytes) {
-  std::vector<cache::BundleSection> sections = cache::read_bundle(path);
+  std::vector<runtime::BundleSection> sections = runtime::read_bundle(path);
   std::size_t planted = 0;
-  for (cache::BundleSection& s : sections) {
+  for (runtime::BundleSection& s : sections) {
     std::map<std::string, std::shared_ptr<jit::LibraryImage>> by_name;
     for (jit::KernelRecord& k : s.kernels) {
       std::shared_ptr<jit::LibraryImage>& image = by_name[k.library->name];
@@ -59,8 +59,8 @@ inline std::size_t plant_in_bundle(const std::filesystem::path& path, const std:
       k.library = image;
     }
   }
-  cache::write_cache_file(path, cache::FileKind::kBundle, cache::plan_fingerprint(),
-                          cache::encode_bundle(sections));
+  cache::write_cache_file(path, cache::FileKind::kBundle, cache::portable_fingerprint(),
+                          runtime::encode_bundle(sections));
   return planted;
 }
 

@@ -7,7 +7,7 @@
 
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
-#include "cache/plan_codec.h"
+#include "fusion/plan_codec.h"
 #include "core/log.h"
 #include "tests/temp_dir.h"
 #include "tests/valid_utf8.h"
@@ -67,7 +67,7 @@ TEST(LogTest, ACorruptCacheFileIsQuotedEscaped) {
   cache::CacheDir cache_dir(dir.path(), 1 << 30);
   core::set_log_mask(core::parse_log_channels("cache"));
   ::testing::internal::CaptureStderr();
-  EXPECT_FALSE(cache_dir.read(plan, cache::FileKind::kPlan, cache::plan_fingerprint()));
+  EXPECT_FALSE(cache_dir.read(plan, cache::FileKind::kPlan, cache::portable_fingerprint()));
   const std::string err = ::testing::internal::GetCapturedStderr();
   core::set_log_mask(0);
   EXPECT_TRUE(valid_utf8(err)) << err;

@@ -5,7 +5,7 @@
 #include <streamfuse/streamfuse.h>
 
 #include "bench/gelu_variants.h"
-#include "fusion/builders/elementwise_builder.h"
+#include "fusion/builders/elementwise/builder.h"
 #include "tests/fusion/recorded_segment.h"
 
 namespace sf = streamfuse;

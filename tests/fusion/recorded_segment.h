@@ -9,8 +9,8 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "fusion/builders/elementwise_builder.h"
-#include "fusion/builders/elementwise_optimization.h"
+#include "fusion/builders/elementwise/builder.h"
+#include "fusion/builders/elementwise/optimization.h"
 #include "stream/runtime.h"
 
 namespace streamfuse::testing {

@@ -5,12 +5,12 @@
 #include <fstream>
 #include <iterator>
 
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "cache/cache_file.h"
 #include "cache/crc32.h"
-#include "cache/kernel_codec.h"
-#include "cache/plan_codec.h"
-#include "cache/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
+#include "fusion/plan_codec.h"
+#include "backends/prepared_op_codec.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/samples.h"
@@ -21,22 +21,22 @@ namespace streamfuse::fuzz {
 // Files as write_cache_file writes them, one of each kind.
 std::vector<std::string> seeds() {
   std::vector<std::pair<cache::FileKind, std::string>> payloads = {
-      {cache::FileKind::kPlan, cache::encode_plan(*sample_plans().front())},
-      {cache::FileKind::kBundle, cache::encode_bundle(sample_bundle())},
-      {cache::FileKind::kPreparedOps, cache::encode_prepared_ops(sample_prepared_ops())},
+      {cache::FileKind::kPlan, fusion::encode_plan(*sample_plans().front())},
+      {cache::FileKind::kBundle, runtime::encode_bundle(sample_bundle())},
+      {cache::FileKind::kPreparedOps, backends::encode_prepared_ops(sample_prepared_ops())},
   };
   const jit::KernelRecord& k = sample_kernels().front();
   payloads.emplace_back(
       cache::FileKind::kCpuKernel,
-      cache::encode_kernel_entry({k.program_hash, k.program, k.key, k.symbol, k.library->name}));
-  payloads.emplace_back(cache::FileKind::kCpuLibrary, cache::encode_library(*k.library));
+      jit::encode_kernel_entry({k.program_hash, k.program, k.key, k.symbol, k.library->name}));
+  payloads.emplace_back(cache::FileKind::kCpuLibrary, jit::encode_library(*k.library));
   const jit::KernelRequest request{k.program_hash, k.program, k.key};
-  payloads.emplace_back(cache::FileKind::kHandedOn, cache::encode_kernel_requests({&request, 1}));
+  payloads.emplace_back(cache::FileKind::kHandedOn, jit::encode_kernel_requests({&request, 1}));
   const testing::TempDir dir;
   std::vector<std::string> out;
   for (const auto& [kind, payload] : payloads) {
     const std::string path = dir.path() + "/file";
-    cache::write_cache_file(path, kind, cache::plan_fingerprint(), payload);
+    cache::write_cache_file(path, kind, cache::portable_fingerprint(), payload);
     std::ifstream in(path, std::ios::binary);
     out.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
@@ -50,25 +50,25 @@ void use_payload(cache::FileKind kind, const std::string& payload) {
   try {
     switch (kind) {
       case cache::FileKind::kPlan:
-        use_plan(*fusion::make_plan(cache::decode_plan(payload)));
+        use_plan(*fusion::make_plan(fusion::decode_plan(payload)));
         break;
       case cache::FileKind::kCpuKernel: {
-        const cache::KernelEntry e = cache::decode_kernel_entry(payload);
+        const jit::KernelEntry e = jit::decode_kernel_entry(payload);
         use_kernel(e.program, e.key);
         break;
       }
       case cache::FileKind::kBundle:
-        use_sections(cache::decode_bundle(payload));
+        use_sections(runtime::decode_bundle(payload));
         break;
       case cache::FileKind::kCpuLibrary:
-        (void)cache::decode_library(payload);
+        (void)jit::decode_library(payload);
         break;
       case cache::FileKind::kPreparedOps:
-        for (const backends::PreparedOp& op : cache::decode_prepared_ops(payload))
+        for (const backends::PreparedOp& op : backends::decode_prepared_ops(payload))
           use_prepared_op(op);
         break;
       case cache::FileKind::kHandedOn:
-        for (const jit::KernelRequest& r : cache::decode_kernel_requests(payload))
+        for (const jit::KernelRequest& r : jit::decode_kernel_requests(payload))
           use_kernel(r.program, r.key);
         break;
     }  // no default: a new kind warns (-Wswitch) until it is fuzzed here too
@@ -84,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const cache::ReadResult any = cache::parse_cache_file(bytes, std::nullopt, std::nullopt);
   const cache::ReadResult plan =
-      cache::parse_cache_file(bytes, cache::FileKind::kPlan, cache::plan_fingerprint());
+      cache::parse_cache_file(bytes, cache::FileKind::kPlan, cache::portable_fingerprint());
   (void)cache::rejection_name(any.rejection);
   if (plan && (!any || plan.payload != any.payload)) fuzz::fail("a stricter read accepted more");
   if (!any) return 0;

@@ -4,7 +4,7 @@
 
 #include "backends/cpu/isa.h"
 #include "backends/matmul_layout.h"
-#include "cache/plan_codec.h"
+#include "fusion/plan_codec.h"
 #include "jit/cpp_codegen.h"
 #include "jit/cuda_codegen.h"
 #include "jit/interpreter.h"
@@ -100,8 +100,8 @@ void use_plan(const fusion::ExecutionPlan& plan) {
   for (const fusion::Trigger& t : plan.triggers)
     for (const core::OpDesc& op : t.ops) consume(core::hash_op(op));
   for (const core::OpDesc& op : plan.successors) consume(core::to_string(op));
-  consume(cache::plan_hash(plan.ops) ^ cache::first_op_hash(plan.ops.front()));
-  if (!cache::persistable(plan)) fail("a decoded plan that cannot be persisted");
+  consume(fusion::plan_hash(plan.ops) ^ fusion::first_op_hash(plan.ops.front()));
+  if (!fusion::persistable(plan)) fail("a decoded plan that cannot be persisted");
   if (plan.optimization) consume(plan.optimization->describe());
   run_plan(plan);
 }
@@ -122,12 +122,12 @@ void use_prepared_op(const backends::PreparedOp& p) {
   consume(static_cast<std::uint64_t>(l.b.matrices(l.batch_rank) * l.k * l.n));
 }
 
-void use_sections(const std::vector<cache::BundleSection>& sections) {
-  for (const cache::BundleSection& s : sections) {
+void use_sections(const std::vector<runtime::BundleSection>& sections) {
+  for (const runtime::BundleSection& s : sections) {
     consume(s.device);
     for (const fusion::PlanRef& plan : s.plans) use_plan(*plan);
     for (const jit::KernelRecord& k : s.kernels) {
-      if (!k.library || !cache::valid_library_name(k.library->name))
+      if (!k.library || !jit::valid_library_name(k.library->name))
         fail("a decoded kernel without a valid library");
       if (k.program_hash != k.program.hash()) fail("a decoded kernel of another program's hash");
       use_key(k.key);

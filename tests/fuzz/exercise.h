@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "cache/bundle.h"
-#include "cache/kernel_codec.h"
+#include "runtime/bundle.h"
+#include "jit/kernel_codec.h"
 #include "fusion/plan.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
@@ -36,6 +36,6 @@ void use_plan(const fusion::ExecutionPlan& plan);
 // Computes what the backend computes before it prepares the op (layout, element counts).
 void use_prepared_op(const backends::PreparedOp& op);
 // Everything a loaded bundle holds, as load_bundle hands it to the device runtime.
-void use_sections(const std::vector<cache::BundleSection>& sections);
+void use_sections(const std::vector<runtime::BundleSection>& sections);
 
 }  // namespace streamfuse::fuzz

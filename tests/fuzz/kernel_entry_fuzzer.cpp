@@ -1,5 +1,5 @@
 // Fuzz target: a kernel file's payload (a compiled kernel's program, key, symbol and library).
-#include "cache/kernel_codec.h"
+#include "jit/kernel_codec.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/samples.h"
@@ -10,7 +10,7 @@ std::vector<std::string> seeds() {
   std::vector<std::string> out;
   for (const jit::KernelRecord& k : sample_kernels())
     out.push_back(
-        cache::encode_kernel_entry({k.program_hash, k.program, k.key, k.symbol, k.library->name}));
+        jit::encode_kernel_entry({k.program_hash, k.program, k.key, k.symbol, k.library->name}));
   return out;
 }
 
@@ -19,18 +19,18 @@ std::vector<std::string> seeds() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace streamfuse;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  cache::KernelEntry entry;
+  jit::KernelEntry entry;
   try {
-    entry = cache::decode_kernel_entry(bytes);
+    entry = jit::decode_kernel_entry(bytes);
   } catch (const cache::FormatError&) {
     return 0;
   }
-  const std::string again = cache::encode_kernel_entry(entry);
+  const std::string again = jit::encode_kernel_entry(entry);
   if (fuzz::native_byte_order(bytes) && again != bytes)
     fuzz::fail("a kernel record does not encode back");
-  if (!cache::valid_library_name(entry.library)) fuzz::fail("a kernel record's library name");
+  if (!jit::valid_library_name(entry.library)) fuzz::fail("a kernel record's library name");
   if (entry.program_hash != entry.program.hash()) fuzz::fail("a kernel record of another hash");
-  (void)cache::kernel_hash(entry.program_hash, entry.key, "fuzz");
+  (void)jit::kernel_hash(entry.program_hash, entry.key, "fuzz");
   fuzz::use_program(entry.program);
   fuzz::use_key(entry.key);
   fuzz::use_kernel(entry.program, entry.key);

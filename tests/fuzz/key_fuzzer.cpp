@@ -1,7 +1,7 @@
 // Fuzz target: a specialization key (the payload piece of kernel records).
 #include <optional>
 
-#include "cache/serialize.h"
+#include "jit/program_codec.h"
 #include "jit/program_check.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
@@ -11,7 +11,7 @@ namespace streamfuse::fuzz {
 
 std::vector<std::string> seeds() {
   std::vector<std::string> out;
-  for (const jit::KernelRecord& k : sample_kernels()) out.push_back(cache::encode_key(k.key));
+  for (const jit::KernelRecord& k : sample_kernels()) out.push_back(jit::encode_key(k.key));
   return out;
 }
 
@@ -69,13 +69,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   jit::SpecializationKey key;
   try {
-    key = cache::decode_key(bytes);
+    key = jit::decode_key(bytes);
   } catch (const cache::FormatError&) {
     return 0;
   }
-  const std::string again = cache::encode_key(key);
+  const std::string again = jit::encode_key(key);
   if (fuzz::native_byte_order(bytes) && again != bytes) fuzz::fail("a key does not encode back");
-  if (cache::decode_key(again) != key) fuzz::fail("a re-encoded key decodes to another");
+  if (jit::decode_key(again) != key) fuzz::fail("a re-encoded key decodes to another");
   fuzz::use_key(key);
   if (const auto program = fuzz::program_for(key)) fuzz::use_kernel(*program, key);
   return 0;

@@ -1,5 +1,5 @@
 // Fuzz target: a library file's payload (a kernel library's name, source and shared object).
-#include "cache/kernel_codec.h"
+#include "jit/kernel_codec.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/samples.h"
@@ -10,7 +10,7 @@ std::vector<std::string> seeds() {
   std::vector<std::string> out;
   const jit::LibraryImage* last = nullptr;
   for (const jit::KernelRecord& k : sample_kernels())
-    if (k.library.get() != last) out.push_back(cache::encode_library(*(last = k.library.get())));
+    if (k.library.get() != last) out.push_back(jit::encode_library(*(last = k.library.get())));
   return out;
 }
 
@@ -21,14 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   jit::LibraryImage library;
   try {
-    library = cache::decode_library(bytes);
+    library = jit::decode_library(bytes);
   } catch (const cache::FormatError&) {
     return 0;
   }
-  // The name becomes a file name (cache/kernel_files.h library_path).
-  if (!cache::valid_library_name(library.name))
+  // The name becomes a file name (jit/kernel_files.h library_path).
+  if (!jit::valid_library_name(library.name))
     fuzz::fail("a library name that is not 16 hex digits");
-  const std::string again = cache::encode_library(library);
+  const std::string again = jit::encode_library(library);
   if (fuzz::native_byte_order(bytes) && again != bytes)
     fuzz::fail("a library does not encode back");
   return 0;

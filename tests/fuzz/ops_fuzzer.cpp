@@ -1,5 +1,5 @@
 // Fuzz target: a list of ops (the payload piece of plans, triggers and prepared ops).
-#include "cache/serialize.h"
+#include "cache/op_codec.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/samples.h"

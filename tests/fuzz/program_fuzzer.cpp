@@ -1,5 +1,5 @@
 // Fuzz target: a fused program (the payload piece of element-wise plans and kernel records).
-#include "cache/serialize.h"
+#include "jit/program_codec.h"
 #include "jit/single_op_program.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
@@ -10,10 +10,10 @@ namespace streamfuse::fuzz {
 std::vector<std::string> seeds() {
   std::vector<std::string> out;
   for (const jit::KernelRecord& k : sample_kernels())
-    out.push_back(cache::encode_program(k.program));
+    out.push_back(jit::encode_program(k.program));
   for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool})
     for (DType to : {kF32, kF16, kI64, kBool})
-      out.push_back(cache::encode_program(jit::copy_program(from, to)));
+      out.push_back(jit::encode_program(jit::copy_program(from, to)));
   return out;
 }
 
@@ -24,14 +24,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   jit::FusedProgram program;
   try {
-    program = cache::decode_program(bytes);
+    program = jit::decode_program(bytes);
   } catch (const cache::FormatError&) {
     return 0;
   }
-  const std::string again = cache::encode_program(program);
+  const std::string again = jit::encode_program(program);
   if (fuzz::native_byte_order(bytes) && again != bytes)
     fuzz::fail("a program does not encode back");
-  if (cache::decode_program(again) != program)
+  if (jit::decode_program(again) != program)
     fuzz::fail("a re-encoded program decodes to another");
   fuzz::use_program(program);
   return 0;

@@ -7,7 +7,7 @@
 
 #include "backends/cpu/views.h"
 #include "bench/gelu_variants.h"
-#include "fusion/builders/elementwise_builder.h"
+#include "fusion/builders/elementwise/builder.h"
 #include "jit/cpp_codegen.h"
 #include "core/hash_mix.h"
 #include "jit/launch_key.h"
@@ -196,10 +196,10 @@ const std::vector<backends::PreparedOp>& sample_prepared_ops() {
   return *ops;
 }
 
-std::vector<cache::BundleSection> sample_bundle() {
-  cache::BundleSection cpu{"cpu", {}, sample_kernels(), sample_prepared_ops()};
+std::vector<runtime::BundleSection> sample_bundle() {
+  runtime::BundleSection cpu{"cpu", {}, sample_kernels(), sample_prepared_ops()};
   for (const auto& plan : sample_plans()) cpu.plans.push_back(plan);
-  return {std::move(cpu), cache::BundleSection{"cuda:0", {}, {}, {}}};
+  return {std::move(cpu), runtime::BundleSection{"cuda:0", {}, {}, {}}};
 }
 
 }  // namespace streamfuse::fuzz

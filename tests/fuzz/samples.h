@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "fusion/plan.h"
 #include "jit/kernel_store.h"
 
@@ -31,6 +31,6 @@ const std::vector<jit::KernelRecord>& sample_kernels();
 const std::vector<backends::PreparedOp>& sample_prepared_ops();
 
 // All of the above in one bundle section ("cpu"), plus an empty "cuda:0" section.
-std::vector<cache::BundleSection> sample_bundle();
+std::vector<runtime::BundleSection> sample_bundle();
 
 }  // namespace streamfuse::fuzz

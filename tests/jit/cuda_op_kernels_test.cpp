@@ -12,7 +12,7 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/stream_set.h"
 #include "cache/cache_dir.h"
-#include "cache/kernel_files.h"
+#include "jit/kernel_files.h"
 #include "jit/cuda_op_kernels.h"
 #include "jit/cuda_toolchain.h"
 #include "streamfuse/error.h"
@@ -45,7 +45,7 @@ class CudaOpKernelsTest : public ::testing::Test {
     streams_ = std::make_unique<cuda::StreamSet>(device_);
     allocator_ = std::make_unique<backends::CachingAllocator>(*memory_, 1 << 20);
     dir_ = std::make_shared<cache::CacheDir>(tmp_.path(), std::uint64_t{1} << 30);
-    files_ = std::make_unique<cache::KernelFiles>(dir_, CudaToolchain(device_).fingerprint());
+    files_ = std::make_unique<jit::KernelFiles>(dir_, CudaToolchain(device_).fingerprint());
   }
 
   std::unique_ptr<CudaOpKernels> kernels() {
@@ -78,7 +78,7 @@ class CudaOpKernelsTest : public ::testing::Test {
   std::unique_ptr<cuda::StreamSet> streams_;
   std::unique_ptr<backends::CachingAllocator> allocator_;
   std::shared_ptr<cache::CacheDir> dir_;
-  std::unique_ptr<cache::KernelFiles> files_;
+  std::unique_ptr<jit::KernelFiles> files_;
   NoLauncher launcher_;
 };
 

@@ -21,10 +21,10 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "cache/cache_file.h"
-#include "cache/plan_codec.h"
-#include "cache/prepared_op_codec.h"
+#include "fusion/plan_codec.h"
+#include "backends/prepared_op_codec.h"
 #include "jit/system_compiler.h"
 #include "stream/runtime.h"
 #include "tests/file_text.h"
@@ -83,16 +83,16 @@ inline bool kernels_compiled() {
 // The prepared ops of a good prepared/<device>.ops file (a failure and none when it is not).
 inline std::vector<sf::backends::PreparedOp> prepared_ops_in(const fs::path& file) {
   const sf::cache::ReadResult r = sf::cache::read_cache_file(
-      file, sf::cache::FileKind::kPreparedOps, sf::cache::plan_fingerprint());
+      file, sf::cache::FileKind::kPreparedOps, sf::cache::portable_fingerprint());
   EXPECT_TRUE(r) << file << ": " << sf::cache::rejection_name(r.rejection);
   if (!r) return {};
-  return sf::cache::decode_prepared_ops(r.payload);
+  return sf::backends::decode_prepared_ops(r.payload);
 }
 
 inline void write_prepared_ops(const fs::path& file,
                                const std::vector<sf::backends::PreparedOp>& ops) {
   sf::cache::write_cache_file(file, sf::cache::FileKind::kPreparedOps,
-                              sf::cache::plan_fingerprint(), sf::cache::encode_prepared_ops(ops));
+                              sf::cache::portable_fingerprint(), sf::backends::encode_prepared_ops(ops));
 }
 
 inline std::string quoted(const std::string& s) {

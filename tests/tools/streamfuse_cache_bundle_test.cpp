@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cache/bundle.h"
+#include "runtime/bundle.h"
 #include "tests/cache/planted_library.h"
 #include "tests/tools/cache_tool.h"
 
@@ -114,7 +114,7 @@ TEST_F(StreamfuseCacheTool, ImportPutsTheBundlesPreparedOpsFirstAndKeepsAtMostTh
   ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
   // Ops of the target directory that the bundle lacks: the same product over other layouts.
   std::vector<sf::backends::PreparedOp> own;
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(sf::cache::kMaxPreparedOps); ++i) {
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(sf::backends::kMaxPreparedOps); ++i) {
     own.push_back(bundled[0]);
     own.back().input_strides[0][0] = 1000 + i;
   }
@@ -143,9 +143,9 @@ TEST_F(StreamfuseCacheTool, ImportSkipsKernelsBuiltForAnotherMachine) {
   const std::string bundle = out.path() + "/cache.sfplans";
   ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
   // The same bundle as another machine would have written it.
-  std::vector<sf::cache::BundleSection> sections = sf::cache::read_bundle(bundle);
+  std::vector<sf::runtime::BundleSection> sections = sf::runtime::read_bundle(bundle);
   std::size_t kernels = 0;
-  for (sf::cache::BundleSection& s : sections) {
+  for (sf::runtime::BundleSection& s : sections) {
     for (sf::jit::KernelRecord& k : s.kernels) {
       auto image = std::make_shared<sf::jit::LibraryImage>(*k.library);
       image->fingerprint += " elsewhere";
@@ -155,7 +155,7 @@ TEST_F(StreamfuseCacheTool, ImportSkipsKernelsBuiltForAnotherMachine) {
   }
   ASSERT_GT(kernels, 0u);
   const std::string foreign = out.path() + "/foreign.sfplans";
-  sf::cache::write_bundle(foreign, sections);
+  sf::runtime::write_bundle(foreign, sections);
 
   TempDir empty;
   const Result r = tool("--dir " + quoted(empty.path()) + " import " + quoted(foreign));
@@ -230,11 +230,11 @@ TEST_F(StreamfuseCacheTool, ImportRefusesADeviceNameThatIsAPath) {
   TempDir out;
   const std::string bundle = out.path() + "/cache.sfplans";
   ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
-  std::vector<sf::cache::BundleSection> sections = sf::cache::read_bundle(bundle);
+  std::vector<sf::runtime::BundleSection> sections = sf::runtime::read_bundle(bundle);
   ASSERT_FALSE(sections.empty());
   sections[0].device = "../../escaped";
   const std::string evil = out.path() + "/evil.sfplans";
-  sf::cache::write_bundle(evil, sections);
+  sf::runtime::write_bundle(evil, sections);
   TempDir empty;
   const fs::path inner = fs::path(empty.path()) / "cache";
   const Result r = tool("--dir " + quoted(inner.string()) + " import " + quoted(evil));

@@ -1,0 +1,87 @@
+#include "backends/prepared_op_files.h"
+
+#include <algorithm>
+
+#include "cache/cache_log.h"
+#include "fusion/plan_codec.h"
+#include "backends/prepared_op_codec.h"
+#include "core/log.h"
+
+namespace streamfuse::backends {
+
+namespace {
+
+bool contains(const std::vector<backends::PreparedOp>& ops, const backends::PreparedOp& op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+}  // namespace
+
+PreparedOpFiles::PreparedOpFiles(std::shared_ptr<cache::CacheDir> dir, std::string device)
+    : dir_(std::move(dir)), device_(std::move(device)) {}
+
+std::vector<backends::PreparedOp> PreparedOpFiles::load() {
+  const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
+  std::vector<backends::PreparedOp> ops;
+  if (std::optional<std::string> payload =
+          dir_->read(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint())) {
+    try {
+      ops = decode_prepared_ops(*payload);
+    } catch (const cache::FormatError& e) {
+      dir_->reject_payload(path, e.what());
+    }
+  }
+  if (cache::cache_logging())
+    cache::cache_log(ops.empty()
+                  ? "miss: no prepared ops for " + device_
+                  : "hit: " + std::to_string(ops.size()) + " prepared op(s) for " + device_);
+  std::lock_guard lock(mutex_);
+  for (const backends::PreparedOp& op : ops)
+    if (!contains(known_, op)) known_.push_back(op);
+  return ops;
+}
+
+void PreparedOpFiles::add(const backends::PreparedOp& op) {
+  if (!dir_->writable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (contains(known_, op) || contains(added_, op)) return;
+    added_.push_back(op);
+  }
+  writer_.submit(0, [this] { write(); });  // one job writes every op added until it runs
+}
+
+void PreparedOpFiles::write() {
+  std::vector<backends::PreparedOp> ops;
+  {
+    std::lock_guard lock(mutex_);
+    ops.assign(added_.rbegin(), added_.rend());  // newest first
+    added_.clear();
+  }
+  if (ops.empty()) return;
+  const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
+  // Another process may have written the file since this one read it: keep its ops, behind ours.
+  const cache::ReadResult existing = cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint());
+  if (existing) {
+    try {
+      for (backends::PreparedOp& op : decode_prepared_ops(existing.payload))
+        if (!contains(ops, op)) ops.push_back(std::move(op));
+    } catch (const cache::FormatError&) {  // replaced by ours
+    }
+  }
+  if (ops.size() > kMaxPreparedOps) ops.resize(kMaxPreparedOps);
+  try {
+    if (dir_->write(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint(), encode_prepared_ops(ops))) {
+      if (cache::cache_logging())
+        cache::cache_log("wrote " + std::to_string(ops.size()) + " prepared op(s) for " + device_);
+      std::lock_guard lock(mutex_);
+      for (const backends::PreparedOp& op : ops)
+        if (!contains(known_, op)) known_.push_back(op);
+    }
+  } catch (const cache::FormatError& e) {
+    core::warn_once("cache-encode",
+                      std::string("cache: prepared ops not persisted: ") + e.what());
+  }
+}
+
+}  // namespace streamfuse::backends

@@ -1,0 +1,147 @@
+#include "fusion/builders/elementwise/optimization.h"
+
+#include <algorithm>
+
+#include <boost/container/small_vector.hpp>
+
+#include "backends/backend.h"
+
+namespace streamfuse::fusion {
+namespace {
+
+const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
+  const core::OpDesc& op = context.op(s.op);
+  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
+}
+
+// A tensor's value during one run: taken from the context, or made by a kernel of this run.
+struct Value {
+  const core::TensorDesc* desc = nullptr;
+  backends::TensorHandle handle;
+  core::Failure failure;
+  bool known = false;
+};
+
+}  // namespace
+
+ElementwiseOptimization::ElementwiseOptimization(std::size_t len, std::vector<Tensor> tensors,
+                                                 std::vector<ElementwiseKernel> kernels)
+    : len_(len), tensors_(std::move(tensors)), kernels_(std::move(kernels)) {
+  std::vector<bool> read(tensors_.size(), false);
+  for (const ElementwiseKernel& k : kernels_)
+    for (std::uint32_t t : k.inputs) read[t] = true;
+  for (std::uint32_t t = 0; t < tensors_.size(); ++t)
+    if (tensors_[t].erase && !read[t]) erase_first_.push_back(t);
+}
+
+std::string ElementwiseOptimization::describe() const {
+  std::size_t instructions = 0;
+  for (const ElementwiseKernel& k : kernels_) instructions += k.program.body.size();
+  return "elementwise: " + std::to_string(kernels_.size()) + " kernel(s), " +
+         std::to_string(instructions) + " instructions";
+}
+
+// All or nothing: every allocation happens before the first kernel runs, and results are
+// published only at the end, so an exception leaves the context as it was (inputs lent to an
+// output are only written by kernels, and a launcher that may fail to build one is asked for
+// every kernel before the first runs).
+//
+// Tensors whose last use is their drop in this segment and that no kernel reads (typically the
+// previous iteration's result) are erased first, so their memory serves this run's outputs and
+// a loop holds one result at a time. That keeps all-or-nothing: no op of the segment reads them,
+// and running their drops again after a failure erases nothing.
+void ElementwiseOptimization::execute(ExecutionContext& context) {
+  std::vector<Value> values(tensors_.size());
+  for (std::size_t t = 0; t < tensors_.size(); ++t)
+    values[t].desc = &desc_at(context, tensors_[t].source);
+  for (std::uint32_t t : erase_first_) context.erase(values[t].desc->id);
+  auto input = [&](std::uint32_t t) -> Value& {
+    Value& v = values[t];
+    if (!v.known) {
+      v.handle = context.handle(v.desc->id, &v.failure);
+      v.known = true;
+    }
+    return v;
+  };
+
+  // Plan every kernel's outputs: lent input buffers or new ones.
+  bool lent = false;
+  for (const ElementwiseKernel& k : kernels_) {
+    for (std::size_t o = 0; o < k.outputs.size(); ++o) {
+      Value& out = values[k.outputs[o]];
+      out.known = true;
+      if (k.lend[o] >= 0) {
+        Value& in = input(k.inputs[static_cast<std::size_t>(k.lend[o])]);
+        // Ours and the handle container's reference, nothing else: nobody can see the writes.
+        if (!in.failure && in.handle.storage.use_count() == 2 &&
+            backends::is_contiguous(in.handle, in.desc->shape)) {
+          context.backend().overwrite(in.handle);
+          out.handle = in.handle;
+          lent = true;
+          continue;
+        }
+      }
+      out.handle = context.backend().allocate(out.desc->shape, out.desc->dtype);
+    }
+  }
+
+  // Each kernel's operands and scalars; a kernel with a failed input fails its outputs instead
+  // (and their readers). Returns false for such a kernel.
+  boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
+  boost::container::small_vector<std::int64_t, 8> scalars;
+  auto arguments = [&](const ElementwiseKernel& k) {
+    core::Failure failed;
+    ins.clear();
+    for (std::uint32_t t : k.inputs) {
+      Value& v = input(t);
+      if (v.failure && !failed) failed = v.failure;
+      ins.push_back({&v.handle, v.desc->shape, v.desc->dtype});
+    }
+    if (failed) {
+      for (std::uint32_t t : k.outputs) values[t].failure = failed;
+      return false;
+    }
+    outs.clear();
+    for (std::uint32_t t : k.outputs)
+      outs.push_back({&values[t].handle, values[t].desc->shape, values[t].desc->dtype});
+    scalars.clear();
+    for (std::size_t s = 0; s < k.scalars.size(); ++s) {
+      const Scalar& value = context.op(k.scalars[s].op).scalars[k.scalars[s].slot];
+      scalars.push_back(jit::scalar_bits(k.program.scalars[s], value));
+    }
+    return true;
+  };
+  // A launcher without a fallback (CUDA) may fail to build a kernel. Where an earlier kernel
+  // would already have written over a lent input, every kernel is made sure of first, so that a
+  // failure leaves the inputs as they were (with one kernel, or nothing lent, the launch's own
+  // failure changes nothing: no extra work on the common path).
+  if (lent && kernels_.size() > 1 && context.launcher().may_fail()) {
+    for (const ElementwiseKernel& k : kernels_)
+      if (arguments(k))
+        context.launcher().require(k.program, k.facts, desc_at(context, k.shape_source).shape, ins,
+                                   outs, scalars);
+  }
+  for (const ElementwiseKernel& k : kernels_) {
+    if (!arguments(k)) continue;
+    context.launcher().launch(k.program, k.facts, desc_at(context, k.shape_source).shape, ins, outs,
+                              scalars);
+  }
+
+  for (std::size_t t = 0; t < tensors_.size(); ++t) {
+    Value& v = values[t];
+    if (tensors_[t].publish) {
+      if (v.failure)
+        context.set_failed(v.desc->id, v.failure);
+      else
+        context.set_handle(v.desc->id, std::move(v.handle));
+    }
+    if (tensors_[t].erase && !std::binary_search(erase_first_.begin(), erase_first_.end(), t))
+      context.erase(v.desc->id);
+  }
+}
+
+void ElementwiseOptimization::read_ahead(jit::KernelCache& kernels) const {
+  for (const ElementwiseKernel& k : kernels_) kernels.read_ahead(k.facts.hash, k.program);
+}
+
+}  // namespace streamfuse::fusion

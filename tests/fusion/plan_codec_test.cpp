@@ -1,0 +1,271 @@
+// Plan files' payloads: an element-wise plan round-trips exactly, and no truncation, flipped byte
+// or state that does not fit its ops decodes into something unsafe to run.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <streamfuse/streamfuse.h>
+
+#include "bench/gelu_variants.h"
+#include "fusion/plan_codec.h"
+#include "fusion/builders/elementwise/optimization.h"
+#include "tests/fusion/recorded_segment.h"
+
+namespace sf = streamfuse;
+
+namespace streamfuse::cache {
+namespace {
+
+using fusion::ElementwiseOptimization;
+
+// The element-wise plan of a GELU with its custom erf (several kernels, scalars, broadcasts).
+std::shared_ptr<fusion::ExecutionPlan> gelu_plan() {
+  const sf::Tensor x = sf::randn({4, 64});
+  const sf::Tensor bias = sf::randn({64});
+  sf::Tensor y;
+  auto built = streamfuse::testing::build_elementwise(
+      [&] { y = sf::bench::gelu(x + bias, sf::bench::GeluVariant::kWithCustomErf) * 0.5f; });
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops = built.ops;
+  plan->optimization = std::move(built.optimization);
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnOperations, {plan->ops.front()}});
+  plan->successors = {plan->ops[1], plan->ops.front()};
+  return plan;
+}
+
+void expect_same_state(const ElementwiseOptimization& a, const ElementwiseOptimization& b) {
+  EXPECT_EQ(a.len(), b.len());
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (std::size_t t = 0; t < a.tensors().size(); ++t) {
+    EXPECT_EQ(a.tensors()[t].source.op, b.tensors()[t].source.op);
+    EXPECT_EQ(a.tensors()[t].source.slot, b.tensors()[t].source.slot);
+    EXPECT_EQ(a.tensors()[t].publish, b.tensors()[t].publish);
+    EXPECT_EQ(a.tensors()[t].erase, b.tensors()[t].erase);
+  }
+  ASSERT_EQ(a.kernels().size(), b.kernels().size());
+  for (std::size_t k = 0; k < a.kernels().size(); ++k) {
+    const fusion::ElementwiseKernel& x = a.kernels()[k];
+    const fusion::ElementwiseKernel& y = b.kernels()[k];
+    EXPECT_EQ(x.program, y.program);
+    EXPECT_EQ(x.facts.hash, y.facts.hash);
+    EXPECT_EQ(x.facts.divisor_scalars, y.facts.divisor_scalars);
+    EXPECT_EQ(x.shape_source.op, y.shape_source.op);
+    EXPECT_EQ(x.inputs, y.inputs);
+    EXPECT_EQ(x.outputs, y.outputs);
+    EXPECT_EQ(x.lend, y.lend);
+    ASSERT_EQ(x.scalars.size(), y.scalars.size());
+    for (std::size_t s = 0; s < x.scalars.size(); ++s) {
+      EXPECT_EQ(x.scalars[s].op, y.scalars[s].op);
+      EXPECT_EQ(x.scalars[s].slot, y.scalars[s].slot);
+    }
+  }
+}
+
+TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
+  const auto plan = gelu_plan();
+  ASSERT_GT(plan->ops.size(), 10u);
+  const std::string bytes = fusion::encode_plan(*plan);
+  const fusion::PlanDraft back = fusion::decode_plan(bytes);
+  EXPECT_EQ(back.ops, plan->ops);
+  EXPECT_EQ(back.triggers, plan->triggers);
+  EXPECT_EQ(back.successors, plan->successors);
+  const auto* opt = dynamic_cast<const ElementwiseOptimization*>(back.optimization.get());
+  ASSERT_NE(opt, nullptr);
+  expect_same_state(static_cast<const ElementwiseOptimization&>(*plan->optimization), *opt);
+  fusion::ExecutionPlan again;
+  again.ops = back.ops;
+  again.optimization = back.optimization;
+  again.triggers = back.triggers;
+  again.successors = back.successors;
+  EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+}
+
+TEST(PlanCodec, OperationsPlansHaveNoOptimization) {
+  fusion::ExecutionPlan plan;
+  plan.ops = gelu_plan()->ops;
+  const fusion::PlanDraft back = fusion::decode_plan(fusion::encode_plan(plan));
+  EXPECT_EQ(back.ops, plan.ops);
+  EXPECT_EQ(back.optimization, nullptr);
+}
+
+TEST(PlanCodec, EveryTruncationIsAFormatError) {
+  const std::string bytes = fusion::encode_plan(*gelu_plan());
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(fusion::decode_plan(std::string_view(bytes).substr(0, n)), FormatError) << n;
+}
+
+// A flipped byte either fails to decode or gives a plan that passed every check (its kernels fit
+// its ops); it never crashes (the sanitizer presets run this too).
+TEST(PlanCodec, FlippedBytesAreFormatErrorsOrCheckedPlans) {
+  const std::string bytes = fusion::encode_plan(*gelu_plan());
+  int errors = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    try {
+      const fusion::PlanDraft plan = fusion::decode_plan(bad);
+      EXPECT_FALSE(plan.ops.empty());
+    } catch (const FormatError&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, static_cast<int>(bytes.size() / 2));
+}
+
+// The state is checked against the plan's ops: a kernel whose input is now an i32 tensor (a plan
+// from a buggy build) does not decode.
+TEST(PlanCodec, StateThatDoesNotFitItsOpsIsRejected) {
+  auto plan = gelu_plan();
+  ASSERT_FALSE(plan->ops.front().inputs.empty());
+  for (core::TensorDesc& t : plan->ops.front().inputs) t.dtype = kI32;
+  EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError);
+}
+
+// Plans as the explorer makes them, from segments recorded through the API.
+std::shared_ptr<fusion::ExecutionPlan> plan_of(const std::function<void()>& program) {
+  auto built = streamfuse::testing::build_elementwise(program);
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops = built.ops;
+  plan->optimization = std::move(built.optimization);
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  return plan;
+}
+
+// `plan` with its element-wise state changed as `change` says: what a payload whose bytes changed
+// after its checksum was computed could hold.
+std::string with_state(const fusion::ExecutionPlan& plan,
+                       const std::function<void(std::vector<ElementwiseOptimization::Tensor>&,
+                                                std::vector<fusion::ElementwiseKernel>&)>& change) {
+  const auto& o = static_cast<const ElementwiseOptimization&>(*plan.optimization);
+  auto tensors = o.tensors();
+  auto kernels = o.kernels();
+  change(tensors, kernels);
+  fusion::ExecutionPlan changed;
+  changed.ops = plan.ops;
+  changed.triggers = plan.triggers;
+  changed.optimization =
+      std::make_shared<ElementwiseOptimization>(o.len(), std::move(tensors), std::move(kernels));
+  return fusion::encode_plan(changed);
+}
+
+// The relative tensor a state's tensor names.
+const core::TensorDesc& desc(const fusion::ExecutionPlan& plan, fusion::TensorSource s) {
+  const core::OpDesc& op = plan.ops.at(s.op);
+  return s.slot < 0 ? op.outputs.at(0) : op.inputs.at(static_cast<std::size_t>(s.slot));
+}
+
+// Two kernels: the first makes t of shape [8], the second reads it over [4, 8]. `wide` dies here
+// (moved into the second), a broadcast input of another shape than the output.
+struct TwoKernels {
+  sf::Tensor a = sf::randn({4, 8}), v = sf::randn({8}), wide = sf::randn({8}), t, y;
+  std::shared_ptr<fusion::ExecutionPlan> plan = plan_of([&] {
+    t = v * 2.0f;
+    y = a + t + std::move(wide);
+  });
+};
+
+TEST(PlanCodec, KernelsRunInTheOrderTheirTensorsAreMade) {
+  TwoKernels s;
+  const auto& o = static_cast<const ElementwiseOptimization&>(*s.plan->optimization);
+  ASSERT_EQ(o.kernels().size(), 2u);
+  ASSERT_NO_THROW(fusion::decode_plan(fusion::encode_plan(*s.plan)));
+  // The second kernel first: it would read t before anything wrote it.
+  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan, [](auto&, auto& k) { std::swap(k[0], k[1]); })),
+               FormatError);
+}
+
+TEST(PlanCodec, AKernelWritesOnlyTensorsTheSegmentMakes) {
+  TwoKernels s;
+  // The second kernel's output written over `a`, an input of the same shape and dtype.
+  bool found = false;
+  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
+                                      [&](auto& tensors, auto& k) {
+                                        const Shape& shape =
+                                            desc(*s.plan, tensors[k[1].outputs[0]].source).shape;
+                                        for (std::uint32_t t = 0; t < tensors.size(); ++t)
+                                          if (tensors[t].source.slot >= 0 && !tensors[t].erase &&
+                                              desc(*s.plan, tensors[t].source).shape == shape) {
+                                            k[1].outputs[0] = t;
+                                            found = true;
+                                          }
+                                      })),
+               FormatError);
+  EXPECT_TRUE(found);
+}
+
+TEST(PlanCodec, ABroadcastInputIsNotLentToAWiderOutput) {
+  TwoKernels s;
+  // `wide` dies in the segment, but holds 8 elements where the output needs 32: lent, the kernel
+  // would write past its buffer.
+  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
+                                      [&](auto& tensors, auto& k) {
+                                        for (std::size_t i = 0; i < k[1].inputs.size(); ++i)
+                                          if (tensors[k[1].inputs[i]].erase)
+                                            k[1].lend[0] = static_cast<std::int32_t>(i);
+                                      })),
+               FormatError);
+}
+
+TEST(PlanCodec, PublishedAndErasedTensorsAreExactlyThoseTheSegmentSays) {
+  TwoKernels s;
+  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
+                                      [](auto& tensors, auto&) {
+                                        for (auto& t : tensors) t.publish = false;
+                                      })),
+               FormatError)
+      << "a value the program holds would be lost";
+  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
+                                      [](auto& tensors, auto&) {
+                                        for (auto& t : tensors) t.erase = false;
+                                      })),
+               FormatError)
+      << "a dead tensor's handle would leak";
+  EXPECT_THROW(
+      fusion::decode_plan(with_state(*s.plan, [](auto& tensors, auto&) { tensors.push_back(tensors[0]); })),
+      FormatError)
+      << "one tensor listed twice";
+}
+
+TEST(PlanCodec, PlanOpsAreASegmentsRelativeForm) {
+  auto plan = gelu_plan();
+  ASSERT_NO_THROW(fusion::decode_plan(fusion::encode_plan(*plan)));
+  for (std::size_t i = 1; i < plan->ops.size(); ++i)
+    if (!plan->ops[i].outputs.empty()) {
+      plan->ops[i].outputs[0].id += 5;  // an id no converter gives
+      break;
+    }
+  EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError);
+}
+
+TEST(PlanCodec, TriggersWaitForOpsOnlyWhenTheySaySo) {
+  auto plan = gelu_plan();
+  plan->triggers = {{fusion::Trigger::Kind::kOnOperations, {}}};
+  EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError) << "a trigger that names nothing";
+  plan->triggers = {{fusion::Trigger::Kind::kAlways, {plan->ops.front()}}};
+  EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError);
+}
+
+TEST(PlanCodec, PlansWithoutACodecAreNotPersistable) {
+  struct Opaque final : fusion::Optimization {
+    std::size_t len() const override { return 1; }
+    void execute(fusion::ExecutionContext&) override {}
+    std::string describe() const override { return "opaque"; }
+  };
+  fusion::ExecutionPlan plan;
+  plan.ops = {gelu_plan()->ops.front()};
+  plan.optimization = std::make_shared<Opaque>();
+  EXPECT_FALSE(fusion::persistable(plan));
+  EXPECT_THROW(fusion::encode_plan(plan), FormatError);
+}
+
+TEST(PlanCodec, HashesAreStable) {
+  // File names derive from these: the same ops give the same names in every process.
+  const auto plan = gelu_plan();
+  EXPECT_EQ(fusion::plan_hash(plan->ops), fusion::plan_hash(fusion::decode_plan(fusion::encode_plan(*plan)).ops));
+  EXPECT_EQ(fusion::first_op_hash(plan->ops.front()), core::hash_op(plan->ops.front()));
+  EXPECT_NE(fusion::plan_hash(plan->ops), fusion::plan_hash(std::span(plan->ops).first(1)));
+}
+
+}  // namespace
+}  // namespace streamfuse::cache

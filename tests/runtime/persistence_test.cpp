@@ -1,0 +1,264 @@
+// Persistence end to end, in fresh processes (this test binary run again as a child): a warm
+// cache directory or a bundle makes the first iteration need no exploration and no compile; a
+// bundle from another machine keeps its plans and recompiles its kernels with one log line;
+// corrupt files and an unusable directory change nothing but speed, each said once; a bundle
+// loaded without its native code runs none of its shared objects.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <streamfuse/streamfuse.h>
+
+#include "runtime/bundle.h"
+#include "cache/cache_file.h"
+#include "fusion/plan_codec.h"
+#include "stream/runtime.h"
+#include "tests/cache/planted_library.h"
+#include "tests/file_text.h"
+#include "tests/jit/chain_program.h"
+#include "tests/scoped_env.h"
+#include "tests/temp_dir.h"
+
+namespace sf = streamfuse;
+namespace fs = std::filesystem;
+
+namespace streamfuse::cache {
+namespace {
+
+using streamfuse::testing::count_of;
+using streamfuse::testing::TempDir;
+
+// ---- the child: SF_PERSISTENCE_CHILD=run[,save:FILE][,load:FILE][,plans_only:FILE] ------------
+
+sf::Tensor model(const sf::Tensor& x, const sf::Tensor& w, const sf::Tensor& b) {
+  sf::Tensor h = sf::nn::gelu(sf::matmul(x, w) * 0.125f + b);
+  return sf::nn::layer_norm(h * h + 1.0f, {h.shape()[1]}, std::nullopt, std::nullopt);
+}
+
+// Prints "result k=v ..." on stdout: fusion statistics after the first iteration and at the end,
+// and a checksum of the output's bits.
+TEST(PersistenceChild, Run) {
+  const char* mode = std::getenv("SF_PERSISTENCE_CHILD");
+  if (!mode) GTEST_SKIP() << "run by the Persistence tests in a child process";
+  const std::string spec = mode;
+  auto arg = [&](const std::string& key) {
+    const std::size_t at = spec.find(key + ":");
+    if (at == std::string::npos) return std::string();
+    const std::size_t end = spec.find(',', at);
+    return spec.substr(at + key.size() + 1,
+                       end == std::string::npos ? end : end - at - key.size() - 1);
+  };
+  if (const std::string load = arg("load"); !load.empty()) sf::plans::load_bundle(load);
+  if (const std::string load = arg("plans_only"); !load.empty())
+    sf::plans::load_bundle(load, {.load_native_code = false});
+  sf::manual_seed(7);
+  const sf::Tensor x = sf::randn({64, 96}), w = sf::randn({96, 128}), b = sf::randn({128});
+  sf::synchronize();
+  // What was prepared and read ahead while the process started (made deterministic here by
+  // waiting for it; a real program just goes on).
+  sf::stream::DeviceRuntime::get(sf::Device::cpu()).preparer().wait_idle();
+  const sf::FusionStats before = sf::fusion_stats();
+  std::vector<float> out = model(x, w, b).to_vector<float>();
+  const sf::FusionStats first = sf::fusion_stats();
+  sf::wait_for_compiles();
+  for (int i = 0; i < 3; ++i) out = model(x, w, b).to_vector<float>();
+  if (const std::string save = arg("save"); !save.empty()) {
+    sf::wait_for_compiles();
+    sf::plans::save_bundle(save);
+  }
+  std::uint64_t checksum = 0;
+  for (float v : out) checksum = checksum * 1000003 + std::bit_cast<std::uint32_t>(v);
+  const sf::FusionStats end = sf::fusion_stats();
+  std::printf(
+      "result explored=%lld plans_loaded=%lld compiled=%lld kernels_loaded=%lld "
+      "prepared=%lld plans_ahead=%lld kernels_ahead=%lld first_interpreted=%lld "
+      "first_compiled=%lld checksum=%llu\n",
+      static_cast<long long>(end.plans_explored), static_cast<long long>(end.plans_loaded),
+      static_cast<long long>(end.kernels_compiled), static_cast<long long>(end.kernels_loaded),
+      static_cast<long long>(before.ops_prepared), static_cast<long long>(before.plans_loaded),
+      static_cast<long long>(before.kernels_loaded),
+      static_cast<long long>(first.interpreted_launches - before.interpreted_launches),
+      static_cast<long long>(first.compiled_launches - before.compiled_launches),
+      static_cast<unsigned long long>(checksum));
+}
+
+// ---- the parent -------------------------------------------------------------------------------
+
+struct Child {
+  std::map<std::string, std::string> result;
+  std::string err;
+  unsigned long long operator[](const std::string& k) const { return std::stoull(result.at(k)); }
+};
+
+Child run_child(const std::string& cache_dir, const std::string& mode,
+                const std::string& log = "") {
+  static int n = 0;
+  const fs::path err_file = fs::temp_directory_path() / ("sf-persist-" + std::to_string(getpid()) +
+                                                         "-" + std::to_string(++n) + ".err");
+  const std::string cmd = "STREAMFUSE_CACHE_DIR='" + cache_dir + "' SF_PERSISTENCE_CHILD='" + mode +
+                          "' STREAMFUSE_LOG='" + log + "' '" +
+                          fs::read_symlink("/proc/self/exe").string() +
+                          "' --gtest_filter=PersistenceChild.Run 2>'" + err_file.string() + "'";
+  Child c;
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t got; (got = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, got);
+    const int status = pclose(p);
+    EXPECT_EQ(status, 0) << out;
+  }
+  std::ifstream e(err_file);
+  c.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  fs::remove(err_file);
+  const std::size_t at = out.find("result ");
+  EXPECT_NE(at, std::string::npos) << out << c.err;
+  if (at == std::string::npos) return c;
+  std::istringstream fields(out.substr(at + 7, out.find('\n', at) - at - 7));
+  for (std::string f; fields >> f;) c.result[f.substr(0, f.find('='))] = f.substr(f.find('=') + 1);
+  return c;
+}
+
+TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
+  TempDir dir;
+  const Child cold = run_child(dir.path(), "run");
+  EXPECT_GT(cold["explored"], 0);
+  const Child warm = run_child(dir.path(), "run", "cache");
+  EXPECT_EQ(warm["explored"], 0) << warm.err;
+  EXPECT_GT(warm["plans_loaded"], 0);
+  EXPECT_EQ(warm["checksum"], cold["checksum"]);
+  EXPECT_NE(warm.err.find("[streamfuse:cache] hit: "), std::string::npos) << warm.err;
+  // The matmul's primitive was prepared while the process started, and the plans of the
+  // iteration were read ahead along the segments that followed the set-up's last time.
+  EXPECT_EQ(cold["prepared"], 0);
+  EXPECT_EQ(warm["prepared"], 1) << warm.err;
+  EXPECT_GT(warm["plans_ahead"], 3) << warm.err;
+  if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to persist";
+  EXPECT_GT(warm["kernels_ahead"], 0) << warm.err;  // loaded before the iteration needed them
+  EXPECT_GT(cold["compiled"], 0);
+  EXPECT_EQ(warm["compiled"], 0);
+  EXPECT_GT(warm["kernels_loaded"], 0);
+  EXPECT_EQ(warm["first_interpreted"], 0);  // every fused launch of iteration 1 ran compiled
+  EXPECT_GT(warm["first_compiled"], 0);
+}
+
+TEST(Persistence, ABundleStartsHotInAnEmptyCacheDirectory) {
+  TempDir a, b;
+  const std::string bundle = a.path() + "/model.sfplans";
+  const Child made = run_child(a.path() + "/cache", "run,save:" + bundle);
+  const Child loaded = run_child(b.path(), "run,load:" + bundle);
+  EXPECT_EQ(loaded["explored"], 0) << loaded.err;
+  EXPECT_GT(loaded["plans_loaded"], 0);
+  EXPECT_EQ(loaded["checksum"], made["checksum"]);
+  EXPECT_EQ(loaded["prepared"], 1) << loaded.err;  // the bundle lists the model's matmul
+  if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to bundle";
+  EXPECT_EQ(loaded["compiled"], 0);
+  EXPECT_EQ(loaded["first_interpreted"], 0);
+  // The bundle's kernels and plans were also written into the empty directory.
+  const Child again = run_child(b.path(), "run");
+  EXPECT_EQ(again["explored"], 0);
+  EXPECT_EQ(again["compiled"], 0);
+  EXPECT_EQ(again["prepared"], 1) << again.err;
+}
+
+TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels) {
+  if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to bundle";
+  TempDir a, b;
+  const std::string bundle = a.path() + "/model.sfplans";
+  const Child made = run_child(a.path() + "/cache", "run,save:" + bundle);
+  // Rewrite the libraries' fingerprints as another machine would have them.
+  std::vector<runtime::BundleSection> sections = runtime::read_bundle(bundle);
+  std::vector<std::shared_ptr<jit::LibraryImage>> foreign;
+  for (runtime::BundleSection& s : sections) {
+    for (jit::KernelRecord& k : s.kernels) {
+      auto image = std::make_shared<jit::LibraryImage>(*k.library);
+      image->fingerprint = "streamfuse 0.1.0; cxx another compiler; -march=elsewhere";
+      k.library = image;
+    }
+  }
+  write_cache_file(bundle, FileKind::kBundle, portable_fingerprint(), runtime::encode_bundle(sections));
+  const Child loaded = run_child(b.path(), "run,load:" + bundle);
+  EXPECT_EQ(loaded["explored"], 0) << loaded.err;  // plans are portable
+  EXPECT_GT(loaded["compiled"], 0);                // kernels are not
+  EXPECT_EQ(loaded["checksum"], made["checksum"]);
+  EXPECT_EQ(count_of(loaded.err, "compiled again here"), 1) << loaded.err;
+}
+
+// A bundle's shared objects replaced by one of the test's (checksum computed again, so the file
+// reads as sound): loaded as usual, the process runs the planted code; loaded with
+// load_native_code off, it never loads it, and compiles the kernels itself to the same results.
+TEST(Persistence, ABundleLoadedWithoutNativeCodeRunsNoneOfItsSharedObjects) {
+  if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to bundle";
+  TempDir a, b, c;
+  const std::string bundle = a.path() + "/model.sfplans";
+  const Child made = run_child(a.path() + "/cache", "run,save:" + bundle);
+  const std::optional<std::string> planted = testing::planted_library();
+  ASSERT_TRUE(planted);
+  ASSERT_GT(testing::plant_in_bundle(bundle, *planted), 0u);
+  const std::string marker = a.path() + "/planted-code-ran";
+  testing::ScopedEnv env(testing::kPlantedMarkerVariable, marker);
+
+  const Child safe = run_child(b.path(), "run,plans_only:" + bundle);
+  EXPECT_FALSE(fs::exists(marker)) << "a shared object of the bundle was loaded\n" << safe.err;
+  EXPECT_EQ(safe["checksum"], made["checksum"]);
+  EXPECT_EQ(safe["explored"], 0) << safe.err;  // the plans were taken
+  EXPECT_GT(safe["compiled"], 0);
+  EXPECT_EQ(safe["kernels_loaded"], 0);
+  // Nothing of the bundle's code reached the cache directory either: a later run compiles or
+  // loads only what the first one built here.
+  for (const auto& e : fs::recursive_directory_iterator(b.path()))
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      const std::string bytes(std::istreambuf_iterator<char>(in), {});
+      EXPECT_EQ(bytes.find(*planted), std::string::npos) << e.path();
+    }
+  const Child again = run_child(b.path(), "run");
+  EXPECT_FALSE(fs::exists(marker)) << again.err;
+  EXPECT_EQ(again["checksum"], made["checksum"]);
+
+  // The control: loaded as usual, the planted constructor runs (which is why the option exists).
+  run_child(c.path(), "run,load:" + bundle);
+  EXPECT_TRUE(fs::exists(marker)) << "the planted library was not loaded: this test shows nothing";
+}
+
+TEST(Persistence, CorruptFilesAreMissesWithOneWarningEachAndResultsStayTheSame) {
+  TempDir dir;
+  const Child cold = run_child(dir.path(), "run");
+  int corrupted = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
+    if (!e.is_regular_file() || e.path().filename() == "claims") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(e.path()) - 1));
+    f.put('\x7f');
+    ++corrupted;
+  }
+  ASSERT_GT(corrupted, 0);
+  const Child hurt = run_child(dir.path(), "run");
+  EXPECT_EQ(hurt["checksum"], cold["checksum"]);
+  EXPECT_GT(hurt["explored"], 0);
+  const int warnings = count_of(hurt.err, "warning: cache: ignored ");
+  EXPECT_GT(warnings, 0) << hurt.err;
+  EXPECT_LE(warnings, corrupted) << hurt.err;         // at most once per file
+  const Child healed = run_child(dir.path(), "run");  // rebuilt by the run before
+  EXPECT_EQ(healed["explored"], 0) << healed.err;
+  EXPECT_EQ(count_of(healed.err, "warning:"), 0) << healed.err;
+}
+
+TEST(Persistence, AnUnusableCacheDirectoryWorksWithoutPersistenceAndSaysSoOnce) {
+  TempDir dir;
+  const std::string file = dir.write("not-a-directory", "x");
+  const Child c = run_child(file + "/cache", "run");
+  EXPECT_GT(c["explored"], 0);
+  EXPECT_EQ(count_of(c.err, "warning:"), 1) << c.err;
+  EXPECT_NE(c.err.find("not persisted"), std::string::npos) << c.err;
+  const Child fine = run_child(dir.path() + "/cache", "run");
+  EXPECT_EQ(fine["checksum"], c["checksum"]);
+}
+
+}  // namespace
+}  // namespace streamfuse::cache
