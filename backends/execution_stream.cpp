@@ -3,7 +3,7 @@
 namespace streamfuse::backends {
 namespace {
 
-// Initial-exec TLS, as stream/thread_local.h explains: read on every backend call.
+// Initial-exec TLS, as core/thread_local.h explains: read on every backend call.
 thread_local __attribute__((tls_model("initial-exec"))) StreamId t_stream = 0;
 
 }  // namespace

@@ -1,7 +1,7 @@
 // PreparedOpFiles: the ops a device's backend prepared in earlier processes, in
 // prepared/<device>.ops of the cache directory, the most recently first used first (at most
 // kMaxPreparedOps). A process reads the file once, when its device runtime is made, and prepares
-// those ops while it starts (stream/preparer.h); an op it uses that the file lacks is written to
+// those ops while it starts (runtime/preparer.h); an op it uses that the file lacks is written to
 // its front by a background thread. Processes that add ops at the same time
 // may lose one another's additions (each rewrites the file whole): the op is then added again by
 // the next process that uses it.

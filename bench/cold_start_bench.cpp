@@ -39,7 +39,7 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 #include "stream/stream.h"
 
 extern char** environ;
@@ -149,7 +149,7 @@ int run_child(int argc, char** argv) {
   const double hot_after_ms = ms_since(start);
 
   for (int i = 0; i < kWarmupIterations; ++i) timed_iteration(m);
-  sf::stream::Stream* stream = sf::stream::DeviceRuntime::get(device).current_stream();
+  sf::stream::Stream* stream = sf::runtime::DeviceRuntime::get(device).streams().current();
   const std::uint64_t recorded_before = stream->next_seq();
   std::vector<double> steady(kSteadyIterations);
   for (double& t : steady) t = timed_iteration(m);

@@ -9,7 +9,7 @@
 #include "bench/gelu_hand_loop.h"
 #include "bench/gelu_variants.h"
 #include "jit/kernel_cache.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 
 namespace sf = streamfuse;
 using sf::bench::GeluVariant;
@@ -46,7 +46,7 @@ void BM_Gelu(benchmark::State& state) {
   for (int warm_up = 0; warm_up < 3; ++warm_up) {
     sf::Tensor warm = sf::bench::gelu(x, variant);
     sf::synchronize();
-    if (auto* cache = sf::stream::DeviceRuntime::get(sf::Device::cpu()).kernel_cache())
+    if (auto* cache = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).kernel_cache())
       cache->wait_idle();
   }
   sf::synchronize();  // runs the warm-up tensors' drops, so the baseline holds only x

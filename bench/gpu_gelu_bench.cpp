@@ -12,7 +12,8 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "bench/gelu_variants.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
+#include "stream/stream.h"
 #include "stream/tensor_node.h"
 
 namespace sf = streamfuse;
@@ -49,7 +50,7 @@ const sf::Tensor& input() {
 class EventTimer {
  public:
   EventTimer()
-      : rt_(sf::stream::DeviceRuntime::get(kGpu)),
+      : rt_(sf::runtime::DeviceRuntime::get(kGpu)),
         gpu_(dynamic_cast<sf::backends::cuda::CudaBackend&>(rt_.backend())),
         d_(gpu_.context()->driver()) {
     gpu_.context()->make_current();
@@ -60,11 +61,11 @@ class EventTimer {
     d_.event_destroy(start_);
     d_.event_destroy(stop_);
   }
-  CUstream stream() { return gpu_.streams().get(rt_.current_stream()->id()); }
+  CUstream stream() { return gpu_.streams().get(rt_.streams().current()->id()); }
   void start() { d_.check(d_.event_record(start_, stream()), "record"); }
   // Runs what the stream has queued, then returns the seconds between start() and its end.
   double stop() {
-    rt_.current_stream()->drain();
+    rt_.streams().current()->drain();
     d_.check(d_.event_record(stop_, stream()), "record");
     d_.check(d_.event_synchronize(stop_), "synchronize");
     float ms = 0;
@@ -74,7 +75,7 @@ class EventTimer {
   const sf::backends::cuda::Driver& driver() const { return d_; }
 
  private:
-  sf::stream::DeviceRuntime& rt_;
+  sf::runtime::DeviceRuntime& rt_;
   sf::backends::cuda::CudaBackend& gpu_;
   const sf::backends::cuda::Driver& d_;
   CUevent start_ = nullptr, stop_ = nullptr;
@@ -109,7 +110,7 @@ void BM_GpuDeviceToDeviceCopy(benchmark::State& state) {
   if (const std::string why = gpu_missing(); !why.empty()) return state.SkipWithError(why.c_str());
   sf::Tensor dst = sf::zeros(kShape, sf::kF32, kGpu);
   sf::synchronize(kGpu);
-  auto& rt = sf::stream::DeviceRuntime::get(kGpu);
+  auto& rt = sf::runtime::DeviceRuntime::get(kGpu);
   sf::core::Failure failure;
   const auto from = rt.handles().get(input().node()->id, &failure);
   const auto to = rt.handles().get(dst.node()->id, &failure);

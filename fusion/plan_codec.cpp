@@ -1,23 +1,12 @@
 #include "fusion/plan_codec.h"
 
-#include <array>
-
-#include "fusion/builders/elementwise/codec.h"
 #include "cache/op_codec.h"
 #include "core/hash_mix.h"
 #include "core/relative.h"
+#include "fusion/builders/registry.h"
 
 namespace streamfuse::fusion {
 namespace {
-
-// Every optimization that persists. A builder whose optimization should persist adds its codec.
-const std::array<const OptimizationCodec*, 1> kCodecs = {&kElementwiseCodec};
-
-const OptimizationCodec* codec_named(std::string_view name) {
-  for (const OptimizationCodec* c : kCodecs)
-    if (c->name == name) return c;
-  return nullptr;
-}
 
 void put_ops(cache::OutArchive& out, std::span<const core::OpDesc> ops) {
   out(static_cast<std::uint32_t>(ops.size()));

@@ -9,18 +9,10 @@
 #include <string_view>
 
 #include "cache/archive.h"
+#include "fusion/optimization_codec.h"
 #include "fusion/plan.h"
 
 namespace streamfuse::fusion {
-
-// One Optimization class's persistence. decode() checks every index against the plan's ops, so
-// a decoded optimization is as safe to run as a built one.
-struct OptimizationCodec {
-  std::string_view name;
-  void (*encode)(cache::OutArchive& out, const fusion::Optimization& optimization);
-  std::shared_ptr<fusion::Optimization> (*decode)(cache::InArchive& in,
-                                                  std::span<const core::OpDesc> ops);
-};
 
 // Whether `plan` can be persisted (its optimization, if any, has a codec).
 bool persistable(const fusion::ExecutionPlan& plan);

@@ -27,6 +27,11 @@ class CpuLauncher final : public KernelLauncher {
   std::uint64_t interpreted_launches() const {
     return interpreted_.load(std::memory_order_relaxed);
   }
+  void configure(int num_threads, bool compile) override {
+    set_num_threads(num_threads);
+    set_compile(compile);
+  }
+  Counts counts() const override { return {compiled_launches(), interpreted_launches()}; }
 
  private:
   const backends::cpu::KernelTable& kernels_;

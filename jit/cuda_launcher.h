@@ -35,6 +35,7 @@ class CudaLauncher final : public KernelLauncher {
                std::span<const std::int64_t> scalars) override;
 
   std::uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+  Counts counts() const override { return {launches(), 0}; }
 
  private:
   struct Prepared;

@@ -36,6 +36,15 @@ class KernelLauncher {
                        std::span<const std::int64_t> scalars) {
     (void)program, (void)facts, (void)shape, (void)inputs, (void)outputs, (void)scalars;
   }
+
+  // Takes up the settings that concern launches: the threads a kernel may use, and whether
+  // kernels are compiled (else interpreted, where the launcher can).
+  virtual void configure(int num_threads, bool compile) { (void)num_threads, (void)compile; }
+  struct Counts {
+    std::uint64_t compiled = 0;     // launches that ran a compiled kernel
+    std::uint64_t interpreted = 0;  // launches that ran the interpreter
+  };
+  virtual Counts counts() const { return {}; }
 };
 
 }  // namespace streamfuse::jit

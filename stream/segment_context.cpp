@@ -1,30 +1,30 @@
 #include "stream/segment_context.h"
 
+#include "stream/device_streams.h"
 #include "stream/execute_op.h"
-#include "stream/runtime.h"
 
 namespace streamfuse::stream {
 
 void SegmentContext::run_operation(std::size_t i) {
-  execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
+  execute_op(queue_.global(i), *device_.handles, *device_.backend);
 }
 
 backends::TensorHandle SegmentContext::handle(core::TensorId id, core::Failure* failure) {
-  return runtime_.handles().get(id, failure);
+  return device_.handles->get(id, failure);
 }
 
 void SegmentContext::set_handle(core::TensorId id, backends::TensorHandle h) {
-  runtime_.handles().insert(id, std::move(h));
+  device_.handles->insert(id, std::move(h));
 }
 
 void SegmentContext::set_failed(core::TensorId id, core::Failure why) {
-  runtime_.handles().mark_failed(id, std::move(why));
+  device_.handles->mark_failed(id, std::move(why));
 }
 
-void SegmentContext::erase(core::TensorId id) { runtime_.handles().erase(id); }
+void SegmentContext::erase(core::TensorId id) { device_.handles->erase(id); }
 
-backends::Backend& SegmentContext::backend() { return runtime_.backend(); }
+backends::Backend& SegmentContext::backend() { return *device_.backend; }
 
-jit::KernelLauncher& SegmentContext::launcher() { return runtime_.launcher(); }
+jit::KernelLauncher& SegmentContext::launcher() { return *device_.launcher; }
 
 }  // namespace streamfuse::stream

@@ -1,5 +1,5 @@
 // The ExecutionContext fusion runs a stream's segments in: the stream's queue, the device's
-// handle container, backend and kernel launcher.
+// handle container, backend and kernel launcher (not owned: the device runtime's).
 #pragma once
 
 #include "fusion/context.h"
@@ -7,12 +7,12 @@
 
 namespace streamfuse::stream {
 
-class DeviceRuntime;
+struct StreamDevice;
 
 class SegmentContext final : public fusion::ExecutionContext {
  public:
-  SegmentContext(const OperationQueue& queue, DeviceRuntime& runtime)
-      : queue_(queue), runtime_(runtime) {}
+  SegmentContext(const OperationQueue& queue, const StreamDevice& device)
+      : queue_(queue), device_(device) {}
 
   const core::OpDesc& op(std::size_t i) const override { return queue_.global(i); }
   void run_operation(std::size_t i) override;
@@ -25,7 +25,7 @@ class SegmentContext final : public fusion::ExecutionContext {
 
  private:
   const OperationQueue& queue_;
-  DeviceRuntime& runtime_;
+  const StreamDevice& device_;
 };
 
 }  // namespace streamfuse::stream

@@ -1,27 +1,17 @@
 #include "stream/stream.h"
 
-#include "fusion/builders/elementwise/builder.h"
-#include "stream/execute_op.h"
 #include "core/log.h"
-#include "stream/runtime.h"
-#include "stream/tensor_node.h"
+#include "fusion/builders/registry.h"
+#include "stream/cross_stream.h"
+#include "stream/device_streams.h"
+#include "stream/execute_op.h"
 
 namespace streamfuse::stream {
-namespace {
-
-std::vector<std::unique_ptr<fusion::OptimizationBuilder>> make_builders() {
-  std::vector<std::unique_ptr<fusion::OptimizationBuilder>> builders;
-  builders.push_back(std::make_unique<fusion::ElementwiseBuilder>());
-  return builders;
-}
-
-}  // namespace
-
-Stream::Stream(DeviceRuntime& runtime, backends::StreamId id)
-    : runtime_(runtime),
+Stream::Stream(DeviceStreams& device, backends::StreamId id)
+    : device_(device),
       id_(id),
-      context_(queue_, runtime),
-      processor_(runtime.plan_store(), make_builders()) {}
+      context_(queue_, device.device()),
+      processor_(*device.device().plans, fusion::make_builders()) {}
 
 void Stream::record(core::OpDesc&& op, std::span<TensorNode* const> pins, bool may_run) {
   std::vector<TensorNode*> released;
@@ -32,7 +22,7 @@ void Stream::record(core::OpDesc&& op, std::span<TensorNode* const> pins, bool m
     queue_.push(std::move(op));
     recorded_.store(seq + 1, std::memory_order_release);
     if (may_run) {
-      const bool full = queue_.size() >= runtime_.queue_bound();
+      const bool full = queue_.size() >= device_.queue_bound();
       released = advance_locked(full ? fusion::ExecutionMode::kSync : fusion::ExecutionMode::kLazy);
     }
   }
@@ -52,7 +42,7 @@ void Stream::drain() {
 std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
   // Whichever thread drains, the work goes to this stream's queue on the device.
   const backends::StreamScope scope(id_);
-  const bool fuse = runtime_.fusion_enabled();
+  const bool fuse = device_.fusion_enabled();
   if (fuse != fused_) {  // fusion switched on or off: the processor starts over
     processor_.reset();
     fused_ = fuse;
@@ -63,7 +53,7 @@ std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
     if (log_enabled(core::LogChannel::kStream) && !queue_.empty())
       log_line(core::LogChannel::kStream, "running " + std::to_string(queue_.size()) + " queued ops");
     for (std::size_t i = 0; i < queue_.size(); ++i)
-      execute_op(queue_.global(i), runtime_.handles(), runtime_.backend());
+      execute_op(queue_.global(i), device_.handles(), device_.backend());
     queue_.clear();
   }
   // Ops run in order from the head: everything recorded but still queued has not run.

@@ -16,7 +16,7 @@
 
 namespace streamfuse::stream {
 
-class DeviceRuntime;
+class DeviceStreams;
 struct TensorNode;
 
 // Ops are numbered in recording order (their sequence number); an op has run once executed()
@@ -25,7 +25,7 @@ struct TensorNode;
 class Stream {
  public:
   // `id` names the stream to the backend (backends/execution_stream.h): unique per device.
-  Stream(DeviceRuntime& runtime, backends::StreamId id);
+  Stream(DeviceStreams& device, backends::StreamId id);
   backends::StreamId id() const { return id_; }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -53,7 +53,7 @@ class Stream {
   // Runs queued ops (all of them in sync mode); requires mutex_. Returns the pins whose ops ran.
   std::vector<TensorNode*> advance_locked(fusion::ExecutionMode mode);
 
-  DeviceRuntime& runtime_;
+  DeviceStreams& device_;
   const backends::StreamId id_;
   std::mutex mutex_;
   OperationQueue queue_;

@@ -3,8 +3,9 @@
 #include <vector>
 
 #include "core/log.h"
-#include "stream/thread_local.h"
-#include "stream/runtime.h"
+#include "core/thread_local.h"
+#include "stream/cross_stream.h"
+#include "stream/device_streams.h"
 #include "stream/stream.h"
 
 namespace streamfuse::stream {
@@ -32,29 +33,10 @@ void free_node(TensorNode* n) {
   delete n;
 }
 
-// Records the Drop of a tensor whose last handle went away. Never runs queued ops: this is
-// called from destructors.
-void record_drop(TensorNode* n) {
-  DeviceRuntime& rt = *n->runtime;
-  Stream* current = rt.current_stream();
-  Stream* home = n->home;
-  if (home && home != current &&
-      home->executed() < n->home_uses_through.load(std::memory_order_acquire))
-    home->drain();
-  if (!current) {  // the thread is exiting and its streams are retired: drop at once
-    rt.handles().erase(n->id);
-    return;
-  }
-  core::OpDesc op;
-  op.kind = core::OpKind::kDrop;
-  op.inputs.push_back(core::TensorDesc{n->id, n->shape, n->dtype, core::TensorStatus::kReadWrite});
-  current->record(std::move(op), {}, /*may_run=*/false);
-}
-
 }  // namespace
 
-TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, core::TensorId id,
-                     const Shape& shape, DType dtype) {
+TensorNode* new_node(DeviceStreams& streams, Stream* home, std::uint64_t uses_through,
+                     core::TensorId id, const Shape& shape, DType dtype) {
   TensorNode* n;
   if (!t_pool_gone && !t_pool.free.empty()) {
     n = t_pool.free.back();
@@ -65,10 +47,10 @@ TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_th
     n = new TensorNode;
   }
   n->dtype = dtype;
-  n->device = runtime.device();
+  n->device = streams.device().device;
   n->id = id;
   n->shape = shape;
-  n->runtime = &runtime;
+  n->streams = &streams;
   n->home = home;
   n->home_uses_through.store(uses_through, std::memory_order_relaxed);
   return n;

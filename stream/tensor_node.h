@@ -10,7 +10,7 @@
 
 namespace streamfuse::stream {
 
-class DeviceRuntime;
+class DeviceStreams;
 class Stream;
 
 struct TensorNode {
@@ -21,7 +21,7 @@ struct TensorNode {
   Device device;
   core::TensorId id = 0;
   Shape shape;
-  DeviceRuntime* runtime = nullptr;
+  DeviceStreams* streams = nullptr;  // of its device
   // The stream that made the tensor, and 1 + the number of the last op on that stream that made
   // or used it (0: none). Another stream that uses the tensor first drains `home` unless
   // home->executed() has passed that, so the value exists and no queued use on `home` can
@@ -32,10 +32,11 @@ struct TensorNode {
 
 // A node with one reference. Nodes are recycled through a per-thread pool: steady-state ops
 // allocate none.
-TensorNode* new_node(DeviceRuntime& runtime, Stream* home, std::uint64_t uses_through, core::TensorId id,
-                     const Shape& shape, DType dtype);
+TensorNode* new_node(DeviceStreams& streams, Stream* home, std::uint64_t uses_through,
+                     core::TensorId id, const Shape& shape, DType dtype);
 inline void retain(TensorNode* n) { n->refs.fetch_add(1, std::memory_order_relaxed); }
-// Drops one reference; the last one records a Drop (unless consumed) and frees the node.
+// Drops one reference; the last one records a Drop (unless consumed: stream/cross_stream.h) and
+// frees the node.
 void release(TensorNode* n) noexcept;
 
 }  // namespace streamfuse::stream

@@ -7,7 +7,10 @@
 #include <streamfuse/streamfuse.h>
 
 #include "core/relative.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
+#include "stream/stream.h"
+
+namespace runtime = streamfuse::runtime;
 
 namespace core = streamfuse::core;
 
@@ -25,7 +28,7 @@ std::vector<core::OpDesc> relative_form(const std::function<void()>& program) {
   big.queue_bound = 1 << 20;  // nothing runs before we look
   big.fusion = false;         // (the segment processor would run what it can)
   sf::set_config(big);
-  st::Stream* s = st::DeviceRuntime::get(sf::Device::cpu()).current_stream();
+  st::Stream* s = runtime::DeviceRuntime::get(sf::Device::cpu()).streams().current();
   program();
   std::vector<core::OpDesc> ops;
   const st::OperationQueue& q = s->queue_for_testing();

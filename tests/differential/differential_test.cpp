@@ -1,7 +1,7 @@
 // Random programs give the same values eagerly (one op at a time), unfused (queued), fused and
 // interpreted, and fused and compiled: bitwise, NaN payloads aside, since every path computes
 // each op with the same functions (the math functions' own error is measured against double
-// precision in tests/backends/cpu/vector_math_test.cpp and tests/frontend/elementwise_test.cpp).
+// precision in tests/backends/cpu/vector_math_test.cpp and tests/api/elementwise_test.cpp).
 //
 // STREAMFUSE_DIFF_PROGRAMS sets how many programs (default 10000, split over the shards) run
 // eagerly, unfused and fused-interpreted; STREAMFUSE_DIFF_COMPILED how many of them (default 120)
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "jit/cpu_launcher.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 #include "tests/differential/random_program.h"
 
 namespace sf = streamfuse;
@@ -102,7 +102,7 @@ TEST_P(DifferentialTest, EagerUnfusedInterpretedAndCompiledAgree) {
   seeds.resize(compiled_count);
   Results eager_compiled(eager.begin(),
                          eager.begin() + static_cast<std::ptrdiff_t>(compiled_count));
-  sf::stream::DeviceRuntime& rt = sf::stream::DeviceRuntime::get(sf::Device::cpu());
+  sf::runtime::DeviceRuntime& rt = sf::runtime::DeviceRuntime::get(sf::Device::cpu());
   auto& launcher = dynamic_cast<sf::jit::CpuLauncher&>(rt.launcher());
   configure(true, sf::JitMode::kCompile, 256);
   run_all(programs);

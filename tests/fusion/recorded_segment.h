@@ -11,7 +11,8 @@
 
 #include "fusion/builders/elementwise/builder.h"
 #include "fusion/builders/elementwise/optimization.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
+#include "stream/stream.h"
 
 namespace streamfuse::testing {
 
@@ -29,7 +30,7 @@ inline RecordedOps record_without_running(const std::function<void()>& program) 
   c.fusion = false;
   c.queue_bound = 1 << 20;
   set_config(c);
-  stream::Stream* s = stream::DeviceRuntime::get(Device::cpu()).current_stream();
+  stream::Stream* s = runtime::DeviceRuntime::get(Device::cpu()).streams().current();
   program();
   RecordedOps ops;
   const stream::OperationQueue& q = s->queue_for_testing();

@@ -18,7 +18,7 @@
 #include "runtime/bundle.h"
 #include "cache/cache_file.h"
 #include "fusion/plan_codec.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 #include "tests/cache/planted_library.h"
 #include "tests/file_text.h"
 #include "tests/jit/chain_program.h"
@@ -62,7 +62,7 @@ TEST(PersistenceChild, Run) {
   sf::synchronize();
   // What was prepared and read ahead while the process started (made deterministic here by
   // waiting for it; a real program just goes on).
-  sf::stream::DeviceRuntime::get(sf::Device::cpu()).preparer().wait_idle();
+  sf::runtime::DeviceRuntime::get(sf::Device::cpu()).preparer().wait_idle();
   const sf::FusionStats before = sf::fusion_stats();
   std::vector<float> out = model(x, w, b).to_vector<float>();
   const sf::FusionStats first = sf::fusion_stats();

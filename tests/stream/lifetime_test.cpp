@@ -4,7 +4,10 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
+#include "stream/stream.h"
+
+namespace runtime = streamfuse::runtime;
 
 namespace sf = streamfuse;
 namespace st = streamfuse::stream;
@@ -13,7 +16,7 @@ namespace {
 
 std::size_t live_handles() {
   sf::synchronize();
-  return st::DeviceRuntime::get(sf::Device::cpu()).handles().size();
+  return runtime::DeviceRuntime::get(sf::Device::cpu()).handles().size();
 }
 
 TEST(LifetimeTest, AMillionOpsLeaveNoBufferBehind) {

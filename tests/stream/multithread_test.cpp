@@ -8,7 +8,7 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 
 namespace sf = streamfuse;
 
@@ -16,7 +16,7 @@ namespace {
 
 std::size_t st_handles() {
   sf::synchronize();
-  return streamfuse::stream::DeviceRuntime::get(sf::Device::cpu()).handles().size();
+  return streamfuse::runtime::DeviceRuntime::get(sf::Device::cpu()).handles().size();
 }
 
 class MultiThreadTest : public ::testing::Test {

@@ -3,14 +3,17 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
+#include "stream/stream.h"
+
+namespace runtime = streamfuse::runtime;
 
 namespace sf = streamfuse;
 namespace st = streamfuse::stream;
 
 namespace {
 
-st::Stream& this_stream() { return *st::DeviceRuntime::get(sf::Device::cpu()).current_stream(); }
+st::Stream& this_stream() { return *runtime::DeviceRuntime::get(sf::Device::cpu()).streams().current(); }
 
 class StreamTest : public ::testing::Test {
  protected:

@@ -26,7 +26,7 @@
 #include "fusion/plan_codec.h"
 #include "backends/prepared_op_codec.h"
 #include "jit/system_compiler.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 #include "tests/file_text.h"
 #include "tests/temp_dir.h"
 
@@ -67,7 +67,7 @@ inline const fs::path& filled_cache() {
     const sf::Tensor b = sf::from_vector(std::vector<float>(16 * 32, 2.0f), sf::Shape{16, 32});
     EXPECT_FLOAT_EQ(sf::matmul(a, b.transpose(0, 1)).to_vector<float>()[7], 32.0f);
 
-    sf::stream::DeviceRuntime& cpu = sf::stream::DeviceRuntime::get(sf::Device::cpu());
+    sf::runtime::DeviceRuntime& cpu = sf::runtime::DeviceRuntime::get(sf::Device::cpu());
     cpu.plan_files().flush();
     cpu.prepared_op_files().flush();
     return fs::path(path);

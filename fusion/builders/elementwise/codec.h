@@ -2,7 +2,7 @@
 // fused program and where its operands and scalars come from in the segment.
 #pragma once
 
-#include "fusion/plan_codec.h"
+#include "fusion/optimization_codec.h"
 
 namespace streamfuse::fusion {
 

@@ -10,7 +10,7 @@
 #include <streamfuse/streamfuse.h>
 
 #include "backends/cpu/matmul.h"
-#include "stream/runtime.h"
+#include "runtime/device_runtime.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
@@ -107,7 +107,7 @@ TEST(MatmulPrepare, TheRuntimeRemembersTheMatmulsItUsed) {
   Tensor a = randn({6, 10}), b = randn({5, 10});
   Tensor c = matmul(a, transpose(b, 0, 1));  // b read through a transposed view
   synchronize();
-  const auto used = stream::DeviceRuntime::get(Device::cpu()).used_prepared_ops();
+  const auto used = runtime::DeviceRuntime::get(Device::cpu()).used_prepared_ops();
   const PreparedOp* found = nullptr;
   for (const PreparedOp& p : used)
     if (p.op.inputs[0].shape == Shape{6, 10} && p.op.inputs[1].shape == Shape{10, 5}) found = &p;

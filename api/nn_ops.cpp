@@ -1,0 +1,84 @@
+// nn:: functions, composed from API ops so that fusion sees (and fuses) their parts. Each runs its
+// steps through api_call, so that an error names the function the user called.
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "api/api_call.h"
+#include "api/recorder.h"
+#include "streamfuse/error.h"
+#include "streamfuse/ops.h"
+
+namespace streamfuse::nn {
+
+using api::api_call;
+using api::describe;
+using api::node_of;
+
+Tensor gelu(Tensor x, GeluApproximation approximation) {
+  return api_call("gelu", [&] {
+    node_of(x, "gelu");
+    if (approximation == GeluApproximation::kNone) {
+      const float inv_sqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
+      Tensor t = x * inv_sqrt2;
+      return x * (erf(std::move(t)) + 1.0f) * 0.5f;
+    }
+    const float k = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+    Tensor cube = x * x * x;
+    Tensor inner = (x + std::move(cube) * 0.044715f) * k;
+    return x * (tanh(std::move(inner)) + 1.0f) * 0.5f;
+  });
+}
+
+Tensor softmax(Tensor x, int axis) {
+  return api_call("softmax", [&] {
+    const DType in = node_of(x, "softmax").dtype;
+    // f16/bf16 (and integer) inputs compute in f32, as in PyTorch; float results convert back.
+    Tensor xf = std::move(x).to(kF32);
+    Tensor shifted = xf - max(xf, axis, /*keepdim=*/true);
+    Tensor e = exp(std::move(shifted));
+    Tensor s = sum(e, axis, /*keepdim=*/true);
+    Tensor out = std::move(e) / std::move(s);
+    return is_floating(in) ? std::move(out).to(in) : out;
+  });
+}
+
+Tensor layer_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight,
+                  std::optional<Tensor> bias, double eps) {
+  return api_call("layer_norm", [&] {
+    const stream::TensorNode& n = node_of(x, "layer_norm");
+    const Shape shape = n.shape;
+    const DType in = n.dtype;
+    const int k = normalized_shape.rank(), lead = shape.rank() - k;
+    bool ok = k >= 1 && lead >= 0;
+    for (int i = 0; ok && i < k; ++i) ok = shape[lead + i] == normalized_shape[i];
+    if (!ok)
+      throw ShapeError("layer_norm: normalized_shape " + normalized_shape.to_string() +
+                       " must be the trailing dimensions of the input " + describe(x));
+    for (const auto* p : {&weight, &bias}) {
+      if (*p && !(node_of(**p, "layer_norm").shape == normalized_shape))
+        throw ShapeError("layer_norm: weight and bias must have shape " +
+                         normalized_shape.to_string() + ", got " + describe(**p));
+    }
+    // Flatten the normalized dimensions into one, normalize along it, restore the shape.
+    Shape flat;
+    for (int i = 0; i < lead; ++i) flat.push_back(shape[i]);
+    flat.push_back(normalized_shape.numel());
+    Tensor xf = reshape(std::move(x), flat).to(kF32);  // f16/bf16 normalize in f32
+    Tensor centered = xf - mean(xf, -1, /*keepdim=*/true);
+    Tensor var = mean(centered * centered, -1, /*keepdim=*/true);
+    Tensor y = reshape(std::move(centered) * rsqrt(std::move(var) + eps), shape);
+    if (weight) y = std::move(y) * *weight;
+    if (bias) y = std::move(y) + *bias;
+    return is_floating(in) ? std::move(y).to(in) : y;
+  });
+}
+
+Tensor silu(Tensor x) {
+  return api_call("silu", [&] {
+    node_of(x, "silu");
+    return x * sigmoid(x);
+  });
+}
+
+}  // namespace streamfuse::nn

@@ -1,0 +1,165 @@
+#include "runtime/device_runtime.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+
+#include "cache/cache_dir.h"
+#include "core/log.h"
+#include "jit/device_factory.h"
+#include "stream/stream.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::runtime {
+namespace {
+
+using stream::device_slot;
+using stream::kDeviceSlots;
+using stream::kMaxCudaDevices;
+
+// The registry: created on first use and never destroyed, so tensors with static storage
+// duration can still drop their values after main returns.
+struct Registry {
+  std::mutex mutex;  // taken only to create a runtime; lookups read the atomics
+  std::array<std::atomic<DeviceRuntime*>, kDeviceSlots> runtimes{};
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+// The process that made the runtimes (see finish_at_exit).
+pid_t creator_pid() {
+  static const pid_t pid = getpid();
+  return pid;
+}
+
+}  // namespace
+
+DeviceRuntime& DeviceRuntime::get(Device device) {
+  Registry& r = registry();
+  const int slot = device_slot(device);
+  if (slot < 0 || slot >= kDeviceSlots)
+    throw DeviceError(device.to_string() + ": no such device (CUDA ordinals run from 0 to " +
+                      std::to_string(kMaxCudaDevices - 1) + ")");
+  std::atomic<DeviceRuntime*>& entry = r.runtimes[static_cast<std::size_t>(slot)];
+  if (DeviceRuntime* rt = entry.load(std::memory_order_acquire)) return *rt;  // every op: no lock
+  std::lock_guard lock(r.mutex);
+  if (DeviceRuntime* rt = entry.load(std::memory_order_relaxed)) return *rt;
+  creator_pid();
+  const Config settings = config();  // may throw for a bad environment: nothing made yet
+  const jit::DeviceFactory* factory = jit::device_factory(device.type);
+  if (!factory)
+    throw DeviceError(device.to_string() + ": this build of streamfuse has no " +
+                      (device.is_cpu() ? "CPU" : "CUDA") + " backend; use Device::cpu()");
+  auto created = std::make_unique<DeviceRuntime>(device, *factory, settings);
+  created->apply(settings);
+  // After the runtime's parts registered theirs: this handler runs before them.
+  static std::once_flag exit_handler;
+  std::call_once(exit_handler, [] { std::atexit(&DeviceRuntime::finish_at_exit); });
+  entry.store(created.get(), std::memory_order_release);
+  return *created.release();
+}
+
+void DeviceRuntime::finish_at_exit() {
+  // A child made by fork() shares the parent's runtimes but not their threads or scratch
+  // folders: it leaves them alone.
+  if (getpid() != creator_pid()) return;
+  const auto deadline = std::chrono::steady_clock::now() + kExitCompileBudget;
+  std::vector<DeviceRuntime*> runtimes = all();
+  for (DeviceRuntime* rt : runtimes)
+    if (rt->parts_.kernel_cache) rt->parts_.kernel_cache->finish_at_exit(deadline);
+  for (DeviceRuntime* rt : runtimes) {
+    rt->plan_files_->flush();  // the plans learned last, written before the scratch folder goes
+    rt->cache_dir_->release_scratch();
+  }
+}
+
+std::vector<DeviceRuntime*> DeviceRuntime::all() {
+  Registry& r = registry();
+  std::vector<DeviceRuntime*> out;
+  for (const auto& entry : r.runtimes)
+    if (DeviceRuntime* rt = entry.load(std::memory_order_acquire)) out.push_back(rt);
+  return out;
+}
+
+// Plans kept per device, and how many segments may be explored before streams stop exploring
+// (a program that never repeats would otherwise explore forever).
+constexpr std::size_t kMaxPlans = 4096;
+constexpr std::size_t kMaxExplorations = 1'000'000;
+// Prepared ops a runtime remembers having used, for bundles (the most recent ones).
+constexpr std::size_t kMaxUsedPrepared = 1024;
+
+DeviceRuntime::DeviceRuntime(Device device, const jit::DeviceFactory& factory,
+                             const Config& config)
+    : device_(device),
+      cache_dir_(std::make_shared<cache::CacheDir>(cache::cache_directory(config),
+                                                   config.cache_max_bytes)),
+      parts_(factory.make(device, cache_dir_)),
+      plan_store_(kMaxPlans, kMaxExplorations) {
+  plan_files_ = std::make_shared<fusion::PlanFiles>(cache_dir_, device.to_string());
+  plan_store_.set_persistence(plan_files_);
+
+  // What earlier processes prepared is prepared again while this one starts; what this one
+  // uses for the first time is remembered for the next (and for bundles).
+  prepared_op_files_ = std::make_unique<backends::PreparedOpFiles>(cache_dir_, device.to_string());
+  preparer_ = std::make_unique<Preparer>(*parts_.backend);
+  parts_.backend->set_prepared_listener([this](const backends::PreparedOp& op) {
+    {
+      std::lock_guard lock(used_prepared_mutex_);
+      // Again after the backend evicted and remade it: moved to the back. Bounded, as a
+      // process may use ever new shapes.
+      std::erase(used_prepared_, op);
+      if (used_prepared_.size() >= kMaxUsedPrepared) used_prepared_.erase(used_prepared_.begin());
+      used_prepared_.push_back(op);
+    }
+    prepared_op_files_->add(op);
+  });
+  // One small file, read here: its first op is prepared on this thread (Preparer::submit_ops).
+  preparer_->submit_ops(prepared_op_files_->load());
+  plan_store_.set_background(
+      [p = preparer_.get()](std::function<void()> job) { p->submit_job(std::move(job)); },
+      [kernels = parts_.kernel_cache.get()](const fusion::ExecutionPlan& plan) {
+        if (plan.optimization && kernels) plan.optimization->read_ahead(*kernels);
+      });
+  streams_ = std::make_unique<stream::DeviceStreams>(stream::StreamDevice{
+      device, parts_.backend.get(), &handles_, &plan_store_, parts_.launcher.get()});
+}
+
+std::vector<backends::PreparedOp> DeviceRuntime::used_prepared_ops() const {
+  std::lock_guard lock(used_prepared_mutex_);
+  return used_prepared_;
+}
+
+FusionStats DeviceRuntime::fusion_stats() const {
+  FusionStats s;
+  s.plans = static_cast<std::int64_t>(plan_store_.size());
+  s.plans_explored = static_cast<std::int64_t>(plan_store_.explorations());
+  s.plans_loaded = static_cast<std::int64_t>(plan_store_.loaded());
+  if (parts_.kernel_cache) {
+    const jit::KernelCacheStats k = parts_.kernel_cache->stats();
+    s.kernels_compiled = static_cast<std::int64_t>(k.compiled);
+    s.kernels_loaded = static_cast<std::int64_t>(k.loaded);
+    s.kernels_failed = static_cast<std::int64_t>(k.failed);
+    s.compile_batches = static_cast<std::int64_t>(k.batches);
+    s.compile_ms = k.compile_ms;
+  }
+  s.ops_prepared = static_cast<std::int64_t>(preparer_->prepared());
+  const jit::KernelLauncher::Counts launches = parts_.launcher->counts();
+  s.compiled_launches = static_cast<std::int64_t>(launches.compiled);
+  s.interpreted_launches = static_cast<std::int64_t>(launches.interpreted);
+  return s;
+}
+
+DeviceRuntime::~DeviceRuntime() = default;
+
+void DeviceRuntime::apply(const Config& config) {
+  streams_->set_queue_bound(config.queue_bound);
+  parts_.backend->configure({config.num_threads, config.allocator_cache_bytes});
+  streams_->set_fusion(config.fusion);
+  parts_.launcher->configure(config.num_threads, config.jit == JitMode::kCompile);
+}
+
+}  // namespace streamfuse::runtime
