@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "cache/cache_log.h"
-#include "fusion/plan_codec.h"
 #include "backends/prepared_op_codec.h"
 #include "core/log.h"
 
