@@ -247,6 +247,9 @@ const char* file_kind_name(FileKind kind) {
   return "unknown";
 }
 
-std::string portable_fingerprint() { return "streamfuse " STREAMFUSE_VERSION " plans"; }
+// The encoding version of plans (their fused programs): 2 since programs are blocks around an
+// anchor. Files of another version are another fingerprint: a quiet miss, a bundle's an error
+// that says so.
+std::string portable_fingerprint() { return "streamfuse " STREAMFUSE_VERSION " plans 2"; }
 
 }  // namespace streamfuse::cache

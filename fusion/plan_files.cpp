@@ -25,7 +25,11 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const core::OpDesc& first) {
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const fs::path& path = it->path();
     if (path.extension() != ".plan") continue;  // temporaries of writes in flight
-    std::optional<std::string> payload = dir_->read(path, cache::FileKind::kPlan, cache::portable_fingerprint());
+    // A plan of another streamfuse version or plan encoding is stale, not broken: a quiet miss,
+    // replaced when the plan is learned again (or pruned, never used again).
+    std::optional<std::string> payload =
+        dir_->read(path, cache::FileKind::kPlan, cache::portable_fingerprint(),
+                   cache::CacheDir::Foreign::kMiss);
     if (!payload) continue;
     try {
       fusion::PlanDraft plan = decode_plan(*payload);

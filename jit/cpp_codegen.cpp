@@ -99,7 +99,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   // The run function: the inner loop, over pointers that are restrict parameters (GCC honours
   // restrict on parameters, also once inlined, but not on local pointers).
   std::vector<std::string> params = {"long long len"}, args = {"len"};
-  for (const Instruction& in : p.body) {
+  for (const Instruction& in : p.prologue) {
     if (in.kind != InstrKind::kScalar) continue;
     entry += "  " + scalar_line(p, in, "scalars") + "\n";
     params.push_back(std::string("const ") + c_type(in.type) + " " + register_name(in.out));
@@ -137,7 +137,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   s += "static inline __attribute__((always_inline)) void " + fn + "_run(";
   for (std::size_t j = 0; j < params.size(); ++j) s += (j ? ", " : "") + params[j];
   s += ") {\n  for (long long i = 0; i < len; ++i) {\n";
-  for (const Instruction& in : p.body)
+  for (const Instruction& in : p.prologue)
     if (in.kind != InstrKind::kScalar)
       s += "    " +
            instruction_line(

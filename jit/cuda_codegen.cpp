@@ -72,7 +72,7 @@ std::string element_code(const FusedProgram& p, const std::vector<ValueType>& ty
                          const std::function<std::string(std::size_t)>& store_to,
                          std::string_view name, const std::string& indent) {
   std::string s;
-  for (const Instruction& in : p.body)
+  for (const Instruction& in : p.prologue)
     if (in.kind != InstrKind::kScalar)
       s += indent + instruction_line(p, in, types, element, name) + "\n";
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
@@ -107,7 +107,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
   // The body, templated on the index type.
   s += "template <class I>\nstatic __device__ __forceinline__ void " + fn + "_body(const " + fn +
        "_args& a) {\n";
-  for (const Instruction& in : p.body)
+  for (const Instruction& in : p.prologue)
     if (in.kind == InstrKind::kScalar) s += "  " + scalar_line(p, in, "a.scalars") + "\n";
   s += "  const I numel = (I)a.numel;\n";
   s += "  const I first = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x;\n";

@@ -34,19 +34,19 @@ Schedule schedule(const FusedProgram& p, const backends::cpu::KernelTable& kerne
   const auto n = static_cast<std::size_t>(p.num_registers);
   s.types = p.register_types();
   std::vector<std::size_t> last_use(n, 0);
-  for (std::size_t i = 0; i < p.body.size(); ++i)
-    for (std::int32_t a : p.body[i].args)
+  for (std::size_t i = 0; i < p.prologue.size(); ++i)
+    for (std::int32_t a : p.prologue[i].args)
       if (a >= 0) last_use[static_cast<std::size_t>(a)] = i;
   for (const ProgramOutput& o : p.outputs)
-    last_use[static_cast<std::size_t>(o.reg)] = p.body.size();
+    last_use[static_cast<std::size_t>(o.reg)] = p.prologue.size();
   std::vector<char> scalar(n, 0);
-  for (const Instruction& in : p.body)
+  for (const Instruction& in : p.prologue)
     scalar[static_cast<std::size_t>(in.out)] = in.kind == InstrKind::kScalar;
   s.slot.assign(n, -1);
-  s.fns.assign(p.body.size(), nullptr);
+  s.fns.assign(p.prologue.size(), nullptr);
   std::vector<std::int32_t> free_slots;
-  for (std::size_t i = 0; i < p.body.size(); ++i) {
-    const Instruction& in = p.body[i];
+  for (std::size_t i = 0; i < p.prologue.size(); ++i) {
+    const Instruction& in = p.prologue[i];
     if (in.kind == InstrKind::kOp) {
       s.fns[i] = kernels.chunk.op(in.op, storage_dtype_of(in.type));
       if (!s.fns[i])
@@ -93,6 +93,12 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
                std::span<const std::int64_t> scalars, const backends::cpu::KernelTable& kernels,
                int num_threads) {
   if (it.numel == 0) return;
+  // Chunks of the iteration run the prologue: all the code of a kernel with no anchor.
+  switch (p.anchor.kind) {
+    case AnchorKind::kNone:
+      if (!p.epilogue.empty()) throw Error("internal error: an epilogue with no anchor");
+      break;
+  }
   const Schedule s = schedule(p, kernels);
   const auto& chunk = kernels.chunk;
   const int num_inputs = static_cast<int>(p.inputs.size());
@@ -105,7 +111,7 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
       return base + static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)]) * kSlotBytes;
     };
     // Scalars: their slots are filled once.
-    for (const Instruction& in : p.body) {
+    for (const Instruction& in : p.prologue) {
       if (in.kind != InstrKind::kScalar) continue;
       const std::int64_t bits = scalars[static_cast<std::size_t>(in.index)];
       unsigned char* dst = reg(in.out);
@@ -115,8 +121,8 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
     }
     for (std::int64_t start = lo; start < hi; start += kChunk) {
       const std::int64_t n = std::min(kChunk, hi - start);
-      for (std::size_t i = 0; i < p.body.size(); ++i) {
-        const Instruction& in = p.body[i];
+      for (std::size_t i = 0; i < p.prologue.size(); ++i) {
+        const Instruction& in = p.prologue[i];
         switch (in.kind) {
           case InstrKind::kLoad:
             chunk.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,

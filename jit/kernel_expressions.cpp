@@ -177,7 +177,14 @@ void check_program(const FusedProgram& p, const SpecializationKey& key, std::str
                                 std::string(dtype_name(key_dtype)) + " in the key but " +
                                 std::string(dtype_name(program_dtype)) + " in the program");
   }
-  for (const Instruction& in : p.body) {
+  // The code generators write one loop over the iteration shape, running the prologue: all the
+  // code of a kernel with no anchor. An anchor kind adds its loop structure to both of them.
+  switch (p.anchor.kind) {
+    case AnchorKind::kNone:
+      if (!p.epilogue.empty()) fail_generation(name, "an epilogue with no anchor");
+      break;
+  }
+  for (const Instruction& in : p.prologue) {
     if (in.out < 0 || in.out >= p.num_registers) fail_generation(name, "register out of range");
     for (std::int32_t a : in.args)
       if (a >= p.num_registers) fail_generation(name, "register out of range");

@@ -45,16 +45,26 @@ const char* value_type_name(ValueType t) {
   }
 }
 
+const char* anchor_kind_name(AnchorKind kind) {
+  switch (kind) {
+    case AnchorKind::kNone:
+      return "none";
+  }
+  return "?";
+}
+
 std::vector<ValueType> FusedProgram::register_types() const {
   std::vector<ValueType> types(static_cast<std::size_t>(num_registers), ValueType::kFloat);
-  for (const Instruction& in : body) {
-    ValueType t = in.type;
-    if (in.kind == InstrKind::kOp) {
-      const core::OpCategory c = core::op_category(in.op);
-      if (c == core::OpCategory::kCompare || c == core::OpCategory::kLogical)
-        t = ValueType::kBool;
+  for (const std::vector<Instruction>* block : blocks()) {
+    for (const Instruction& in : *block) {
+      ValueType t = in.type;
+      if (in.kind == InstrKind::kOp) {
+        const core::OpCategory c = core::op_category(in.op);
+        if (c == core::OpCategory::kCompare || c == core::OpCategory::kLogical)
+          t = ValueType::kBool;
+      }
+      types[static_cast<std::size_t>(in.out)] = t;
     }
-    types[static_cast<std::size_t>(in.out)] = t;
   }
   return types;
 }
@@ -65,15 +75,21 @@ std::uint64_t FusedProgram::hash() const {
   for (const ScalarArg& s : scalars)
     h = core::hash_mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
                         (static_cast<std::uint64_t>(s.dtype) << 16));
-  for (const Instruction& in : body) {
-    h = core::hash_mix(h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
-                        (static_cast<std::uint64_t>(in.type) << 16) |
-                        (static_cast<std::uint64_t>(in.round) << 24) |
-                        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
-    h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
-    for (std::int32_t a : in.args)
-      h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
+  // Each block with its length, then the anchor: no two programs share a sequence.
+  for (const std::vector<Instruction>* block : blocks()) {
+    h = core::hash_mix(h, block->size());
+    for (const Instruction& in : *block) {
+      h = core::hash_mix(h, static_cast<std::uint64_t>(in.kind) |
+                                (static_cast<std::uint64_t>(in.op) << 8) |
+                                (static_cast<std::uint64_t>(in.type) << 16) |
+                                (static_cast<std::uint64_t>(in.round) << 24) |
+                                (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
+      h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
+      for (std::int32_t a : in.args)
+        h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
+    }
   }
+  h = core::hash_mix(h, static_cast<std::uint64_t>(anchor.kind));
   for (const ProgramOutput& o : outputs)
     h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
                         (static_cast<std::uint64_t>(o.dtype) << 32));
@@ -82,7 +98,7 @@ std::uint64_t FusedProgram::hash() const {
 
 std::string FusedProgram::to_string() const {
   std::ostringstream os;
-  for (const Instruction& in : body) {
+  auto print = [&](const Instruction& in) {
     os << 'r' << in.out << " = ";
     switch (in.kind) {
       case InstrKind::kLoad:
@@ -105,7 +121,10 @@ std::string FusedProgram::to_string() const {
         break;
     }
     os << '\n';
-  }
+  };
+  for (const Instruction& in : prologue) print(in);
+  if (anchor.kind != AnchorKind::kNone) os << "anchor " << anchor_kind_name(anchor.kind) << '\n';
+  for (const Instruction& in : epilogue) print(in);
   for (std::size_t i = 0; i < outputs.size(); ++i)
     os << "store out" << i << ':' << dtype_name(outputs[i].dtype) << " = r" << outputs[i].reg
        << '\n';
@@ -121,14 +140,16 @@ ProgramFacts ProgramFacts::of(const FusedProgram& program) {
   ProgramFacts facts;
   facts.hash = program.hash();
   std::vector<std::int32_t> scalar_of(static_cast<std::size_t>(program.num_registers), -1);
-  for (const Instruction& in : program.body) {
-    if (in.kind == InstrKind::kScalar && in.type == ValueType::kFloat)
-      scalar_of[static_cast<std::size_t>(in.out)] = in.index;
-    if (in.kind != InstrKind::kOp || in.op != core::OpKind::kDiv || in.type != ValueType::kFloat)
-      continue;
-    const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
-    if (s >= 0 && s < 64 && program.scalars[static_cast<std::size_t>(s)].type == ValueType::kFloat)
-      facts.divisor_scalars |= std::uint64_t{1} << s;
+  for (const std::vector<Instruction>* block : program.blocks()) {
+    for (const Instruction& in : *block) {
+      if (in.kind == InstrKind::kScalar && in.type == ValueType::kFloat)
+        scalar_of[static_cast<std::size_t>(in.out)] = in.index;
+      if (in.kind != InstrKind::kOp || in.op != core::OpKind::kDiv || in.type != ValueType::kFloat)
+        continue;
+      const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
+      if (s >= 0 && s < 64 && program.scalars[static_cast<std::size_t>(s)].type == ValueType::kFloat)
+        facts.divisor_scalars |= std::uint64_t{1} << s;
+    }
   }
   return facts;
 }

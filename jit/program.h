@@ -1,9 +1,14 @@
-// FusedProgram: an element-wise computation over one iteration shape, as straight-line code over
-// virtual registers. Built by the element-wise builder from the ops of a segment; run by the
-// interpreter or compiled to a kernel. It holds no sizes and no scalar values, so one program
-// serves every batch size and every constant.
+// FusedProgram: one fused kernel, as element-wise blocks of straight-line code over virtual
+// registers around an optional anchor. The block before the anchor is fused on read (a prologue:
+// computed as the anchor loads its input), the block after it on write (an epilogue: computed on
+// the anchor's result before it is stored). The anchor is none today: the prologue is the whole
+// computation over one iteration shape and the epilogue is empty; the reduction and matrix
+// product anchors come with their builders. Built by the fusion builders from the ops of a
+// segment; run by the interpreter or compiled to a kernel. It holds no sizes and no scalar
+// values, so one program serves every batch size and every constant.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,12 +68,28 @@ struct ProgramOutput {
   friend bool operator==(const ProgramOutput&, const ProgramOutput&) = default;
 };
 
+// What a kernel is built around. kNone: every output is element-wise over the iteration shape.
+enum class AnchorKind : std::uint8_t { kNone };
+inline constexpr unsigned kNumAnchorKinds = 1;
+const char* anchor_kind_name(AnchorKind kind);
+
+struct Anchor {
+  AnchorKind kind = AnchorKind::kNone;
+
+  friend bool operator==(const Anchor&, const Anchor&) = default;
+};
+
 struct FusedProgram {
-  std::vector<DType> inputs;           // tensors read, each broadcast to the iteration shape
-  std::vector<ScalarArg> scalars;      // values passed at launch
-  std::vector<Instruction> body;       // in order; every register is written once
-  std::vector<ProgramOutput> outputs;  // tensors written, all of the iteration shape
-  std::int32_t num_registers = 0;
+  std::vector<DType> inputs;              // tensors read, each broadcast to the iteration shape
+  std::vector<ScalarArg> scalars;         // values passed at launch
+  std::vector<Instruction> prologue;      // fused on read; with no anchor, all the code
+  Anchor anchor;                          // none: no anchor
+  std::vector<Instruction> epilogue;      // fused on write; empty with no anchor
+  std::vector<ProgramOutput> outputs;     // tensors written, all of the iteration shape
+  std::int32_t num_registers = 0;         // every register is written once, in block order
+
+  // The blocks in the order they run (the prologue, then the epilogue).
+  std::array<const std::vector<Instruction>*, 2> blocks() const { return {&prologue, &epilogue}; }
 
   // The type each register holds.
   std::vector<ValueType> register_types() const;

@@ -100,11 +100,18 @@ std::string program_problem(const FusedProgram& p) {
     return std::to_string(p.inputs.size() + p.outputs.size()) + " operands";
   if (p.scalars.size() > kMaxScalarArgs)
     return std::to_string(p.scalars.size()) + " scalar arguments";
-  if (p.body.size() > kMaxInstructions) return std::to_string(p.body.size()) + " instructions";
+  const std::size_t instructions = p.prologue.size() + p.epilogue.size();
+  if (instructions > kMaxInstructions) return std::to_string(instructions) + " instructions";
   // Each register is written by one instruction: no more registers than instructions.
-  if (p.num_registers < 0 || static_cast<std::size_t>(p.num_registers) > p.body.size())
-    return std::to_string(p.num_registers) + " registers for " + std::to_string(p.body.size()) +
+  if (p.num_registers < 0 || static_cast<std::size_t>(p.num_registers) > instructions)
+    return std::to_string(p.num_registers) + " registers for " + std::to_string(instructions) +
            " instructions";
+  // One form per kernel (so one hash and one key): with no anchor, all the code is the prologue.
+  switch (p.anchor.kind) {
+    case AnchorKind::kNone:
+      if (!p.epilogue.empty()) return "an epilogue with no anchor";
+      break;
+  }
   for (std::size_t s = 0; s < p.scalars.size(); ++s) {
     const ScalarArg& a = p.scalars[s];
     // As emit_elementwise_op and the builders make them: an operand is read as its type (its
@@ -115,16 +122,21 @@ std::string program_problem(const FusedProgram& p) {
   const auto n = static_cast<std::size_t>(p.num_registers);
   std::vector<ValueType> types(n, ValueType::kFloat);
   std::vector<char> written(n, 0);
-  for (std::size_t i = 0; i < p.body.size(); ++i) {
-    const Instruction& in = p.body[i];
-    if (std::string why = instruction_problem(p, i, in, types, written); !why.empty()) return why;
-    ValueType result = in.type;
-    if (in.kind == InstrKind::kOp) {
-      const core::OpCategory c = core::op_category(in.op);
-      if (c == core::OpCategory::kCompare || c == core::OpCategory::kLogical) result = ValueType::kBool;
+  std::size_t i = 0;  // instructions are numbered through the blocks, in order
+  for (const std::vector<Instruction>* block : p.blocks()) {
+    for (const Instruction& in : *block) {
+      if (std::string why = instruction_problem(p, i, in, types, written); !why.empty())
+        return why;
+      ValueType result = in.type;
+      if (in.kind == InstrKind::kOp) {
+        const core::OpCategory c = core::op_category(in.op);
+        if (c == core::OpCategory::kCompare || c == core::OpCategory::kLogical)
+          result = ValueType::kBool;
+      }
+      types[static_cast<std::size_t>(in.out)] = result;
+      written[static_cast<std::size_t>(in.out)] = 1;
+      ++i;
     }
-    types[static_cast<std::size_t>(in.out)] = result;
-    written[static_cast<std::size_t>(in.out)] = 1;
   }
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];

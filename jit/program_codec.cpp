@@ -15,6 +15,32 @@ using Out = cache::OutArchive;
 // are read.
 constexpr std::uint32_t kMaxOperands = backends::cpu::kMaxOperands;
 
+void put_block(Out& out, const std::vector<Instruction>& block) {
+  out(static_cast<std::uint32_t>(block.size()));
+  for (const Instruction& in : block) {
+    cache::put_enum(out, in.kind);
+    cache::put_enum(out, in.op);
+    cache::put_enum(out, in.type);
+    cache::put_enum(out, in.round);
+    out(in.out, in.index, in.args[0], in.args[1], in.args[2]);
+  }
+}
+
+std::vector<Instruction> get_block(In& in) {
+  std::vector<Instruction> block;  // not reserved: a count that lies must not allocate
+  for (std::uint32_t n = cache::get_size(in, kMaxInstructions, "instruction"); n > 0; --n) {
+    Instruction i;
+    i.kind = cache::get_enum<InstrKind>(in, 5, "instruction kind");
+    i.op = cache::get_enum<core::OpKind>(in, core::kNumOpKinds, "op kind");
+    i.type = cache::get_enum<ValueType>(in, 4, "value type");
+    i.round = cache::get_enum<DType>(in, kNumDTypes, "dtype");
+    in(i.out, i.index, i.args[0], i.args[1], i.args[2]);
+    if (i.kind == InstrKind::kOp && !core::is_elementwise(i.op)) bad("non-element-wise op");
+    block.push_back(i);
+  }
+  return block;
+}
+
 }  // namespace
 
 void put_program(Out& out, const FusedProgram& p) {
@@ -26,14 +52,9 @@ void put_program(Out& out, const FusedProgram& p) {
     cache::put_enum(out, s.type);
     cache::put_enum(out, s.dtype);
   }
-  out(static_cast<std::uint32_t>(p.body.size()));
-  for (const Instruction& in : p.body) {
-    cache::put_enum(out, in.kind);
-    cache::put_enum(out, in.op);
-    cache::put_enum(out, in.type);
-    cache::put_enum(out, in.round);
-    out(in.out, in.index, in.args[0], in.args[1], in.args[2]);
-  }
+  put_block(out, p.prologue);
+  cache::put_enum(out, p.anchor.kind);
+  put_block(out, p.epilogue);
   out(static_cast<std::uint32_t>(p.outputs.size()));
   for (const ProgramOutput& o : p.outputs) {
     out(o.reg);
@@ -53,16 +74,9 @@ FusedProgram get_program(In& in) {
     s.dtype = cache::get_enum<DType>(in, kNumDTypes, "dtype");
     p.scalars.push_back(s);
   }
-  for (std::uint32_t n = cache::get_size(in, kMaxInstructions, "instruction"); n > 0; --n) {
-    Instruction i;
-    i.kind = cache::get_enum<InstrKind>(in, 5, "instruction kind");
-    i.op = cache::get_enum<core::OpKind>(in, core::kNumOpKinds, "op kind");
-    i.type = cache::get_enum<ValueType>(in, 4, "value type");
-    i.round = cache::get_enum<DType>(in, kNumDTypes, "dtype");
-    in(i.out, i.index, i.args[0], i.args[1], i.args[2]);
-    if (i.kind == InstrKind::kOp && !core::is_elementwise(i.op)) bad("non-element-wise op");
-    p.body.push_back(i);
-  }
+  p.prologue = get_block(in);
+  p.anchor.kind = cache::get_enum<AnchorKind>(in, kNumAnchorKinds, "anchor kind");
+  p.epilogue = get_block(in);
   for (std::uint32_t n = cache::get_size(in, kMaxOperands, "program output"); n > 0; --n) {
     ProgramOutput o;
     in(o.reg);

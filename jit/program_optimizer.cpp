@@ -40,15 +40,26 @@ struct KeyHash {
   }
 };
 
+// The code the rewrites work on: with no anchor, the whole computation is the prologue (an
+// anchor's kinds add their blocks here, each simplified with the anchor's values live).
+std::vector<Instruction>& code_of(FusedProgram& program) {
+  switch (program.anchor.kind) {
+    case AnchorKind::kNone:
+      break;
+  }
+  return program.prologue;
+}
+
 }  // namespace
 
 void simplify(FusedProgram& program) {
+  std::vector<Instruction>& code = code_of(program);
   const auto n = static_cast<std::size_t>(program.num_registers);
   std::vector<std::int32_t> replace(n);
   for (std::size_t r = 0; r < n; ++r) replace[r] = static_cast<std::int32_t>(r);
   std::vector<const Instruction*> def(n, nullptr);  // after rewriting
   std::vector<Instruction> kept;
-  kept.reserve(program.body.size());
+  kept.reserve(code.size());
   boost::unordered_flat_map<Key, std::int32_t, KeyHash> seen;
 
   auto negated = [&](std::int32_t r) -> std::int32_t {  // a if r = neg(a), else -1
@@ -56,7 +67,7 @@ void simplify(FusedProgram& program) {
     return d && d->kind == InstrKind::kOp && d->op == core::OpKind::kNeg ? d->args[0] : -1;
   };
 
-  for (Instruction in : program.body) {
+  for (Instruction in : code) {
     for (std::int32_t& a : in.args)
       if (a >= 0) a = replace[static_cast<std::size_t>(a)];
     if (in.kind == InstrKind::kOp) {
@@ -92,7 +103,7 @@ void simplify(FusedProgram& program) {
       if (a >= 0) live[static_cast<std::size_t>(a)] = 1;
   }
   std::vector<std::int32_t> renumber(n, -1);
-  program.body.clear();
+  code.clear();
   std::int32_t next = 0;
   for (Instruction in : kept) {
     if (!live[static_cast<std::size_t>(in.out)]) continue;
@@ -100,14 +111,14 @@ void simplify(FusedProgram& program) {
       if (a >= 0) a = renumber[static_cast<std::size_t>(a)];
     renumber[static_cast<std::size_t>(in.out)] = next;
     in.out = next++;
-    program.body.push_back(in);
+    code.push_back(in);
   }
   for (ProgramOutput& o : program.outputs) o.reg = renumber[static_cast<std::size_t>(o.reg)];
   program.num_registers = next;
 }
 
 void merge_equal_scalars(FusedProgram& program, std::span<const std::uint8_t> classes) {
-  for (Instruction& in : program.body)
+  for (Instruction& in : code_of(program))
     if (in.kind == InstrKind::kScalar && static_cast<std::size_t>(in.index) < classes.size())
       in.index = classes[static_cast<std::size_t>(in.index)];
   simplify(program);
@@ -115,9 +126,10 @@ void merge_equal_scalars(FusedProgram& program, std::span<const std::uint8_t> cl
 
 void multiply_by_exact_reciprocals(FusedProgram& program, std::uint64_t exact_reciprocals) {
   std::vector<std::int32_t> scalar_of(static_cast<std::size_t>(program.num_registers), -1);
+  std::vector<Instruction>& code = code_of(program);
   std::vector<Instruction> body;
-  body.reserve(program.body.size() + 4);
-  for (Instruction in : program.body) {
+  body.reserve(code.size() + 4);
+  for (Instruction in : code) {
     if (in.kind == InstrKind::kScalar) scalar_of[static_cast<std::size_t>(in.out)] = in.index;
     if (in.kind == InstrKind::kOp && in.op == core::OpKind::kDiv && in.type == ValueType::kFloat) {
       const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
@@ -134,7 +146,7 @@ void multiply_by_exact_reciprocals(FusedProgram& program, std::uint64_t exact_re
     }
     body.push_back(in);
   }
-  program.body = std::move(body);
+  code = std::move(body);
   simplify(program);
 }
 

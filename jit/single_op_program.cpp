@@ -38,7 +38,7 @@ class SingleOpEmitter final : public OpEmitter {
   }
   std::int32_t emit(Instruction in, ValueType) override {
     in.out = p_.num_registers++;
-    p_.body.push_back(in);
+    p_.prologue.push_back(in);
     return in.out;
   }
 

@@ -161,8 +161,10 @@ void SystemCompiler::compile(const std::string& source_path, const std::string& 
                        error_lines(r.output));
 }
 
-// Bump when the kernel calling convention (jit/kernel_abi.h) or the prelude's meaning changes.
-constexpr int kKernelAbiVersion = 1;
+// Bump when the kernel calling convention (jit/kernel_abi.h), the prelude's meaning or the
+// encoding of kernel records changes: kernel files are named under it, so older ones are a clean
+// miss. 2: programs are blocks around an anchor.
+constexpr int kKernelAbiVersion = 2;
 
 std::string kernel_fingerprint(int isa_level) {
   std::string compiler = "none";

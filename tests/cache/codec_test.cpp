@@ -140,13 +140,37 @@ TEST(Serialize, AByteOrderNoWriterWritesIsAFormatError) {
 TEST(Serialize, ProgramsAndKeysThatBreakTheirRulesAreFormatErrors) {
   jit::FusedProgram p = gelu_programs().front();
   ASSERT_NO_THROW(jit::decode_program(jit::encode_program(p)));
-  for (jit::Instruction& in : p.body)
+  for (jit::Instruction& in : p.prologue)
     if (in.args[0] >= 0) in.args[0] = in.out;  // each reads its own result, not yet written
   EXPECT_THROW(jit::decode_program(jit::encode_program(p)), FormatError);
   jit::SpecializationKey k;
   k.rank = 1;
   k.scalar_classes = {0, 1};  // no two equal: launch_key leaves them empty
   EXPECT_THROW(jit::decode_key(jit::encode_key(k)), FormatError);
+}
+
+// A program is blocks around an anchor: both blocks and the anchor round-trip, an anchor kind
+// this build does not know is a FormatError, and so is an epilogue with no anchor.
+TEST(Serialize, ProgramsKeepTheirAnchorAndBlocks) {
+  const jit::FusedProgram p = gelu_programs().front();
+  const jit::FusedProgram back = jit::decode_program(jit::encode_program(p));
+  EXPECT_EQ(back, p);
+  EXPECT_EQ(back.anchor.kind, jit::AnchorKind::kNone);
+  EXPECT_EQ(back.prologue.size(), p.prologue.size());
+
+  jit::FusedProgram unknown = p;
+  unknown.anchor.kind = static_cast<jit::AnchorKind>(jit::kNumAnchorKinds);
+  try {
+    jit::decode_program(jit::encode_program(unknown));
+    ADD_FAILURE() << "an unknown anchor kind decoded";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("anchor kind"), std::string::npos) << e.what();
+  }
+
+  jit::FusedProgram split = p;
+  split.epilogue.push_back(split.prologue.back());
+  split.prologue.pop_back();
+  EXPECT_THROW(jit::decode_program(jit::encode_program(split)), FormatError);
 }
 
 }  // namespace

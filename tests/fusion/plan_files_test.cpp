@@ -148,6 +148,22 @@ TEST_P(BadPlanFile, IsAMissWithOneWarning) {
 INSTANTIATE_TEST_SUITE_P(Each, BadPlanFile, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// A plan an older streamfuse wrote (another version, or plans encoded before programs were blocks
+// around an anchor) is stale, not broken: a quiet miss, replaced when the plan is learned again.
+TEST(PlanFiles, AnotherVersionsPlanIsAQuietMissAndReplaced) {
+  Saved s;
+  const ReadResult ours = read_cache_file(s.path, FileKind::kPlan, portable_fingerprint());
+  ASSERT_TRUE(ours);
+  write_cache_file(s.path, FileKind::kPlan, "streamfuse 0.1.0 plans", ours.payload);
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(s.load().empty());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  fusion::PlanFiles files(s.cache, "cpu");
+  files.save(s.plan);
+  files.flush();
+  EXPECT_EQ(s.load().size(), 1u);
+}
+
 TEST(PlanFiles, ReadersNeverSeeAHalfWrittenFile) {
   Saved s;
   const std::string payload = fusion::encode_plan(*s.plan);

@@ -29,7 +29,7 @@ std::optional<jit::FusedProgram> program_for(const jit::SpecializationKey& key) 
   jit::FusedProgram p;
   const auto emit = [&](Instruction in) {
     in.out = p.num_registers++;
-    p.body.push_back(in);
+    p.prologue.push_back(in);
     return in.out;
   };
   for (const jit::OperandKey& k : key.inputs) p.inputs.push_back(k.dtype);

@@ -25,11 +25,11 @@ inline FusedProgram chain(int n) {
   FusedProgram p;
   p.inputs = {kF32};
   p.scalars = {{ScalarArg::Mode::kOperand, ValueType::kFloat}};
-  p.body.push_back({InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0});
-  p.body.push_back({InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0});
+  p.prologue.push_back({InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0});
+  p.prologue.push_back({InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0});
   int r = 0;
   for (int i = 0; i <= n; ++i) {
-    p.body.push_back({InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, i + 2, 0, {r, 1, -1}});
+    p.prologue.push_back({InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, i + 2, 0, {r, 1, -1}});
     r = i + 2;
   }
   p.outputs = {{r, kF32}};

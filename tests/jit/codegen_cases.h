@@ -25,7 +25,7 @@ struct Builder {
   int reg() { return p.num_registers++; }
   int emit(Instruction in) {
     in.out = reg();
-    p.body.push_back(in);
+    p.prologue.push_back(in);
     return in.out;
   }
   int load(int input, VT t) { return emit({InstrKind::kLoad, core::OpKind::kAdd, t, kF16, 0, input}); }

@@ -358,7 +358,7 @@ inline void evaluate(const Case& c, const std::vector<long long>& scalars,
     const auto at = [&](std::size_t k) {
       return ops[k]->bytes.data() + offset[k] * static_cast<long long>(elem_size(ops[k]->dtype));
     };
-    for (const Instruction& in : p.body) {
+    for (const Instruction& in : p.prologue) {
       const auto arg = [&](int j) {
         return in.args[j] >= 0 ? regs[static_cast<std::size_t>(in.args[j])] : Value{};
       };

@@ -67,7 +67,7 @@ TEST(ProgramCheck, EveryOpProgramWithAFormPasses) {
           if (cat != core::OpCategory::kCast && to != kF32) continue;
           const FusedProgram p = single_op_program(elementwise_op(kind, d, side, to));
           bool formed = true;
-          for (const Instruction& in : p.body)
+          for (const Instruction& in : p.prologue)
             formed = formed && (in.kind != InstrKind::kOp || has_form(in.op, in.type));
           const std::string why = program_problem(p);
           if (formed) {
@@ -101,7 +101,7 @@ FusedProgram every_kind() {
   const auto op = [](core::OpKind k, std::int32_t out, std::int32_t a, std::int32_t b, std::int32_t c) {
     return Instruction{InstrKind::kOp, k, ValueType::kFloat, kF16, out, 0, {a, b, c}};
   };
-  p.body = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
+  p.prologue = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
             {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0},
             op(core::OpKind::kMul, 2, 0, 1, -1),
             op(core::OpKind::kGt, 3, 2, 0, -1),
@@ -120,25 +120,31 @@ TEST(ProgramCheck, EachBrokenRuleIsCaught) {
     change(p);
     return program_problem(p);
   };
-  EXPECT_NE(broken([](auto& p) { p.body[2].args[1] = 3; }), "") << "read before written";
-  EXPECT_NE(broken([](auto& p) { p.body[2].args[1] = 99; }), "") << "no such register";
-  EXPECT_NE(broken([](auto& p) { p.body[3].out = 2; }), "") << "written twice";
-  EXPECT_NE(broken([](auto& p) { p.body[2].args[2] = 0; }), "") << "an operand past the op's";
-  EXPECT_NE(broken([](auto& p) { p.body[4].args[0] = 2; }), "") << "where on a float condition";
-  EXPECT_NE(broken([](auto& p) { p.body[4].args[1] = 3; }), "") << "where of a bool value";
-  EXPECT_NE(broken([](auto& p) { p.body[2].op = core::OpKind::kLogicalAnd; }), "") << "logical in float";
-  EXPECT_NE(broken([](auto& p) { p.body[2].op = core::OpKind::kCast; }), "") << "a cast as an op";
-  EXPECT_NE(broken([](auto& p) { p.body[2].op = core::OpKind::kMatmul; }), "") << "not element-wise";
-  EXPECT_NE(broken([](auto& p) { p.body[0].index = 1; }), "") << "load of no input";
-  EXPECT_NE(broken([](auto& p) { p.body[1].index = -1; }), "") << "no such scalar";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].args[1] = 3; }), "") << "read before written";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].args[1] = 99; }), "") << "no such register";
+  EXPECT_NE(broken([](auto& p) { p.prologue[3].out = 2; }), "") << "written twice";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].args[2] = 0; }), "") << "an operand past the op's";
+  EXPECT_NE(broken([](auto& p) { p.prologue[4].args[0] = 2; }), "") << "where on a float condition";
+  EXPECT_NE(broken([](auto& p) { p.prologue[4].args[1] = 3; }), "") << "where of a bool value";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kLogicalAnd; }), "") << "logical in float";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kCast; }), "") << "a cast as an op";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kMatmul; }), "") << "not element-wise";
+  EXPECT_NE(broken([](auto& p) { p.prologue[0].index = 1; }), "") << "load of no input";
+  EXPECT_NE(broken([](auto& p) { p.prologue[1].index = -1; }), "") << "no such scalar";
   EXPECT_NE(broken([](auto& p) { p.scalars[0].type = ValueType::kI32; }), "") << "scalar type";
-  EXPECT_NE(broken([](auto& p) { p.body[5].round = kF32; }), "") << "round to f32";
+  EXPECT_NE(broken([](auto& p) { p.prologue[5].round = kF32; }), "") << "round to f32";
   EXPECT_NE(broken([](auto& p) { p.outputs[1].reg = 5; }), "") << "float stored as i32";
   EXPECT_NE(broken([](auto& p) { p.outputs[0].reg = 7; }), "") << "output of no register";
   EXPECT_NE(broken([](auto& p) { p.num_registers = 8; }), "") << "more registers than writes";
+  // With no anchor all the code is the prologue: the same kernel has one form, one hash.
+  EXPECT_EQ(broken([](auto& p) {
+              p.epilogue.assign(p.prologue.begin() + 5, p.prologue.end());
+              p.prologue.resize(5);
+            }),
+            "an epilogue with no anchor");
   EXPECT_NE(broken([](auto& p) {
-              p.body[2].type = ValueType::kI32;
-              p.body[2].op = core::OpKind::kDiv;
+              p.prologue[2].type = ValueType::kI32;
+              p.prologue[2].op = core::OpKind::kDiv;
             }),
             "")
       << "integer division has no form";
@@ -180,7 +186,7 @@ TEST(ProgramCheck, KeysAgainstTheirProgram) {
   p.scalars = {{ScalarArg::Mode::kOperand, ValueType::kFloat, kF32},
                {ScalarArg::Mode::kOperand, ValueType::kFloat, kF32},
                {ScalarArg::Mode::kOperand, ValueType::kI32, kF32}};
-  p.body = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
+  p.prologue = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
             {InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 1},
             {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 2, 0},
             {InstrKind::kOp, core::OpKind::kDiv, ValueType::kFloat, kF16, 3, 0, {1, 2, -1}},

@@ -19,7 +19,7 @@ struct Builder {
   FusedProgram p;
   std::int32_t emit(Instruction in) {
     in.out = p.num_registers++;
-    p.body.push_back(in);
+    p.prologue.push_back(in);
     return in.out;
   }
   std::int32_t load(std::int32_t input) {
@@ -40,7 +40,7 @@ struct Builder {
 
 std::size_t count_ops(const FusedProgram& p, core::OpKind k) {
   std::size_t n = 0;
-  for (const Instruction& in : p.body) n += in.kind == InstrKind::kOp && in.op == k;
+  for (const Instruction& in : p.prologue) n += in.kind == InstrKind::kOp && in.op == k;
   return n;
 }
 
@@ -71,7 +71,7 @@ TEST(ProgramOptimizer, MergesIdenticalInstructionsWithCommutativeOperandsInAnyOr
   EXPECT_EQ(b.p.outputs[0].reg, b.p.outputs[1].reg) << b.p.to_string();
   EXPECT_NE(b.p.outputs[2].reg, b.p.outputs[3].reg);
   EXPECT_EQ(b.p.outputs[4].reg, b.p.outputs[5].reg);
-  EXPECT_EQ(b.p.body.size(), 6u) << b.p.to_string();  // 2 loads, add, 2 subs, exp
+  EXPECT_EQ(b.p.prologue.size(), 6u) << b.p.to_string();  // 2 loads, add, 2 subs, exp
 }
 
 TEST(ProgramOptimizer, DropsDeadCodeAndNumbersRegistersDensely) {
@@ -81,13 +81,13 @@ TEST(ProgramOptimizer, DropsDeadCodeAndNumbersRegistersDensely) {
   const auto s = b.scalar(0);
   b.store(b.op(core::OpKind::kMul, x, s));
   simplify(b.p);
-  ASSERT_EQ(b.p.body.size(), 3u) << b.p.to_string();
+  ASSERT_EQ(b.p.prologue.size(), 3u) << b.p.to_string();
   EXPECT_EQ(b.p.num_registers, 3);
-  for (std::size_t i = 0; i < b.p.body.size(); ++i)
-    EXPECT_EQ(b.p.body[i].out, static_cast<std::int32_t>(i));
+  for (std::size_t i = 0; i < b.p.prologue.size(); ++i)
+    EXPECT_EQ(b.p.prologue[i].out, static_cast<std::int32_t>(i));
   // Inputs and scalars keep their indices, so the caller's operand lists stay valid.
   EXPECT_EQ(b.p.inputs.size(), 2u);
-  EXPECT_EQ(b.p.body[0].index, 0);
+  EXPECT_EQ(b.p.prologue[0].index, 0);
 }
 
 // The A&S erf of the GELU benchmark, split by sign: both branches use their own scalar arguments

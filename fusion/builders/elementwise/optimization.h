@@ -1,6 +1,6 @@
-// ElementwiseOptimization: runs a segment's element-wise ops as fused kernels, one per group of
-// ops that iterate over the same shape. Built by ElementwiseBuilder in relative terms; every run
-// takes ids, sizes and scalar values from the segment it runs on.
+// ElementwiseOptimization: runs a segment's element-wise ops as fused kernels, one per block of
+// ops that iterate over the same shape (fusion/trace.h). Built by ElementwiseBuilder in relative
+// terms; every run takes ids, sizes and scalar values from the segment it runs on.
 #pragma once
 
 #include <cstddef>
@@ -8,45 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "fusion/optimization.h"
-#include "jit/program.h"
 #include "core/ir.h"
+#include "fusion/optimization.h"
+#include "fusion/trace.h"
+#include "jit/program.h"
 
 namespace streamfuse::fusion {
 
-// Where a relative tensor first appears in the segment: op `op`, input `slot` (or its output
-// when slot is -1). The tensor's global id, shape and dtype are read there at run time.
-struct TensorSource {
-  std::uint32_t op = 0;
-  std::int32_t slot = -1;
-};
-
-// Where a scalar argument's value is: scalars[slot] of op `op`.
-struct ScalarSource {
-  std::uint32_t op = 0;
-  std::uint32_t slot = 0;
-};
-
-struct ElementwiseKernel {
-  jit::FusedProgram program;
-  jit::ProgramFacts facts;             // of `program`
-  TensorSource shape_source;           // a tensor of the iteration shape (the group's first op)
-  std::vector<std::uint32_t> inputs;   // tensor index (into ElementwiseOptimization::tensors) per
-                                       // program input
-  std::vector<std::uint32_t> outputs;  // tensor index per program output
-  std::vector<ScalarSource> scalars;   // per program scalar argument
-  // Per output: the program input whose buffer it may take (a tensor that dies in this segment,
-  // read last by this kernel, of the output's dtype and shape), or -1.
-  std::vector<std::int32_t> lend;
-};
+// Each traced block runs as one kernel.
+using ElementwiseKernel = TracedBlock;
 
 class ElementwiseOptimization final : public Optimization {
  public:
-  struct Tensor {
-    TensorSource source;
-    bool publish = false;  // an output the rest of the program still holds: stored as its value
-    bool erase = false;    // an existing tensor whose last use is in this segment
-  };
+  using Tensor = TracedTensor;
 
   ElementwiseOptimization(std::size_t len, std::vector<Tensor> tensors,
                           std::vector<ElementwiseKernel> kernels);
