@@ -1,6 +1,6 @@
 #include "bench/gelu_hand_loop.h"
 
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 
 namespace streamfuse::bench {
 

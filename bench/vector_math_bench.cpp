@@ -1,4 +1,4 @@
-// Throughput of backends/cpu/vector_math.h over a 4096-float array (the auto-vectorized loop an
+// Throughput of core/vector_math.h over a 4096-float array (the auto-vectorized loop an
 // eager kernel runs), beside the C library's float functions on the same data.
 //
 // Run: build/bench/vector_math_bench --benchmark_counters_tabular=true
@@ -9,7 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 
 namespace {
 

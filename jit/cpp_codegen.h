@@ -18,8 +18,8 @@ namespace streamfuse::jit {
 std::string cpu_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                               std::string_view function_name);
 
-// The text every translation unit of kernels starts with: core/scalar_ops.h then
-// backends/cpu/vector_math.h, embedded into the library at build time.
+// The text every translation unit of kernels starts with: core/scalar_ops.h,
+// core/vector_math.h and core/op_math.h, embedded into the library at build time.
 const std::string& cpu_kernel_prelude();
 
 }  // namespace streamfuse::jit

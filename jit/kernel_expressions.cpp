@@ -77,88 +77,77 @@ std::string scalar_value(const std::string& bits, ValueType t) {
 
 namespace {
 
-// The expression of op `k` computed in `t` over registers a, b, c; empty when `t` has no form.
+// The prelude's function of each op (core/op_math.h): sf_op_<Kind>, named after the OpKind.
+constexpr const char* kOpMathNames[] = {
+#define STREAMFUSE_X(name, api, category, arity) "sf_op_" #name,
+    STREAMFUSE_OP_KINDS(STREAMFUSE_X)
+#undef STREAMFUSE_X
+};
+
+// The call of op `k` computed in `t` over registers a, b, c; empty when `t` has no form. The
+// math is the prelude's (core/op_math.h), the same the eager kernels instantiate.
 std::string op_expr(core::OpKind k, ValueType t, const std::string& a, const std::string& b,
                     const std::string& c) {
-  const bool is_float = t == ValueType::kFloat;
-  const bool is_int = t == ValueType::kI32 || t == ValueType::kI64;
-  const auto call = [](const char* f, const std::string& x) {
-    return std::string(f) + "(" + x + ")";
-  };
-  const auto call2 = [&](const char* f) { return std::string(f) + "(" + a + ", " + b + ")"; };
-  const auto compare = [&](const char* op) {
-    return "(unsigned char)(" + a + " " + op + " " + b + ")";
-  };
-  switch (k) {
-    case core::OpKind::kNeg:
-      return is_float ? "-" + a : is_int ? call("sf_neg", a) : "";
-    case core::OpKind::kAbs:
-      return is_float || is_int ? call("sf_abs", a) : "";
-    case core::OpKind::kRelu:
-      return is_float || is_int ? call("sf_relu", a) : "";
-    case core::OpKind::kExp:
-      return is_float ? call("sf_exp", a) : "";
-    case core::OpKind::kLog:
-      return is_float ? call("sf_log", a) : "";
-    case core::OpKind::kSqrt:
-      return is_float ? call("sf_sqrt", a) : "";
-    case core::OpKind::kRsqrt:
-      return is_float ? call("sf_rsqrt", a) : "";
-    case core::OpKind::kRecip:
-      return is_float ? call("sf_recip", a) : "";
-    case core::OpKind::kSin:
-      return is_float ? call("sf_sin", a) : "";
-    case core::OpKind::kCos:
-      return is_float ? call("sf_cos", a) : "";
-    case core::OpKind::kTanh:
-      return is_float ? call("sf_tanh", a) : "";
-    case core::OpKind::kErf:
-      return is_float ? call("sf_erf", a) : "";
-    case core::OpKind::kSigmoid:
-      return is_float ? call("sf_sigmoid", a) : "";
-    case core::OpKind::kAdd:
-      return is_float ? a + " + " + b : is_int ? call2("sf_add") : "";
-    case core::OpKind::kSub:
-      return is_float ? a + " - " + b : is_int ? call2("sf_sub") : "";
-    case core::OpKind::kMul:
-      return is_float ? a + " * " + b : is_int ? call2("sf_mul") : "";
-    case core::OpKind::kDiv:
-      return is_float ? a + " / " + b : "";
-    case core::OpKind::kPow:
-      return is_float ? call2("sf_pow") : is_int ? call2("sf_ipow") : "";
-    case core::OpKind::kMaximum:
-      return call2("sf_max");  // float, int, long long, unsigned char
-    case core::OpKind::kMinimum:
-      return call2("sf_min");
-    case core::OpKind::kEq:
-      return compare("==");
-    case core::OpKind::kNe:
-      return compare("!=");
-    case core::OpKind::kLt:
-      return compare("<");
-    case core::OpKind::kLe:
-      return compare("<=");
-    case core::OpKind::kGt:
-      return compare(">");
-    case core::OpKind::kGe:
-      return compare(">=");
-    // Logical operands are bool registers (0 or 1).
-    case core::OpKind::kLogicalAnd:
-      return "(unsigned char)(" + a + " & " + b + ")";
-    case core::OpKind::kLogicalOr:
-      return "(unsigned char)(" + a + " | " + b + ")";
-    case core::OpKind::kLogicalNot:
-      return "(unsigned char)(" + a + " ^ 1)";
-    case core::OpKind::kWhere:
-      return a + " ? " + b + " : " + c;
-    default:
-      return "";
+  if (!has_form(k, t)) return {};
+  const std::string f = kOpMathNames[static_cast<std::size_t>(k)];
+  switch (core::op_info(k).arity) {
+    case 1:
+      return f + "(" + a + ")";
+    case 2:
+      return f + "(" + a + ", " + b + ")";
+    default:  // where
+      return f + "(" + a + ", " + b + ", " + c + ")";
   }
 }
 
 }  // namespace
 
-bool has_form(core::OpKind k, ValueType t) { return !op_expr(k, t, "a", "b", "c").empty(); }
+// The compute types each op has a function for in core/op_math.h.
+bool has_form(core::OpKind k, ValueType t) {
+  const bool is_float = t == ValueType::kFloat;
+  const bool is_int = t == ValueType::kI32 || t == ValueType::kI64;
+  switch (k) {
+    case core::OpKind::kNeg:
+    case core::OpKind::kAbs:
+    case core::OpKind::kRelu:
+      return is_float || is_int;
+    case core::OpKind::kExp:
+    case core::OpKind::kLog:
+    case core::OpKind::kSqrt:
+    case core::OpKind::kRsqrt:
+    case core::OpKind::kRecip:
+    case core::OpKind::kSin:
+    case core::OpKind::kCos:
+    case core::OpKind::kTanh:
+    case core::OpKind::kErf:
+    case core::OpKind::kSigmoid:
+    case core::OpKind::kDiv:
+      return is_float;
+    case core::OpKind::kAdd:
+    case core::OpKind::kSub:
+    case core::OpKind::kMul:
+    case core::OpKind::kPow:
+      return is_float || is_int;
+    case core::OpKind::kMaximum:
+    case core::OpKind::kMinimum:
+    case core::OpKind::kEq:
+    case core::OpKind::kNe:
+    case core::OpKind::kLt:
+    case core::OpKind::kLe:
+    case core::OpKind::kGt:
+    case core::OpKind::kGe:
+    case core::OpKind::kWhere:  // the type of its values (the condition is bool)
+      return true;
+    // Their operands are bool registers whatever the type (program_check requires kBool).
+    case core::OpKind::kLogicalAnd:
+    case core::OpKind::kLogicalOr:
+    case core::OpKind::kLogicalNot:
+      return true;
+    default:
+      return false;
+  }
+}
+
 
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {
   if (key.rank < 0 || key.rank > kMaxRank)

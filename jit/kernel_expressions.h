@@ -1,11 +1,9 @@
 // The C expressions of a FusedProgram, shared by the C++ (CPU) and CUDA code generators: each
 // instruction's expression, the conversions to and from storage, and the checks that a program
-// fits its key. Both generators emit calls to the sf_* functions of the kernel prelude
-// (core/scalar_ops.h, backends/cpu/vector_math.h), so a CPU kernel, a CUDA kernel and the eager
-// kernels compute the same bits.
-//
-// The expressions mirror backends/cpu/kernels/elementwise_ops.h (ops) and convert.h
-// (conversions) one for one: change one, change the other.
+// fits its key. Both generators emit calls to the sf_* functions of the kernel prelude: each op
+// is its sf_op_<Kind> function (core/op_math.h), which the eager kernels instantiate too, so a
+// CPU kernel, a CUDA kernel and the eager kernels compute the same bits. Conversions call the
+// prelude's conversions (core/scalar_ops.h) as backends/cpu/kernels/convert.h does.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Exhaustive accuracy sweep of backends/cpu/vector_math.h: every one of the 2^32 float inputs of
+// Exhaustive accuracy sweep of core/vector_math.h: every one of the 2^32 float inputs of
 // each unary function (and random pairs for pow) against the C library in double precision.
 //
 // Usage: math-ulp-sweep [function...] [--pow-samples N]
@@ -17,7 +17,7 @@
 
 #include <omp.h>
 
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 
 namespace {
 

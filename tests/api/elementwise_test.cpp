@@ -13,7 +13,7 @@ using namespace streamfuse::testing;
 
 namespace {
 
-// Bound of the float math functions (backends/cpu/vector_math.h) in f32 ulps: the exhaustive
+// Bound of the float math functions (core/vector_math.h) in f32 ulps: the exhaustive
 // sweep (tools/math_ulp_sweep.cpp) measures at most 0.66. Results in
 // f16/bf16 are the f32 result rounded once more, so within one ulp of their own.
 constexpr double kMathUlps = 1;

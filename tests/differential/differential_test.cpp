@@ -1,7 +1,7 @@
 // Random programs give the same values eagerly (one op at a time), unfused (queued), fused and
 // interpreted, and fused and compiled: bitwise, NaN payloads aside, since every path computes
 // each op with the same functions (the math functions' own error is measured against double
-// precision in tests/backends/cpu/vector_math_test.cpp and tests/api/elementwise_test.cpp).
+// precision in tests/core/vector_math_test.cpp and tests/api/elementwise_test.cpp).
 //
 // STREAMFUSE_DIFF_PROGRAMS sets how many programs (default 10000, split over the shards) run
 // eagerly, unfused and fused-interpreted; STREAMFUSE_DIFF_COMPILED how many of them (default 120)

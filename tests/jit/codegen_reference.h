@@ -2,7 +2,7 @@
 // functions the kernels call, operand buffers laid out as a case's key says (contiguous,
 // broadcast, strided with gaps), filled with special and random values, and a bitwise
 // comparison (any NaN matches any NaN). Shared by the CPU codegen test and the CUDA kernel test;
-// the including file includes core/scalar_ops.h and backends/cpu/vector_math.h first, built
+// the including file includes core/scalar_ops.h and core/vector_math.h first, built
 // with the ISA flags whose FMA use the kernels under test match.
 #pragma once
 

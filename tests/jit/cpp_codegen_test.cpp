@@ -22,7 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/isa.h"
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 #include "core/scalar_ops.h"
 #include "jit/cpp_codegen.h"
 #include "jit/kernel_abi.h"

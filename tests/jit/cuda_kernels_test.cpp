@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/caching_allocator.h"
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/devices.h"

@@ -56,7 +56,7 @@ void where_chunk(const void* const* in, void* out, std::int64_t n) {
   const C* a = static_cast<const C*>(in[1]);
   const C* b = static_cast<const C*>(in[2]);
   C* o = static_cast<C*>(out);
-  for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::where(c[i], a[i], b[i]);
 }
 
 // The chunk loop of `kind` on compute type C, or null where the op has no form for C (float-only

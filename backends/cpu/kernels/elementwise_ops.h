@@ -1,22 +1,23 @@
 // What each element-wise op computes, per compute type, for the eager kernels and the fused
-// interpreter. Everything beyond one IEEE operation is a function of scalar_ops.h or
-// vector_math.h, which the JIT's generated code calls by the same names (jit/cpp_codegen.cpp
-// holds the matching switch): fused and unfused results agree bit for bit.
+// interpreter: the prelude's function of the op (core/op_math.h), which the JIT's generated code
+// calls by the same name. There is no math here, only the dispatch from an OpKind to its
+// function, so fused and unfused results agree bit for bit.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cpu/kernels/convert.h"
-#include "backends/cpu/vector_math.h"
-#include "core/scalar_ops.h"
 #include "core/ir.h"
+#include "core/scalar_ops.h"
+#include "core/vector_math.h"
+#include "core/op_math.h"  // after the two it builds on (it includes nothing: kernel prelude text)
 
 namespace streamfuse::backends::cpu::ops {
 
 using core::OpKind;
 
-// scalar_ops.h overloads on int and long long; std::int64_t is long here, a third type.
+// The prelude overloads on int and long long; std::int64_t is long here, a third type.
 template <class C>
 using sf_t = std::conditional_t<std::is_same_v<C, std::int64_t>, long long, C>;
 template <class C>
@@ -24,120 +25,44 @@ inline sf_t<C> sf(C x) {
   return static_cast<sf_t<C>>(x);
 }
 
+// sf_op_<Kind>(args...) of op K. A kind with no element-wise function is never instantiated
+// here (the kernel table has no loop for it).
+template <core::OpKind K, class... A>
+inline auto op_math(A... args) {
+#define STREAMFUSE_X(name, api, category, arity) \
+  if constexpr (K == core::OpKind::k##name) return sf_op_##name(args...); else
+  STREAMFUSE_OP_KINDS(STREAMFUSE_X)
+#undef STREAMFUSE_X
+  static_assert(sizeof...(A) == 0, "no such op");
+}
+
 template <core::OpKind K, class C>
 inline C unary(C x) {
-  if constexpr (std::is_same_v<C, float>) {
-    if constexpr (K == core::OpKind::kNeg)
-      return -x;
-    else if constexpr (K == core::OpKind::kAbs)
-      return sf_abs(x);
-    else if constexpr (K == core::OpKind::kExp)
-      return sf_exp(x);
-    else if constexpr (K == core::OpKind::kLog)
-      return sf_log(x);
-    else if constexpr (K == core::OpKind::kSqrt)
-      return sf_sqrt(x);
-    else if constexpr (K == core::OpKind::kRsqrt)
-      return sf_rsqrt(x);
-    else if constexpr (K == core::OpKind::kRecip)
-      return sf_recip(x);
-    else if constexpr (K == core::OpKind::kSin)
-      return sf_sin(x);
-    else if constexpr (K == core::OpKind::kCos)
-      return sf_cos(x);
-    else if constexpr (K == core::OpKind::kTanh)
-      return sf_tanh(x);
-    else if constexpr (K == core::OpKind::kErf)
-      return sf_erf(x);
-    else if constexpr (K == core::OpKind::kSigmoid)
-      return sf_sigmoid(x);
-    else if constexpr (K == core::OpKind::kRelu)
-      return sf_relu(x);
-    else
-      static_assert(K == core::OpKind::kNeg, "not a float unary op");
-  } else {
-    if constexpr (K == core::OpKind::kNeg)
-      return static_cast<C>(sf_neg(sf(x)));
-    else if constexpr (K == core::OpKind::kAbs)
-      return static_cast<C>(sf_abs(sf(x)));
-    else if constexpr (K == core::OpKind::kRelu)
-      return static_cast<C>(sf_relu(sf(x)));
-    else
-      static_assert(K == core::OpKind::kNeg, "not an integer unary op");
-  }
+  return static_cast<C>(op_math<K>(sf(x)));
 }
 
 template <core::OpKind K, class C>
 inline C binary(C a, C b) {
-  if constexpr (std::is_same_v<C, float>) {
-    if constexpr (K == core::OpKind::kAdd)
-      return a + b;
-    else if constexpr (K == core::OpKind::kSub)
-      return a - b;
-    else if constexpr (K == core::OpKind::kMul)
-      return a * b;
-    else if constexpr (K == core::OpKind::kDiv)
-      return a / b;
-    else if constexpr (K == core::OpKind::kPow)
-      return sf_pow(a, b);
-    else if constexpr (K == core::OpKind::kMaximum)
-      return sf_max(a, b);
-    else if constexpr (K == core::OpKind::kMinimum)
-      return sf_min(a, b);
-    else
-      static_assert(K == core::OpKind::kAdd, "not a float binary op");
-  } else if constexpr (std::is_same_v<C, BoolStorage>) {
-    if constexpr (K == core::OpKind::kMaximum)
-      return sf_max(a, b);
-    else if constexpr (K == core::OpKind::kMinimum)
-      return sf_min(a, b);
-    else
-      static_assert(K == core::OpKind::kMaximum, "not a bool binary op");
-  } else {
-    if constexpr (K == core::OpKind::kAdd)
-      return static_cast<C>(sf_add(sf(a), sf(b)));
-    else if constexpr (K == core::OpKind::kSub)
-      return static_cast<C>(sf_sub(sf(a), sf(b)));
-    else if constexpr (K == core::OpKind::kMul)
-      return static_cast<C>(sf_mul(sf(a), sf(b)));
-    else if constexpr (K == core::OpKind::kPow)
-      return static_cast<C>(sf_ipow(sf(a), sf(b)));
-    else if constexpr (K == core::OpKind::kMaximum)
-      return static_cast<C>(sf_max(sf(a), sf(b)));
-    else if constexpr (K == core::OpKind::kMinimum)
-      return static_cast<C>(sf_min(sf(a), sf(b)));
-    else
-      static_assert(K == core::OpKind::kAdd, "not an integer binary op");
-  }
+  return static_cast<C>(op_math<K>(sf(a), sf(b)));
 }
 
 template <core::OpKind K, class C>
 inline BoolStorage compare(C a, C b) {
-  if constexpr (K == core::OpKind::kEq)
-    return a == b;
-  else if constexpr (K == core::OpKind::kNe)
-    return a != b;
-  else if constexpr (K == core::OpKind::kLt)
-    return a < b;
-  else if constexpr (K == core::OpKind::kLe)
-    return a <= b;
-  else if constexpr (K == core::OpKind::kGt)
-    return a > b;
-  else if constexpr (K == core::OpKind::kGe)
-    return a >= b;
-  else
-    static_assert(K == core::OpKind::kEq, "not a comparison");
+  return op_math<K>(sf(a), sf(b));
 }
 
-// Logical ops read their operands as bool (0 or 1).
+// Logical ops read their operands as bool (0 or 1); not reads only `a`.
 template <core::OpKind K>
 inline BoolStorage logical(BoolStorage a, BoolStorage b) {
-  if constexpr (K == core::OpKind::kLogicalAnd)
-    return a & b;
-  else if constexpr (K == core::OpKind::kLogicalOr)
-    return a | b;
+  if constexpr (K == core::OpKind::kLogicalNot)
+    return op_math<K>(a);
   else
-    return a ^ 1;  // LogicalNot
+    return op_math<K>(a, b);
+}
+
+template <class C>
+inline C where(BoolStorage c, C a, C b) {
+  return static_cast<C>(op_math<core::OpKind::kWhere>(c, sf(a), sf(b)));
 }
 
 }  // namespace streamfuse::backends::cpu::ops

@@ -7,7 +7,7 @@
 #include "backends/cpu/kernels/isa_namespace.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/parallel.h"
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {

@@ -48,7 +48,7 @@ struct sf_emu_kernel {
 
 // ---- The CUDA dialect, as host C++ --------------------------------------------------------
 // __CUDACC__ and __CUDACC_RTC__ stay undefined: the kernel prelude (core/scalar_ops.h,
-// backends/cpu/vector_math.h) then takes its plain C++ branch, which computes the same bits.
+// core/vector_math.h) then takes its plain C++ branch, which computes the same bits.
 #define __global__
 #define __device__
 #define __host__

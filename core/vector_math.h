@@ -19,8 +19,8 @@
 // measured over all 2^32 inputs by tools/math_ulp_sweep.cpp (pow: 2^28 random pairs), with and
 // without FMA; each function's comment gives its figure. Denormal inputs and outputs, ±0, ±inf and
 // NaN follow C99 Annex F.
-#ifndef STREAMFUSE_BACKENDS_CPU_VECTOR_MATH_H_
-#define STREAMFUSE_BACKENDS_CPU_VECTOR_MATH_H_
+#ifndef STREAMFUSE_CORE_VECTOR_MATH_H_
+#define STREAMFUSE_CORE_VECTOR_MATH_H_
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #ifndef SF_MATH_FN
@@ -397,4 +397,4 @@ SF_MATH_FN float sf_pow(float x, float y) {
   return y == 0.0f || x == 1.0f ? 1.0f : r;
 }
 
-#endif  // STREAMFUSE_BACKENDS_CPU_VECTOR_MATH_H_
+#endif  // STREAMFUSE_CORE_VECTOR_MATH_H_

@@ -1,4 +1,4 @@
-// Accuracy and special values of backends/cpu/vector_math.h, compiled once per ISA level
+// Accuracy and special values of core/vector_math.h, compiled once per ISA level
 // (STREAMFUSE_ISA = v2, v3, v4) with the kernel flags, so each level's code is what is tested.
 // Errors are measured in ulp of the float result against the C library in double precision;
 // the bounds are the exhaustive maxima from tools/math_ulp_sweep.cpp, rounded up.
@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/cpu/vector_math.h"
+#include "core/vector_math.h"
 
 namespace {
 
