@@ -9,7 +9,6 @@
 #include "cache/cache_dir.h"
 #include "core/log.h"
 #include "jit/device_factory.h"
-#include "stream/stream.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::runtime {

@@ -1,5 +1,7 @@
-// The per-device runtime: the backend, the handle container, and the streams of every thread
-// using the device. The registry of runtimes is the one process-wide singleton.
+// The per-device runtime: the parts its device factory made (backend, kernel files and cache,
+// launcher), the handle container, the plan store and its files, the preparer, and the streams
+// of every thread using the device. The registry of runtimes is the one process-wide singleton.
+// The API reaches it only through runtime/runtime.h.
 #pragma once
 
 #include <atomic>
