@@ -1,6 +1,7 @@
 // Reductions against double-precision references, over every axis, layout and dtype.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -140,6 +141,46 @@ TEST(ReductionTest, LongReductionsDoNotDependOnThreadsOrBlocks) {
             sf::argmax(x.reshape({1, n}), 1).item<std::int64_t>());
   c.num_threads = saved;
   sf::set_config(c);
+}
+
+// Reductions over an axis longer than a block (core/reduce_math.h, SF_REDUCE_BLOCK): whether
+// rows are split over threads (few long rows) or not, and rows or columns of a layout, the fold
+// order is the block structure, so the thread count changes no bit.
+TEST(ReductionTest, AxisReductionsDoNotDependOnThreads) {
+  const std::int64_t len = 200'003;  // past three blocks, odd tail
+  // Where the grouping shows: 1e30 in block 0, -1e30 and then 1 in block 1, all in lane 0. Folded
+  // as one run the 1 survives; folded block by block it is lost in block 1's partial (-1e30).
+  std::vector<float> values(static_cast<std::size_t>(3 * len), 0.0f);
+  for (std::int64_t r = 0; r < 3; ++r) {
+    values[static_cast<std::size_t>(r * len)] = 1e30f;
+    values[static_cast<std::size_t>(r * len + 65536)] = -1e30f;
+    values[static_cast<std::size_t>(r * len + 65536 + 16)] = 1.0f;
+  }
+  const sf::Tensor rows = sf::from_vector(values, {3, len});
+  const sf::Tensor cols = rows.transpose(0, 1).contiguous();  // [len, 3]: reduce axis 0 strided
+  auto results = [&] {
+    std::vector<float> r;
+    for (const sf::Tensor& t : {sf::sum(rows, 1), sf::mean(rows, 1), sf::sum(cols, 0),
+                                sf::mean(cols, 0)})
+      for (float v : t.to_vector<float>()) r.push_back(v);
+    return r;
+  };
+  sf::Config c = sf::config();
+  const int saved = c.num_threads;
+  std::vector<std::vector<float>> by_threads;
+  for (int threads : {1, 2, 4}) {
+    c.num_threads = threads;
+    sf::set_config(c);
+    by_threads.push_back(results());
+  }
+  c.num_threads = saved;
+  sf::set_config(c);
+  EXPECT_EQ(by_threads[0][0], 0.0f) << "the block structure: block 1's partial lost the 1";
+  for (std::size_t i = 1; i < by_threads.size(); ++i)
+    for (std::size_t k = 0; k < by_threads[0].size(); ++k)
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(by_threads[i][k]),
+                std::bit_cast<std::uint32_t>(by_threads[0][k]))
+          << "result " << k << " differs between thread counts";
 }
 
 TEST(ReductionTest, NaNPropagatesAndArgmaxFindsTheFirst) {

@@ -1,12 +1,12 @@
 // Reductions: sum, mean, max, min, argmax over one axis or all elements, from any layout.
 //
-// Results do not depend on the thread count: work is split into blocks fixed by the shape, and
-// partial results combine in block order. Contiguous runs accumulate in 16 interleaved lanes
-// (vectorizable without reassociating across iterations), combined in lane order. Float sums
-// accumulate in double, integer sums in wrapping int64.
+// What is accumulated and in which order is core/reduce_math.h, the template generated kernels
+// instantiate too: blocks of SF_REDUCE_BLOCK elements fixed by the shape, each folded run by run
+// (lanes in a contiguous run), partial results merged in block order. So results depend on the
+// shape and layout only, never on the thread count, and a fused reduction can equal this one.
 #include <algorithm>
-#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/kernels/convert.h"
@@ -15,6 +15,7 @@
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "core/reduce_math.h"  // after core/scalar_ops.h (elementwise_ops.h): prelude text
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
@@ -22,108 +23,54 @@ namespace {
 
 using core::OpKind;
 
-constexpr int kLanes = 16;
-constexpr std::int64_t kBlock = 65536;  // elements per partial result of a long reduction
+constexpr std::int64_t kBlock = SF_REDUCE_BLOCK;
 constexpr std::int64_t kColumns = 256;  // output positions accumulated together (column case)
 
 template <class S>
 constexpr bool kFloatStorage =
     std::is_same_v<S, float> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
-// The type max/min/argmax compare in.
+// The prelude's integer value type of a storage type (std::int64_t is long here).
 template <class S>
-using value_t = std::conditional_t<kFloatStorage<S>, float, S>;
+using int_value_t = std::conditional_t<std::is_same_v<S, std::int64_t>, long long, S>;
 
+// The accumulator (core/reduce_math.h) of each reduction on storage S.
 template <class S>
-struct SumOp {
-  using Acc = std::conditional_t<kFloatStorage<S>, double, std::int64_t>;
-  static Acc identity() { return 0; }
-  static Acc step(Acc acc, S x, std::int64_t) {
-    if constexpr (kFloatStorage<S>)
-      return acc + static_cast<double>(convert<float>(x));
-    else
-      return sf_add(static_cast<long long>(acc), static_cast<long long>(x));
-  }
-  static Acc merge(Acc a, Acc b) {
-    if constexpr (kFloatStorage<S>)
-      return a + b;
-    else
-      return sf_add(static_cast<long long>(a), static_cast<long long>(b));
-  }
-};
-
+using SumOp = std::conditional_t<kFloatStorage<S>, sf_sum_float, sf_sum_int>;
 template <class S, bool kMax>
-struct ExtremeOp {
-  using V = value_t<S>;
-  using Acc = V;
-  static Acc identity() {
-    if constexpr (kFloatStorage<S>)
-      return kMax ? -std::numeric_limits<float>::infinity()
-                  : std::numeric_limits<float>::infinity();
-    else
-      return kMax ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
-  }
-  static Acc merge(Acc a, Acc b) {
-    if constexpr (kFloatStorage<S>)
-      return kMax ? sf_max(a, b) : sf_min(a, b);  // float: NaN wins
-    else
-      return kMax ? std::max(a, b) : std::min(a, b);
-  }
-  static Acc step(Acc acc, S x, std::int64_t) { return merge(acc, convert<V>(x)); }
-};
-
-// The first index of the largest value; NaN counts as largest (the first NaN wins).
+using ExtremeOp = std::conditional_t<kFloatStorage<S>, sf_extreme_float<kMax>,
+                                     sf_extreme_int<int_value_t<S>, kMax>>;
 template <class S>
-struct ArgmaxOp {
-  using V = value_t<S>;
-  struct Acc {
-    V value;
-    std::int64_t index;
-  };
-  static bool greater(V a, V b) {
-    if constexpr (kFloatStorage<S>)
-      return (a != a && b == b) || a > b;
-    else
-      return a > b;
-  }
-  // The smallest value (-inf for floats) at an index past every real one: any element ties or
-  // beats it, and wins the tie by its smaller index.
-  static Acc identity() {
-    if constexpr (kFloatStorage<S>)
-      return {-std::numeric_limits<float>::infinity(), std::numeric_limits<std::int64_t>::max()};
-    else
-      return {std::numeric_limits<V>::lowest(), std::numeric_limits<std::int64_t>::max()};
-  }
-  // Through merge, so a value equal to the identity's (the lowest, or -inf) still wins its
-  // index over the identity's placeholder.
-  static Acc step(Acc acc, S x, std::int64_t i) { return merge(acc, Acc{convert<V>(x), i}); }
-  static Acc merge(Acc a, Acc b) {
-    if (greater(b.value, a.value)) return b;
-    if (greater(a.value, b.value)) return a;
-    return b.index < a.index ? b : a;  // equal (or both NaN): the earlier index
-  }
-};
+using ArgmaxOp =
+    std::conditional_t<kFloatStorage<S>, sf_argmax_float, sf_argmax_int<int_value_t<S>>>;
 
-// Folds `n` elements `stride` apart, the first being element `index0` of the reduction.
+// Element x read as Op's value type.
 template <class Op, class S>
-typename Op::Acc reduce_run(const S* p, std::int64_t n, std::int64_t stride, std::int64_t index0,
-                            typename Op::Acc acc) {
-  std::int64_t i = 0;
-  if (stride == 1 && n >= 4 * kLanes) {
-    typename Op::Acc lanes[kLanes];
-    for (int l = 0; l < kLanes; ++l) lanes[l] = Op::identity();
-    for (; i + kLanes <= n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] = Op::step(lanes[l], p[i + l], index0 + i + l);
-    for (int l = 0; l < kLanes; ++l) acc = Op::merge(acc, lanes[l]);
-  }
-  for (; i < n; ++i) acc = Op::step(acc, p[i * stride], index0 + i);
-  return acc;
+typename Op::value value_of(S x) {
+  if constexpr (kFloatStorage<S>)
+    return convert<float>(x);
+  else
+    return static_cast<typename Op::value>(x);
 }
 
-// Folds a reduction of `n` elements `stride` apart, split into fixed blocks over threads.
+// Folds the run of `n` elements `stride` apart at p, the first being element `index0` of the
+// reduction, into `acc` (sf_reduce_run; unit stride told to the compiler, so the lanes vectorize).
 template <class Op, class S>
-typename Op::Acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, int threads) {
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<typename Op::Acc> partial(static_cast<std::size_t>(blocks));
+typename Op::acc reduce_run(const S* p, std::int64_t n, std::int64_t stride, std::int64_t index0,
+                            typename Op::acc acc) {
+  if (stride == 1)
+    return sf_reduce_run<Op>([p](long long i) { return value_of<Op>(p[i]); }, 0, n, 1, index0,
+                             acc);
+  return sf_reduce_run<Op>([p, stride](long long i) { return value_of<Op>(p[i * stride]); }, 0,
+                           n, 0, index0, acc);
+}
+
+// Folds one run of `n` elements `stride` apart as a whole reduction: its blocks, over `threads`
+// (the blocks are fixed by n, merged in order: the thread count changes nothing).
+template <class Op, class S>
+typename Op::acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, int threads) {
+  const std::int64_t blocks = sf_reduce_blocks(n);
+  if (blocks <= 1) return reduce_run<Op>(p, n, stride, 0, Op::identity());
+  std::vector<typename Op::acc> partial(static_cast<std::size_t>(blocks));
   parallel_for(blocks, 1, threads, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t b = lo; b < hi; ++b) {
       const std::int64_t start = b * kBlock, len = std::min(kBlock, n - start);
@@ -131,14 +78,14 @@ typename Op::Acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, in
           reduce_run<Op>(p + start * stride, len, stride, start, Op::identity());
     }
   });
-  typename Op::Acc acc = Op::identity();
+  typename Op::acc acc = Op::identity();
   for (const auto& part : partial) acc = Op::merge(acc, part);
   return acc;
 }
 
 // The value to store for an accumulator.
 template <core::OpKind K, class Op>
-auto finish(const typename Op::Acc& acc, std::int64_t count) {
+auto finish(const typename Op::acc& acc, std::int64_t count) {
   if constexpr (K == core::OpKind::kArgmax)
     return acc.index;
   else if constexpr (K == core::OpKind::kMean)
@@ -168,15 +115,15 @@ void reduce_all(const ReduceArgs& a) {
   const Strides* strides[1] = {&a.input.strides};
   const Iteration it = make_iteration(a.shape, strides, 1);
   const S* base = reinterpret_cast<const S*>(a.input.data);
-  typename Op::Acc acc = Op::identity();
+  typename Op::acc acc = Op::identity();
   if (it.rank <= 1) {  // one strided run: the common case
     acc = reduce_long<Op>(base, it.numel, it.inner_stride(0), a.num_threads);
   } else {
     const std::int64_t blocks = (it.numel + kBlock - 1) / kBlock;
-    std::vector<typename Op::Acc> partial(static_cast<std::size_t>(blocks));
+    std::vector<typename Op::acc> partial(static_cast<std::size_t>(blocks));
     parallel_for(blocks, 1, a.num_threads, [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t b = lo; b < hi; ++b) {
-        typename Op::Acc part = Op::identity();
+        typename Op::acc part = Op::identity();
         std::int64_t index = b * kBlock;
         for_each_run(it, index, std::min(it.numel, index + kBlock),
                      [&](const auto& off, std::int64_t len) {
@@ -212,7 +159,8 @@ void reduce_axis(const ReduceArgs& a) {
   Out* out = static_cast<Out*>(a.out);
   const int threads = max_threads(a.num_threads);
 
-  if (outputs < 2 * threads && len >= 2 * kBlock) {  // few long rows: split each row instead
+  // Few long rows: each row's blocks over the threads (the result is the same either way).
+  if (outputs < 2 * threads && len >= 2 * kBlock) {
     for_each_run(
         it, 0, outputs, [&, pos = std::int64_t{0}](const auto& off, std::int64_t run) mutable {
           for (std::int64_t j = 0; j < run; ++j, ++pos)
@@ -234,19 +182,25 @@ void reduce_axis(const ReduceArgs& a) {
       if (columns) {
         for (std::int64_t j0 = 0; j0 < run; j0 += kColumns) {
           const std::int64_t width = std::min(kColumns, run - j0);
-          typename Op::Acc acc[kColumns];
+          // Each output's elements are strided: folded in order, block by block.
+          typename Op::acc acc[kColumns], part[kColumns];
           for (std::int64_t j = 0; j < width; ++j) acc[j] = Op::identity();
-          for (std::int64_t r = 0; r < len; ++r) {
-            const S* row = row0 + j0 + r * rstride;
-            for (std::int64_t j = 0; j < width; ++j) acc[j] = Op::step(acc[j], row[j], r);
+          for (std::int64_t r0 = 0; r0 < len; r0 += kBlock) {
+            for (std::int64_t j = 0; j < width; ++j) part[j] = Op::identity();
+            for (std::int64_t r = r0; r < std::min(len, r0 + kBlock); ++r) {
+              const S* row = row0 + j0 + r * rstride;
+              for (std::int64_t j = 0; j < width; ++j)
+                part[j] = Op::step(part[j], value_of<Op>(row[j]), r);
+            }
+            for (std::int64_t j = 0; j < width; ++j) acc[j] = Op::merge(acc[j], part[j]);
           }
           for (std::int64_t j = 0; j < width; ++j)
             out[pos + j0 + j] = to_output<Out>(finish<K, Op>(acc[j], len));
         }
       } else {
         for (std::int64_t j = 0; j < run; ++j)
-          out[pos + j] = to_output<Out>(finish<K, Op>(
-              reduce_run<Op>(row0 + j * it.inner_stride(0), len, rstride, 0, Op::identity()), len));
+          out[pos + j] = to_output<Out>(
+              finish<K, Op>(reduce_long<Op>(row0 + j * it.inner_stride(0), len, rstride, 1), len));
       }
       pos += run;
     });

@@ -1,0 +1,179 @@
+// Reductions, once: what each reduction accumulates and in which order, for every kernel that
+// reduces. The eager CPU kernel (backends/cpu/kernels/reduce.cpp) instantiates these templates;
+// generated CPU and CUDA code include them as kernel prelude text, so a fused reduction can equal
+// the unfused one bit for bit.
+//
+// An accumulator Op has a value type (what elements are read as), an acc type, identity(),
+// step(acc, value, index) and merge(acc, acc); a reduction's result is a function of its
+// elements in a fixed order only:
+// - a run of n elements whose loads are contiguous and n >= 4 * SF_REDUCE_LANES folds in
+//   SF_REDUCE_LANES interleaved accumulators (lane l takes elements l, l + LANES, ...; the loop
+//   vectorizes without reassociating), merged in lane order, then the rest in order;
+// - any other run folds in order;
+// - a long reduction is split into blocks of SF_REDUCE_BLOCK elements, each folded from the
+//   identity, their partial results merged in block order (so threads, or GPU blocks, may fold
+//   blocks in any order and the result stays the same).
+// Float sums accumulate in double, integer sums in wrapping 64 bits; max and min let NaN win;
+// argmax takes the first index of the largest value, NaN counting as largest.
+//
+// Like the other prelude headers the text is pasted verbatim into generated kernels: it includes
+// nothing (include scalar_ops.h first) and reaches the platform only through SF_MATH_FN.
+#ifndef STREAMFUSE_CORE_REDUCE_MATH_H_
+#define STREAMFUSE_CORE_REDUCE_MATH_H_
+
+#define SF_REDUCE_LANES 16
+#define SF_REDUCE_BLOCK 65536LL
+
+// The extremes of the integer value types (identities of max, min and argmax).
+template <class T>
+struct sf_int_limits;
+template <>
+struct sf_int_limits<int> {
+  SF_MATH_FN int lowest() { return -2147483647 - 1; }
+  SF_MATH_FN int highest() { return 2147483647; }
+};
+template <>
+struct sf_int_limits<long long> {
+  SF_MATH_FN long long lowest() { return -9223372036854775807LL - 1; }
+  SF_MATH_FN long long highest() { return 9223372036854775807LL; }
+};
+template <>
+struct sf_int_limits<unsigned char> {
+  SF_MATH_FN unsigned char lowest() { return 0; }
+  SF_MATH_FN unsigned char highest() { return 1; }  // bool
+};
+
+// Sum (and mean) of float values (f32, f16, bf16 read as float): in double.
+struct sf_sum_float {
+  typedef float value;
+  typedef double acc;
+  SF_MATH_FN acc identity() { return 0.0; }
+  SF_MATH_FN acc step(acc a, value x, long long) { return a + (double)x; }
+  SF_MATH_FN acc merge(acc a, acc b) { return a + b; }
+};
+
+// Sum (and mean) of integer values: wrapping 64-bit.
+struct sf_sum_int {
+  typedef long long value;
+  typedef long long acc;
+  SF_MATH_FN acc identity() { return 0; }
+  SF_MATH_FN acc step(acc a, value x, long long) { return sf_add(a, x); }
+  SF_MATH_FN acc merge(acc a, acc b) { return sf_add(a, b); }
+};
+
+// Max / min of float values: NaN wins (sf_max, sf_min).
+template <int kMax>
+struct sf_extreme_float {
+  typedef float value;
+  typedef float acc;
+  SF_MATH_FN acc identity() {
+    return kMax ? SF_MATH_AS_FLOAT(0xff800000u) : SF_MATH_AS_FLOAT(0x7f800000u);  // -inf, +inf
+  }
+  SF_MATH_FN acc merge(acc a, acc b) { return kMax ? sf_max(a, b) : sf_min(a, b); }
+  SF_MATH_FN acc step(acc a, value x, long long) { return merge(a, x); }
+};
+
+// Max / min of integer (or bool) values.
+template <class T, int kMax>
+struct sf_extreme_int {
+  typedef T value;
+  typedef T acc;
+  SF_MATH_FN acc identity() {
+    return kMax ? sf_int_limits<T>::lowest() : sf_int_limits<T>::highest();
+  }
+  SF_MATH_FN acc merge(acc a, acc b) { return kMax ? (a < b ? b : a) : (b < a ? b : a); }
+  SF_MATH_FN acc step(acc a, value x, long long) { return merge(a, x); }
+};
+
+// Argmax: the value and index of the best so far.
+template <class T>
+struct sf_argmax_acc {
+  T value;
+  long long index;
+};
+
+// Argmax of float values: NaN counts as largest, the first index wins ties.
+struct sf_argmax_float {
+  typedef float value;
+  typedef sf_argmax_acc<float> acc;
+  SF_MATH_FN int greater(float a, float b) { return (a != a && b == b) || a > b; }
+  // The smallest value (-inf) at an index past every real one: any element ties or beats it,
+  // and wins the tie by its smaller index.
+  SF_MATH_FN acc identity() {
+    acc a;
+    a.value = SF_MATH_AS_FLOAT(0xff800000u);
+    a.index = 9223372036854775807LL;
+    return a;
+  }
+  SF_MATH_FN acc merge(acc a, acc b) {
+    if (greater(b.value, a.value)) return b;
+    if (greater(a.value, b.value)) return a;
+    return b.index < a.index ? b : a;  // equal (or both NaN): the earlier index
+  }
+  // Through merge, so a value equal to the identity's still wins its index over the identity's
+  // placeholder.
+  SF_MATH_FN acc step(acc a, value x, long long i) {
+    acc b;
+    b.value = x;
+    b.index = i;
+    return merge(a, b);
+  }
+};
+
+// Argmax of integer (or bool) values: the first index of the largest.
+template <class T>
+struct sf_argmax_int {
+  typedef T value;
+  typedef sf_argmax_acc<T> acc;
+  SF_MATH_FN acc identity() {
+    acc a;
+    a.value = sf_int_limits<T>::lowest();
+    a.index = 9223372036854775807LL;
+    return a;
+  }
+  SF_MATH_FN acc merge(acc a, acc b) {
+    if (b.value > a.value) return b;
+    if (a.value > b.value) return a;
+    return b.index < a.index ? b : a;
+  }
+  SF_MATH_FN acc step(acc a, value x, long long i) {
+    acc b;
+    b.value = x;
+    b.index = i;
+    return merge(a, b);
+  }
+};
+
+// Folds elements load(first) .. load(first + n - 1) into `a`, the first being element index0 of
+// the reduction; `contiguous`: their loads are adjacent in memory (lanes pay off).
+template <class Op, class Load>
+SF_MATH_FN typename Op::acc sf_reduce_run(const Load& load, long long first, long long n,
+                                          int contiguous, long long index0, typename Op::acc a) {
+  long long i = 0;
+  if (contiguous && n >= 4 * SF_REDUCE_LANES) {
+    typename Op::acc lanes[SF_REDUCE_LANES];
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = Op::identity();
+    for (; i + SF_REDUCE_LANES <= n; i += SF_REDUCE_LANES)
+      for (int l = 0; l < SF_REDUCE_LANES; ++l)
+        lanes[l] = Op::step(lanes[l], load(first + i + l), index0 + i + l);
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) a = Op::merge(a, lanes[l]);
+  }
+  for (; i < n; ++i) a = Op::step(a, load(first + i), index0 + i);
+  return a;
+}
+
+// How many blocks a reduction of n elements splits into.
+SF_MATH_FN long long sf_reduce_blocks(long long n) {
+  return (n + SF_REDUCE_BLOCK - 1) / SF_REDUCE_BLOCK;
+}
+
+// Block b of a reduction of n elements (load(i) is element i), folded from the identity.
+template <class Op, class Load>
+SF_MATH_FN typename Op::acc sf_reduce_block(const Load& load, long long n, int contiguous,
+                                            long long b) {
+  const long long start = b * SF_REDUCE_BLOCK;
+  const long long len = n - start < SF_REDUCE_BLOCK ? n - start : SF_REDUCE_BLOCK;
+  return sf_reduce_run<Op>(load, start, len, contiguous, start, Op::identity());
+}
+
+#endif  // STREAMFUSE_CORE_REDUCE_MATH_H_
