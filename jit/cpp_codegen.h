@@ -19,7 +19,8 @@ std::string cpu_kernel_source(const FusedProgram& program, const SpecializationK
                               std::string_view function_name);
 
 // The text every translation unit of kernels starts with: core/scalar_ops.h,
-// core/vector_math.h and core/op_math.h, embedded into the library at build time.
+// core/vector_math.h, core/op_math.h and core/reduce_math.h, embedded into the library at build
+// time.
 const std::string& cpu_kernel_prelude();
 
 }  // namespace streamfuse::jit

@@ -26,7 +26,8 @@ std::string cuda_kernel_source(const FusedProgram& program, const Specialization
                                std::string_view function_name);
 
 // The text every CUDA translation unit of kernels starts with: the same prelude as the CPU's
-// (core/scalar_ops.h, core/vector_math.h and core/op_math.h in their CUDA form) and the vector type.
+// (core/scalar_ops.h, vector_math.h, op_math.h and reduce_math.h in their CUDA form) and the
+// vector type.
 const std::string& cuda_kernel_prelude();
 
 // The NVRTC options the kernels need: --fmad=false (the prelude's math relies on a*b+c being
