@@ -45,7 +45,7 @@ Config Config::from_env() {
   if (const auto v = core::env_mib("STREAMFUSE_CACHE_MAX_MB")) c.cache_max_bytes = *v;
   if (const auto v = core::env_mib("STREAMFUSE_ALLOCATOR_CACHE_MB")) c.allocator_cache_bytes = *v;
   if (const auto v = core::env_count("STREAMFUSE_NUM_THREADS", 0, INT_MAX,
-                               "threads per CPU kernel; 0 uses every core"))
+                                     "threads per CPU kernel; 0 uses every core"))
     c.num_threads = static_cast<int>(*v);
   // Not a setting (the CPU kernels are chosen once per process), but read with the others so
   // that a bad value is an Error at the library's first use, as theirs are.

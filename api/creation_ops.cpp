@@ -13,11 +13,11 @@
 
 namespace streamfuse {
 
-using core::OpKind;
 using api::api_call;
 using api::check_new_shape;
 using api::node_of;
 using api::record;
+using core::OpKind;
 
 namespace {
 
@@ -44,7 +44,8 @@ std::pair<std::uint64_t, std::uint64_t> take_counters(std::int64_t numel) {
   return {g.seed, offset};
 }
 
-Tensor random(core::OpKind kind, const Shape& shape, DType dtype, Device device, double a, double b) {
+Tensor random(core::OpKind kind, const Shape& shape, DType dtype, Device device, double a,
+              double b) {
   const std::string name(core::op_name(kind));
   if (!is_floating(dtype))
     throw DTypeError(name + ": random values need a float dtype (f32, f16, bf16), got " +

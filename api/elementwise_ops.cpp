@@ -11,15 +11,15 @@
 
 namespace streamfuse {
 
-using core::OpAttrs;
-using core::OpCategory;
-using core::OpKind;
-using core::ScalarSide;
 using api::api_call;
 using api::common_device;
 using api::describe_all;
 using api::node_of;
 using api::record;
+using core::OpAttrs;
+using core::OpCategory;
+using core::OpKind;
+using core::ScalarSide;
 
 namespace {
 
@@ -101,28 +101,36 @@ Tensor binary_scalar(core::OpKind kind, Tensor t, Scalar s, core::ScalarSide sid
 
 }  // namespace
 
-Tensor operator+(Tensor a, Tensor b) { return binary(core::OpKind::kAdd, std::move(a), std::move(b)); }
+Tensor operator+(Tensor a, Tensor b) {
+  return binary(core::OpKind::kAdd, std::move(a), std::move(b));
+}
 Tensor operator+(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kAdd, std::move(a), b, core::ScalarSide::kRhs);
 }
 Tensor operator+(Scalar a, Tensor b) {
   return binary_scalar(core::OpKind::kAdd, std::move(b), a, core::ScalarSide::kLhs);
 }
-Tensor operator-(Tensor a, Tensor b) { return binary(core::OpKind::kSub, std::move(a), std::move(b)); }
+Tensor operator-(Tensor a, Tensor b) {
+  return binary(core::OpKind::kSub, std::move(a), std::move(b));
+}
 Tensor operator-(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kSub, std::move(a), b, core::ScalarSide::kRhs);
 }
 Tensor operator-(Scalar a, Tensor b) {
   return binary_scalar(core::OpKind::kSub, std::move(b), a, core::ScalarSide::kLhs);
 }
-Tensor operator*(Tensor a, Tensor b) { return binary(core::OpKind::kMul, std::move(a), std::move(b)); }
+Tensor operator*(Tensor a, Tensor b) {
+  return binary(core::OpKind::kMul, std::move(a), std::move(b));
+}
 Tensor operator*(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kMul, std::move(a), b, core::ScalarSide::kRhs);
 }
 Tensor operator*(Scalar a, Tensor b) {
   return binary_scalar(core::OpKind::kMul, std::move(b), a, core::ScalarSide::kLhs);
 }
-Tensor operator/(Tensor a, Tensor b) { return binary(core::OpKind::kDiv, std::move(a), std::move(b)); }
+Tensor operator/(Tensor a, Tensor b) {
+  return binary(core::OpKind::kDiv, std::move(a), std::move(b));
+}
 Tensor operator/(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kDiv, std::move(a), b, core::ScalarSide::kRhs);
 }
@@ -154,11 +162,15 @@ Tensor pow(Tensor base, Scalar exponent) {
 Tensor pow(Scalar base, Tensor exponent) {
   return binary_scalar(core::OpKind::kPow, std::move(exponent), base, core::ScalarSide::kLhs);
 }
-Tensor maximum(Tensor a, Tensor b) { return binary(core::OpKind::kMaximum, std::move(a), std::move(b)); }
+Tensor maximum(Tensor a, Tensor b) {
+  return binary(core::OpKind::kMaximum, std::move(a), std::move(b));
+}
 Tensor maximum(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kMaximum, std::move(a), b, core::ScalarSide::kRhs);
 }
-Tensor minimum(Tensor a, Tensor b) { return binary(core::OpKind::kMinimum, std::move(a), std::move(b)); }
+Tensor minimum(Tensor a, Tensor b) {
+  return binary(core::OpKind::kMinimum, std::move(a), std::move(b));
+}
 Tensor minimum(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kMinimum, std::move(a), b, core::ScalarSide::kRhs);
 }
@@ -170,27 +182,39 @@ Tensor clamp(Tensor x, Tensor lo, Tensor hi) {
                   [&] { return minimum(maximum(std::move(x), std::move(lo)), std::move(hi)); });
 }
 
-Tensor operator==(Tensor a, Tensor b) { return binary(core::OpKind::kEq, std::move(a), std::move(b)); }
+Tensor operator==(Tensor a, Tensor b) {
+  return binary(core::OpKind::kEq, std::move(a), std::move(b));
+}
 Tensor operator==(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kEq, std::move(a), b, core::ScalarSide::kRhs);
 }
-Tensor operator!=(Tensor a, Tensor b) { return binary(core::OpKind::kNe, std::move(a), std::move(b)); }
+Tensor operator!=(Tensor a, Tensor b) {
+  return binary(core::OpKind::kNe, std::move(a), std::move(b));
+}
 Tensor operator!=(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kNe, std::move(a), b, core::ScalarSide::kRhs);
 }
-Tensor operator<(Tensor a, Tensor b) { return binary(core::OpKind::kLt, std::move(a), std::move(b)); }
+Tensor operator<(Tensor a, Tensor b) {
+  return binary(core::OpKind::kLt, std::move(a), std::move(b));
+}
 Tensor operator<(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kLt, std::move(a), b, core::ScalarSide::kRhs);
 }
-Tensor operator<=(Tensor a, Tensor b) { return binary(core::OpKind::kLe, std::move(a), std::move(b)); }
+Tensor operator<=(Tensor a, Tensor b) {
+  return binary(core::OpKind::kLe, std::move(a), std::move(b));
+}
 Tensor operator<=(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kLe, std::move(a), b, core::ScalarSide::kRhs);
 }
-Tensor operator>(Tensor a, Tensor b) { return binary(core::OpKind::kGt, std::move(a), std::move(b)); }
+Tensor operator>(Tensor a, Tensor b) {
+  return binary(core::OpKind::kGt, std::move(a), std::move(b));
+}
 Tensor operator>(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kGt, std::move(a), b, core::ScalarSide::kRhs);
 }
-Tensor operator>=(Tensor a, Tensor b) { return binary(core::OpKind::kGe, std::move(a), std::move(b)); }
+Tensor operator>=(Tensor a, Tensor b) {
+  return binary(core::OpKind::kGe, std::move(a), std::move(b));
+}
 Tensor operator>=(Tensor a, Scalar b) {
   return binary_scalar(core::OpKind::kGe, std::move(a), b, core::ScalarSide::kRhs);
 }

@@ -11,18 +11,18 @@
 
 namespace streamfuse {
 
-using core::OpAttrs;
-using core::OpKind;
 using api::api_call;
 using api::describe;
 using api::node_of;
 using api::normalize_axis;
 using api::record;
+using core::OpAttrs;
+using core::OpKind;
 
 namespace {
 
-Tensor record_movement(core::OpKind kind, Tensor& x, const Shape& out, const core::OpAttrs& attrs = {},
-                       std::span<const Scalar> scalars = {}) {
+Tensor record_movement(core::OpKind kind, Tensor& x, const Shape& out,
+                       const core::OpAttrs& attrs = {}, std::span<const Scalar> scalars = {}) {
   const stream::TensorNode& n = *x.node();
   const DType dtype = n.dtype;
   const Device device = n.device;
@@ -164,9 +164,8 @@ Tensor cat(std::span<const Tensor> tensors, int axis) {
     bool ok = s.rank() == first.rank();
     for (int i = 0; ok && i < s.rank(); ++i) ok = i == a || s[i] == first[i];
     if (!ok)
-      throw ShapeError("cat: shapes " + api::describe_all(ops) +
-                       " differ outside axis " + std::to_string(axis) +
-                       "; every other dimension must match");
+      throw ShapeError("cat: shapes " + api::describe_all(ops) + " differ outside axis " +
+                       std::to_string(axis) + "; every other dimension must match");
     out[a] += s[a];
     dtype = promote_types(dtype, t.node()->dtype);
   }

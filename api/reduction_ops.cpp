@@ -9,10 +9,10 @@
 
 namespace streamfuse {
 
-using core::OpKind;
 using api::describe;
 using api::node_of;
 using api::record;
+using core::OpKind;
 
 namespace {
 
@@ -50,7 +50,8 @@ Tensor reduce(core::OpKind kind, Tensor x, std::optional<int> axis, bool keepdim
         out.push_back(1);
     }
   }
-  if (reduced == 0 && (kind == core::OpKind::kMax || kind == core::OpKind::kMin || kind == core::OpKind::kArgmax))
+  if (reduced == 0 &&
+      (kind == core::OpKind::kMax || kind == core::OpKind::kMin || kind == core::OpKind::kArgmax))
     throw ShapeError(name + ": cannot reduce over zero elements (tensor " + describe(x) +
                      (axis ? ", axis " + std::to_string(*axis) + ")" : ")") +
                      "; a maximum or minimum of nothing is undefined");

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "cache/cache_log.h"
 #include "backends/prepared_op_codec.h"
+#include "cache/cache_log.h"
 #include "core/log.h"
 
 namespace streamfuse::backends {
@@ -22,7 +22,8 @@ PreparedOpFiles::PreparedOpFiles(std::shared_ptr<cache::CacheDir> dir, std::stri
 std::vector<backends::PreparedOp> PreparedOpFiles::load() {
   const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
   std::vector<backends::PreparedOp> ops;
-  // Another streamfuse version's file is stale, not broken: a quiet miss, rewritten as ops are used.
+  // Another streamfuse version's file is stale, not broken: a quiet miss, rewritten as ops are
+  // used.
   if (std::optional<std::string> payload =
           dir_->read(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint(),
                      cache::CacheDir::Foreign::kMiss)) {
@@ -34,8 +35,8 @@ std::vector<backends::PreparedOp> PreparedOpFiles::load() {
   }
   if (cache::cache_logging())
     cache::cache_log(ops.empty()
-                  ? "miss: no prepared ops for " + device_
-                  : "hit: " + std::to_string(ops.size()) + " prepared op(s) for " + device_);
+                         ? "miss: no prepared ops for " + device_
+                         : "hit: " + std::to_string(ops.size()) + " prepared op(s) for " + device_);
   std::lock_guard lock(mutex_);
   for (const backends::PreparedOp& op : ops)
     if (!contains(known_, op)) known_.push_back(op);
@@ -62,7 +63,8 @@ void PreparedOpFiles::write() {
   if (ops.empty()) return;
   const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
   // Another process may have written the file since this one read it: keep its ops, behind ours.
-  const cache::ReadResult existing = cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint());
+  const cache::ReadResult existing =
+      cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint());
   if (existing) {
     try {
       for (backends::PreparedOp& op : decode_prepared_ops(existing.payload))
@@ -72,7 +74,8 @@ void PreparedOpFiles::write() {
   }
   if (ops.size() > kMaxPreparedOps) ops.resize(kMaxPreparedOps);
   try {
-    if (dir_->write(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint(), encode_prepared_ops(ops))) {
+    if (dir_->write(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint(),
+                    encode_prepared_ops(ops))) {
       if (cache::cache_logging())
         cache::cache_log("wrote " + std::to_string(ops.size()) + " prepared op(s) for " + device_);
       std::lock_guard lock(mutex_);
@@ -80,8 +83,7 @@ void PreparedOpFiles::write() {
         if (!contains(known_, op)) known_.push_back(op);
     }
   } catch (const cache::FormatError& e) {
-    core::warn_once("cache-encode",
-                      std::string("cache: prepared ops not persisted: ") + e.what());
+    core::warn_once("cache-encode", std::string("cache: prepared ops not persisted: ") + e.what());
   }
 }
 

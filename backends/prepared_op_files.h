@@ -40,7 +40,7 @@ class PreparedOpFiles {
   std::mutex mutex_;
   std::vector<backends::PreparedOp> known_;  // in the file as far as this process knows
   std::vector<backends::PreparedOp> added_;  // not yet written, oldest first
-  cache::BackgroundWriter writer_;                  // last: stops before the members its jobs use
+  cache::BackgroundWriter writer_;           // last: stops before the members its jobs use
 };
 
 }  // namespace streamfuse::backends

@@ -18,7 +18,8 @@ void BM_OpOverhead(benchmark::State& state) {
   sf::set_config(c);
   const std::int64_t steps = state.range(0) / 2;
   const sf::Tensor b = sf::full({1}, 0.5f);
-  sf::stream::Stream* stream = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).streams().current();
+  sf::stream::Stream* stream =
+      sf::runtime::DeviceRuntime::get(sf::Device::cpu()).streams().current();
   const std::uint64_t recorded_before = stream->next_seq();
   for (auto _ : state) {
     sf::Tensor a = sf::ones({1});

@@ -87,9 +87,9 @@ CacheDir::CacheDir(fs::path root, std::uint64_t max_bytes)
   if (!fs::is_directory(root_, ec) || access(root_.c_str(), W_OK | X_OK) != 0) {
     writable_ = false;
     core::warn_once("cache-dir:" + root_.string(),
-                      "cache: directory '" + root_.string() +
-                          "' cannot be created or written; plans and kernels are not persisted "
-                          "(set STREAMFUSE_CACHE_DIR to a writable directory)");
+                    "cache: directory '" + root_.string() +
+                        "' cannot be created or written; plans and kernels are not persisted "
+                        "(set STREAMFUSE_CACHE_DIR to a writable directory)");
     return;
   }
   // What processes that ended left in the making (their builds, unfinished writes). Usually
@@ -177,8 +177,8 @@ void CacheDir::ignore(const fs::path& path, const std::string& why, bool broken_
   cache_log("rejected " + path.string() + ": " + why);
   const bool remove = broken_file && writable();
   core::warn_once("cache-reject:" + path.string(),
-                    "cache: ignored " + path.string() + ": " + why +
-                        (remove ? "; removed, it is built again" : "; it is built again"));
+                  "cache: ignored " + path.string() + ": " + why +
+                      (remove ? "; removed, it is built again" : "; it is built again"));
   std::error_code ec;
   if (remove) fs::remove(path, ec);
 }
@@ -222,18 +222,18 @@ void CacheDir::write_failed(const fs::path& path, const WriteError& e) {
   if (refused) {
     writable_ = false;
     core::warn_once("cache-dir:" + root_.string(),
-                      "cache: directory '" + root_.string() +
-                          "' cannot be written; plans and kernels are no longer persisted (" +
-                          e.what() + ")");
+                    "cache: directory '" + root_.string() +
+                        "' cannot be written; plans and kernels are no longer persisted (" +
+                        e.what() + ")");
     return;
   }
   // A full disk (or a quota, or an I/O error) fails every write alike: said once for the
   // directory, and every write still tries, since space may be freed.
   cache_log(std::string("write failed: ") + e.what());
   core::warn_once("cache-write:" + root_.string() + ":" + std::to_string(err),
-                    "cache: cannot write in '" + root_.string() + "': " + std::strerror(err) +
-                        "; what this process learns is not persisted while this lasts (first: " +
-                        path.string() + ")");
+                  "cache: cannot write in '" + root_.string() + "': " + std::strerror(err) +
+                      "; what this process learns is not persisted while this lasts (first: " +
+                      path.string() + ")");
 }
 
 void CacheDir::after_write(std::uint64_t written) {

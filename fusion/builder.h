@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "fusion/optimization.h"
 #include "core/ir.h"
+#include "fusion/optimization.h"
 
 namespace streamfuse::fusion {
 

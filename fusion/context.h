@@ -6,8 +6,8 @@
 #include <cstddef>
 
 #include "backends/backend.h"
-#include "jit/launcher.h"
 #include "core/ir.h"
+#include "jit/launcher.h"
 
 namespace streamfuse::fusion {
 

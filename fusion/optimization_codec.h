@@ -17,8 +17,7 @@ namespace streamfuse::fusion {
 struct OptimizationCodec {
   std::string_view name;
   void (*encode)(cache::OutArchive& out, const Optimization& optimization);
-  std::shared_ptr<Optimization> (*decode)(cache::InArchive& in,
-                                          std::span<const core::OpDesc> ops);
+  std::shared_ptr<Optimization> (*decode)(cache::InArchive& in, std::span<const core::OpDesc> ops);
 };
 
 }  // namespace streamfuse::fusion

@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
+#include "core/ir.h"
 #include "fusion/optimization.h"
 #include "fusion/segment.h"
-#include "core/ir.h"
 
 namespace streamfuse::fusion {
 

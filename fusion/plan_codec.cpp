@@ -40,7 +40,7 @@ void put_plan(cache::OutArchive& out, const fusion::ExecutionPlan& plan) {
     codec = codec_named(plan.optimization->codec());
     if (!codec)
       throw cache::FormatError("plan: its optimization (" + plan.optimization->describe() +
-                        ") cannot be persisted");
+                               ") cannot be persisted");
   }
   cache::put_bytes(out, codec ? codec->name : std::string_view());
   if (codec) codec->encode(out, *plan.optimization);
@@ -62,7 +62,8 @@ fusion::PlanDraft get_plan(cache::InArchive& in) {
     t.kind = cache::get_enum<fusion::Trigger::Kind>(in, 3, "trigger kind");
     const bool on_operations = t.kind == fusion::Trigger::Kind::kOnOperations;
     t.ops = get_ops(in, on_operations ? 1 : 0);
-    if (!on_operations && !t.ops.empty()) cache::bad_payload("a trigger with ops it does not wait for");
+    if (!on_operations && !t.ops.empty())
+      cache::bad_payload("a trigger with ops it does not wait for");
     plan.triggers.push_back(std::move(t));
   }
   for (std::uint32_t n = cache::get_size(in, fusion::kMaxSuccessors, "successor"); n > 0; --n)

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "cache/cache_log.h"
-#include "fusion/plan_codec.h"
 #include "core/log.h"
+#include "fusion/plan_codec.h"
 
 namespace streamfuse::fusion {
 namespace fs = std::filesystem;
@@ -19,7 +19,8 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const core::OpDesc& first) {
   fs::directory_iterator it(folder, ec);
   if (ec) {
     if (cache::cache_logging())
-      cache::cache_log("miss: no plans start with " + core::to_string(first, core::OpForm::kRelative));
+      cache::cache_log("miss: no plans start with " +
+                       core::to_string(first, core::OpForm::kRelative));
     return plans;
   }
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
@@ -40,9 +41,10 @@ std::vector<fusion::PlanDraft> PlanFiles::load(const core::OpDesc& first) {
     }
   }
   if (cache::cache_logging())
-    cache::cache_log((plans.empty() ? "miss: no plans start with "
-                             : "hit: " + std::to_string(plans.size()) + " plan(s) start with ") +
-              core::to_string(first, core::OpForm::kRelative));
+    cache::cache_log((plans.empty()
+                          ? "miss: no plans start with "
+                          : "hit: " + std::to_string(plans.size()) + " plan(s) start with ") +
+                     core::to_string(first, core::OpForm::kRelative));
   return plans;
 }
 
@@ -55,7 +57,8 @@ void PlanFiles::save(std::shared_ptr<const fusion::ExecutionPlan> plan) {
 std::optional<fusion::PlanDraft> plan_to_write(const fs::path& path,
                                                const fusion::ExecutionPlan& plan) {
   fusion::PlanDraft ours{plan.ops, plan.optimization, plan.triggers, plan.successors};
-  const cache::ReadResult existing = cache::read_cache_file(path, cache::FileKind::kPlan, cache::portable_fingerprint());
+  const cache::ReadResult existing =
+      cache::read_cache_file(path, cache::FileKind::kPlan, cache::portable_fingerprint());
   if (!existing) return ours;
   try {
     fusion::PlanDraft theirs = decode_plan(existing.payload);

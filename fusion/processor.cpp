@@ -98,8 +98,8 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
       }
       if (!store_.try_explore()) {  // past the exploration cap: run the head op as it is
         core::warn_once("fusion-exploration-cap",
-                          "the plan store's exploration cap was reached; unknown segments now run "
-                          "op by op");
+                        "the plan store's exploration cap was reached; unknown segments now run "
+                        "op by op");
         context.run_operation(0);
         if (logging())
           log("executed past the exploration cap: " + core::to_string(queue.global(0)));
@@ -127,7 +127,7 @@ void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionC
     } catch (const std::exception& e) {
       // Nothing changed (optimizations are all or nothing): run the ops one by one instead.
       core::warn_once(std::string("fusion-fallback:") + e.what(),
-                        std::string("a fused segment failed and ran unfused instead: ") + e.what());
+                      std::string("a fused segment failed and ran unfused instead: ") + e.what());
       fell_back = true;
       if (logging())
         log(std::string("fell back to the ops: ") + e.what() + "; " + describe(plan, queue));

@@ -109,7 +109,7 @@ class Trace {
     boost::unordered_flat_map<core::TensorId, std::int32_t> regs;  // values available here
     std::vector<core::TensorId> inputs;                            // per program input
     std::vector<core::TensorId> produced;                          // in order
-    std::vector<ScalarSource> scalars;  // per program scalar argument
+    std::vector<ScalarSource> scalars;                             // per program scalar argument
     boost::unordered_flat_map<std::uint64_t, std::int32_t> scalar_regs;  // by source
     boost::unordered_flat_map<std::uint64_t, std::int32_t> converted;    // (reg, type) -> reg
   };

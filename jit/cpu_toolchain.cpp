@@ -13,9 +13,9 @@
 
 #include "backends/cpu/isa.h"
 #include "cache/cache_file.h"
-#include "jit/cpp_codegen.h"
 #include "core/environment.h"
 #include "core/log.h"
+#include "jit/cpp_codegen.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -55,8 +55,8 @@ std::string usable_directory(const std::string& directory) {
   if (fs::is_directory(directory, ec) && access(directory.c_str(), W_OK | X_OK) == 0)
     return directory;
   core::warn_once("jit-dir:" + directory,
-                    "jit: kernel directory '" + directory +
-                        "' is not writable; kernels are built in a scratch folder of this process");
+                  "jit: kernel directory '" + directory +
+                      "' is not writable; kernels are built in a scratch folder of this process");
   return {};
 }
 

@@ -169,9 +169,9 @@ std::string cuda_reduce_source(core::OpKind kind, DType in, DType out, const std
       merge = fl ? "a + b" : "sf_add(a, b)";
       // Mean: the sum over the count, rounded to float first as the CPU does.
       const std::string value = kind == core::OpKind::kMean ? "(float)((double)acc / (double)a.len)"
-                                                      : (fl ? "(float)acc" : "acc");
-      finish = store_value(value, kind == core::OpKind::kMean || fl ? ValueType::kFloat : ValueType::kI64,
-                           out);
+                                                            : (fl ? "(float)acc" : "acc");
+      finish = store_value(
+          value, kind == core::OpKind::kMean || fl ? ValueType::kFloat : ValueType::kI64, out);
       break;
     }
     case core::OpKind::kMax:

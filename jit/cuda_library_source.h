@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "jit/cuda_kernel_abi.h"
 #include "core/ir.h"
+#include "jit/cuda_kernel_abi.h"
 #include "streamfuse/dtype.h"
 
 namespace streamfuse::jit {

@@ -1,7 +1,7 @@
 #include "jit/cuda_toolchain.h"
 
-#include "jit/cuda_codegen.h"
 #include "core/hash_mix.h"
+#include "jit/cuda_codegen.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {

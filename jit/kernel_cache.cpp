@@ -5,10 +5,10 @@
 #include <sstream>
 
 #include "backends/cpu/isa.h"
-#include "jit/child_process.h"
-#include "jit/cpu_toolchain.h"
 #include "core/hash_mix.h"
 #include "core/log.h"
+#include "jit/child_process.h"
+#include "jit/cpu_toolchain.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -29,7 +29,8 @@ std::string first_line_of(const std::string& text) { return text.substr(0, text.
 // machines sharing a cache directory never write the same library file.
 std::string library_name(const std::string& build_key, const std::string& fingerprint) {
   const std::string_view end("\0", 1);
-  return core::hex16(core::fnv1a(end, core::fnv1a(fingerprint, core::fnv1a(end, core::fnv1a(build_key)))));
+  return core::hex16(
+      core::fnv1a(end, core::fnv1a(fingerprint, core::fnv1a(end, core::fnv1a(build_key)))));
 }
 
 }  // namespace
@@ -130,7 +131,7 @@ std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record)
       library = toolchain_->load(image);
     } catch (const CompileError& e) {
       core::warn_once("jit-load:" + image.name,
-                        std::string(e.what()) + "; its kernels are compiled again");
+                      std::string(e.what()) + "; its kernels are compiled again");
       return std::nullopt;
     }
     std::lock_guard lock(mutex_);
@@ -141,8 +142,8 @@ std::optional<KernelCache::Loaded> KernelCache::load_record(KernelRecord record)
   void* const entry = toolchain_->find(library, record.symbol);
   if (!entry) {
     core::warn_once("jit-symbol:" + image.name + record.symbol,
-                      "jit: kernel library " + image.name + " lacks " + record.symbol +
-                          "; the kernel is compiled again");
+                    "jit: kernel library " + image.name + " lacks " + record.symbol +
+                        "; the kernel is compiled again");
     return std::nullopt;
   }
   return Loaded{entry, std::move(library), std::make_shared<const KernelRecord>(std::move(record))};
@@ -369,8 +370,8 @@ void KernelCache::take_handed_on() {
   }
   if (queued > 0 && core::log_enabled(core::LogChannel::kJit))
     core::log_line(core::LogChannel::kJit,
-                     "compiling " + std::to_string(queued) +
-                         " kernels an earlier process asked for and could not finish");
+                   "compiling " + std::to_string(queued) +
+                       " kernels an earlier process asked for and could not finish");
 }
 
 void KernelCache::finish_at_exit(std::chrono::steady_clock::time_point deadline) {
@@ -386,11 +387,11 @@ void KernelCache::finish_at_exit(std::chrono::steady_clock::time_point deadline)
   if (finished && core::log_enabled(core::LogChannel::kJit) &&
       std::chrono::steady_clock::now() - start > std::chrono::milliseconds(1))
     core::log_line(core::LogChannel::kJit,
-                     "exiting: waited " +
-                         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::steady_clock::now() - start)
-                                            .count()) +
-                         " ms for the compiles in flight");
+                   "exiting: waited " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - start)
+                                          .count()) +
+                       " ms for the compiles in flight");
   std::vector<KernelRequest> unfinished;
   if (!finished) {
     abandoned_ = true;
@@ -407,9 +408,9 @@ void KernelCache::finish_at_exit(std::chrono::steady_clock::time_point deadline)
     stop_child_processes();  // the compiler dies now, not after its compile
     if (store_) store_->hand_on(unfinished);
     if (core::log_enabled(core::LogChannel::kJit))
-      core::log_line(core::LogChannel::kJit,
-                       "exiting: handed on " + std::to_string(unfinished.size()) +
-                           " kernels still compiling to the next process");
+      core::log_line(core::LogChannel::kJit, "exiting: handed on " +
+                                                 std::to_string(unfinished.size()) +
+                                                 " kernels still compiling to the next process");
   }
   // The thread ends at once now, unless it is inside a build that cannot be killed (NVRTC):
   // then it is left to the process's exit rather than holding the exit up.
@@ -531,9 +532,8 @@ void KernelCache::compile(std::vector<Request>& batch) {
   if (core::log_enabled(core::LogChannel::kJit)) {
     char line[64];
     std::snprintf(line, sizeof line, " kernels in %.1f ms%s: ", ms, reused ? " (reused)" : "");
-    core::log_line(core::LogChannel::kJit,
-                     "batch of " + std::to_string(batch.size()) + line +
-                         (library ? path : std::string("failed ") + path));
+    core::log_line(core::LogChannel::kJit, "batch of " + std::to_string(batch.size()) + line +
+                                               (library ? path : std::string("failed ") + path));
   }
 }
 

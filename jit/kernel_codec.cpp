@@ -1,8 +1,8 @@
 #include "jit/kernel_codec.h"
 
-#include "jit/program_codec.h"
 #include "core/hash_mix.h"
 #include "jit/program_check.h"
+#include "jit/program_codec.h"
 
 namespace streamfuse::jit {
 std::uint64_t kernel_hash(std::uint64_t program_hash, const jit::SpecializationKey& key,
@@ -28,7 +28,8 @@ void put_kernel_entry(cache::OutArchive& out, const KernelEntry& entry) {
 namespace {
 
 // A program and its key, as a kernel record and a handed-on request hold them.
-void get_program_and_key(cache::InArchive& in, jit::FusedProgram& program, jit::SpecializationKey& key) {
+void get_program_and_key(cache::InArchive& in, jit::FusedProgram& program,
+                         jit::SpecializationKey& key) {
   program = get_program(in);
   key = get_key(in);
   // A key launch_key() could have made for the program: the code generators rely on it.

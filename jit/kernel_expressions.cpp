@@ -148,7 +148,6 @@ bool has_form(core::OpKind k, ValueType t) {
   }
 }
 
-
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {
   if (key.rank < 0 || key.rank > kMaxRank)
     fail_generation(name, "rank " + std::to_string(key.rank));

@@ -39,7 +39,8 @@ std::optional<jit::KernelRecord> KernelFiles::load(std::uint64_t program_hash,
                                                    const jit::FusedProgram& program,
                                                    const jit::SpecializationKey& key) {
   const std::uint64_t hash = kernel_hash(program_hash, key, fingerprint_);
-  return read_record(cache::kernel_path(dir_->root(), program_hash, hash), program_hash, program, &key);
+  return read_record(cache::kernel_path(dir_->root(), program_hash, hash), program_hash, program,
+                     &key);
 }
 
 std::vector<jit::KernelRecord> KernelFiles::load_program(std::uint64_t program_hash,
@@ -94,11 +95,13 @@ std::optional<jit::KernelRecord> KernelFiles::read_record(const std::filesystem:
         dir_->writable())
       removed = cache::remove_kernels_of_library(dir_->root(), entry.library);
     if (cache::cache_logging())
-      cache::cache_log("miss: kernel " + name + ": its library " + entry.library + " is gone" +
-                (removed ? "; removed its " + std::to_string(removed) + " kernel files" : ""));
+      cache::cache_log(
+          "miss: kernel " + name + ": its library " + entry.library + " is gone" +
+          (removed ? "; removed its " + std::to_string(removed) + " kernel files" : ""));
     return std::nullopt;
   }
-  if (cache::cache_logging()) cache::cache_log("hit: kernel " + name + " in library " + entry.library);
+  if (cache::cache_logging())
+    cache::cache_log("hit: kernel " + name + " in library " + entry.library);
   return jit::KernelRecord{program_hash, std::move(entry.program), std::move(entry.key),
                            std::move(entry.symbol), std::move(image)};
 }
@@ -139,7 +142,7 @@ void KernelFiles::save(std::span<const std::shared_ptr<const jit::KernelRecord>>
     if (!write_library(image)) return;
     const KernelEntry entry{k->program_hash, k->program, k->key, k->symbol, image.name};
     if (!dir_->write(cache::kernel_path(dir_->root(), k->program_hash,
-                                 kernel_hash(k->program_hash, k->key, fingerprint_)),
+                                        kernel_hash(k->program_hash, k->key, fingerprint_)),
                      cache::FileKind::kCpuKernel, fingerprint_, encode_kernel_entry(entry)))
       return;
   }
@@ -150,8 +153,8 @@ bool KernelFiles::write_library(const jit::LibraryImage& image) {
     std::lock_guard lock(mutex_);
     if (!written_.insert(image.name).second) return true;
   }
-  if (dir_->write(cache::library_path(dir_->root(), image.name), cache::FileKind::kCpuLibrary, fingerprint_,
-                  encode_library(image)))
+  if (dir_->write(cache::library_path(dir_->root(), image.name), cache::FileKind::kCpuLibrary,
+                  fingerprint_, encode_library(image)))
     return true;
   std::lock_guard lock(mutex_);
   written_.erase(image.name);
@@ -187,7 +190,7 @@ void KernelFiles::hand_on(std::span<const jit::KernelRequest> requests) {
       cache::handed_on_folder(dir_->root(), fingerprint_) / (core::hex16(name) + ".pending");
   if (dir_->write(path, cache::FileKind::kHandedOn, fingerprint_, encode_kernel_requests(requests)))
     cache::cache_log("handed on " + std::to_string(requests.size()) +
-              " kernels to compile: " + path.string());
+                     " kernels to compile: " + path.string());
 }
 
 std::vector<jit::KernelRequest> KernelFiles::take_handed_on() {
@@ -210,7 +213,8 @@ std::vector<jit::KernelRequest> KernelFiles::take_handed_on() {
     // Whoever removes the file takes it: of processes that read it together, one succeeds.
     std::error_code remove_ec;
     if (!std::filesystem::remove(path, remove_ec)) continue;
-    cache::cache_log("took " + std::to_string(requests.size()) + " handed-on kernels: " + path.string());
+    cache::cache_log("took " + std::to_string(requests.size()) +
+                     " handed-on kernels: " + path.string());
     for (jit::KernelRequest& r : requests) taken.push_back(std::move(r));
   }
   return taken;

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "jit/program.h"
 #include "core/ir.h"
+#include "jit/program.h"
 
 namespace streamfuse::jit {
 

@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "core/scalar_values.h"
 #include "core/hash_mix.h"
+#include "core/scalar_values.h"
 
 namespace streamfuse::jit {
 ValueType value_type_of(DType d) {
@@ -70,20 +70,22 @@ std::vector<ValueType> FusedProgram::register_types() const {
 }
 
 std::uint64_t FusedProgram::hash() const {
-  std::uint64_t h = core::hash_mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
+  std::uint64_t h =
+      core::hash_mix(0, inputs.size() | (scalars.size() << 16) | (outputs.size() << 32));
   for (DType d : inputs) h = core::hash_mix(h, static_cast<std::uint64_t>(d));
   for (const ScalarArg& s : scalars)
-    h = core::hash_mix(h, static_cast<std::uint64_t>(s.mode) | (static_cast<std::uint64_t>(s.type) << 8) |
-                        (static_cast<std::uint64_t>(s.dtype) << 16));
+    h = core::hash_mix(h, static_cast<std::uint64_t>(s.mode) |
+                              (static_cast<std::uint64_t>(s.type) << 8) |
+                              (static_cast<std::uint64_t>(s.dtype) << 16));
   // Each block with its length, then the anchor: no two programs share a sequence.
   for (const std::vector<Instruction>* block : blocks()) {
     h = core::hash_mix(h, block->size());
     for (const Instruction& in : *block) {
-      h = core::hash_mix(h, static_cast<std::uint64_t>(in.kind) |
-                                (static_cast<std::uint64_t>(in.op) << 8) |
-                                (static_cast<std::uint64_t>(in.type) << 16) |
-                                (static_cast<std::uint64_t>(in.round) << 24) |
-                                (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
+      h = core::hash_mix(
+          h, static_cast<std::uint64_t>(in.kind) | (static_cast<std::uint64_t>(in.op) << 8) |
+                 (static_cast<std::uint64_t>(in.type) << 16) |
+                 (static_cast<std::uint64_t>(in.round) << 24) |
+                 (static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.out)) << 32));
       h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(in.index)));
       for (std::int32_t a : in.args)
         h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
@@ -92,7 +94,7 @@ std::uint64_t FusedProgram::hash() const {
   h = core::hash_mix(h, static_cast<std::uint64_t>(anchor.kind));
   for (const ProgramOutput& o : outputs)
     h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
-                        (static_cast<std::uint64_t>(o.dtype) << 32));
+                              (static_cast<std::uint64_t>(o.dtype) << 32));
   return core::hash_mix(h, static_cast<std::uint64_t>(num_registers));
 }
 
@@ -147,7 +149,8 @@ ProgramFacts ProgramFacts::of(const FusedProgram& program) {
       if (in.kind != InstrKind::kOp || in.op != core::OpKind::kDiv || in.type != ValueType::kFloat)
         continue;
       const std::int32_t s = scalar_of[static_cast<std::size_t>(in.args[1])];
-      if (s >= 0 && s < 64 && program.scalars[static_cast<std::size_t>(s)].type == ValueType::kFloat)
+      if (s >= 0 && s < 64 &&
+          program.scalars[static_cast<std::size_t>(s)].type == ValueType::kFloat)
         facts.divisor_scalars |= std::uint64_t{1} << s;
     }
   }

@@ -38,11 +38,11 @@ enum class InstrKind : std::uint8_t {
 struct Instruction {
   InstrKind kind = InstrKind::kOp;
   core::OpKind op = core::OpKind::kAdd;  // kOp only
-  ValueType type = ValueType::kFloat;        // kOp: the operands' type; others: the result's
-  DType round = kF16;                        // kRound only
-  std::int32_t out = 0;                      // register written
-  std::int32_t index = 0;                    // kLoad: input; kScalar: scalar argument
-  std::int32_t args[3] = {-1, -1, -1};       // registers read
+  ValueType type = ValueType::kFloat;    // kOp: the operands' type; others: the result's
+  DType round = kF16;                    // kRound only
+  std::int32_t out = 0;                  // register written
+  std::int32_t index = 0;                // kLoad: input; kScalar: scalar argument
+  std::int32_t args[3] = {-1, -1, -1};   // registers read
 
   friend bool operator==(const Instruction&, const Instruction&) = default;
 };
@@ -80,13 +80,13 @@ struct Anchor {
 };
 
 struct FusedProgram {
-  std::vector<DType> inputs;              // tensors read, each broadcast to the iteration shape
-  std::vector<ScalarArg> scalars;         // values passed at launch
-  std::vector<Instruction> prologue;      // fused on read; with no anchor, all the code
-  Anchor anchor;                          // none: no anchor
-  std::vector<Instruction> epilogue;      // fused on write; empty with no anchor
-  std::vector<ProgramOutput> outputs;     // tensors written, all of the iteration shape
-  std::int32_t num_registers = 0;         // every register is written once, in block order
+  std::vector<DType> inputs;           // tensors read, each broadcast to the iteration shape
+  std::vector<ScalarArg> scalars;      // values passed at launch
+  std::vector<Instruction> prologue;   // fused on read; with no anchor, all the code
+  Anchor anchor;                       // none: no anchor
+  std::vector<Instruction> epilogue;   // fused on write; empty with no anchor
+  std::vector<ProgramOutput> outputs;  // tensors written, all of the iteration shape
+  std::int32_t num_registers = 0;      // every register is written once, in block order
 
   // The blocks in the order they run (the prologue, then the epilogue).
   std::array<const std::vector<Instruction>*, 2> blocks() const { return {&prologue, &epilogue}; }

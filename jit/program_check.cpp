@@ -33,7 +33,8 @@ int arity(const Instruction& in) {
 ValueType operand_type(const Instruction& in, int a) {
   if (in.kind == InstrKind::kRound) return ValueType::kFloat;
   const core::OpCategory c = core::op_category(in.op);
-  if (c == core::OpCategory::kLogical || (c == core::OpCategory::kSelect && a == 0)) return ValueType::kBool;
+  if (c == core::OpCategory::kLogical || (c == core::OpCategory::kSelect && a == 0))
+    return ValueType::kBool;
   return in.type;
 }
 
@@ -80,8 +81,8 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
       if (core::op_category(in.op) == core::OpCategory::kLogical && in.type != ValueType::kBool)
         return at(i, "a logical op computed in " + std::string(value_type_name(in.type)));
       if (!has_form(in.op, in.type))
-        return at(i, std::string(core::op_name(in.op)) + " has no " + value_type_name(in.type) +
-                         " form");
+        return at(
+            i, std::string(core::op_name(in.op)) + " has no " + value_type_name(in.type) + " form");
       break;
     case InstrKind::kConvert:
       break;
@@ -125,8 +126,7 @@ std::string program_problem(const FusedProgram& p) {
   std::size_t i = 0;  // instructions are numbered through the blocks, in order
   for (const std::vector<Instruction>* block : p.blocks()) {
     for (const Instruction& in : *block) {
-      if (std::string why = instruction_problem(p, i, in, types, written); !why.empty())
-        return why;
+      if (std::string why = instruction_problem(p, i, in, types, written); !why.empty()) return why;
       ValueType result = in.type;
       if (in.kind == InstrKind::kOp) {
         const core::OpCategory c = core::op_category(in.op);

@@ -4,8 +4,8 @@
 // fused results agree bit for bit.
 #pragma once
 
-#include "jit/program.h"
 #include "core/ir.h"
+#include "jit/program.h"
 
 namespace streamfuse::jit {
 

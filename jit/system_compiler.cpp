@@ -12,9 +12,9 @@
 #include <filesystem>
 
 #include "backends/cpu/isa.h"
-#include "jit/child_process.h"
-#include "core/hash_mix.h"
 #include "core/environment.h"
+#include "core/hash_mix.h"
+#include "jit/child_process.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {

@@ -5,11 +5,11 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include "backends/prepared_op_codec.h"
 #include "cache/archive.h"
 #include "cache/cache_file.h"
-#include "jit/kernel_codec.h"
 #include "fusion/plan_codec.h"
-#include "backends/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
 
 namespace streamfuse::runtime {
 
@@ -40,8 +40,8 @@ std::string encode_bundle(const std::vector<BundleSection>& sections,
       out(static_cast<std::uint32_t>(s.kernels.size()));
       for (const jit::KernelRecord& k : s.kernels) {
         out(index.at(k.library->name));
-        jit::put_kernel_entry(out,
-                         jit::KernelEntry{k.program_hash, k.program, k.key, k.symbol, k.library->name});
+        jit::put_kernel_entry(
+            out, jit::KernelEntry{k.program_hash, k.program, k.key, k.symbol, k.library->name});
       }
       backends::put_prepared_ops(out, s.prepared);
     }
@@ -118,14 +118,16 @@ void drop_native_code(std::vector<BundleSection>& sections) {
 }  // namespace
 
 std::vector<BundleSection> read_bundle(const std::filesystem::path& path, NativeCode native_code) {
-  const cache::ReadResult r = cache::read_cache_file(path, cache::FileKind::kBundle, cache::portable_fingerprint());
+  const cache::ReadResult r =
+      cache::read_cache_file(path, cache::FileKind::kBundle, cache::portable_fingerprint());
   if (!r)
-    throw CacheError("load_bundle: " + path.string() +
-                     " is not a usable plan bundle: " + cache::rejection_name(r.rejection) +
-                     (r.detail.empty() ? std::string() : " (" + r.detail + ")") +
-                     (r.rejection == cache::Rejection::kOtherFingerprint
-                          ? "; this is " + cache::portable_fingerprint() + ", save the bundle again with it"
-                          : std::string()));
+    throw CacheError(
+        "load_bundle: " + path.string() +
+        " is not a usable plan bundle: " + cache::rejection_name(r.rejection) +
+        (r.detail.empty() ? std::string() : " (" + r.detail + ")") +
+        (r.rejection == cache::Rejection::kOtherFingerprint
+             ? "; this is " + cache::portable_fingerprint() + ", save the bundle again with it"
+             : std::string()));
   try {
     std::vector<BundleSection> sections = decode_bundle(r.payload);
     if (native_code == NativeCode::kDrop) drop_native_code(sections);

@@ -91,8 +91,7 @@ constexpr std::size_t kMaxExplorations = 1'000'000;
 // Prepared ops a runtime remembers having used, for bundles (the most recent ones).
 constexpr std::size_t kMaxUsedPrepared = 1024;
 
-DeviceRuntime::DeviceRuntime(Device device, const jit::DeviceFactory& factory,
-                             const Config& config)
+DeviceRuntime::DeviceRuntime(Device device, const jit::DeviceFactory& factory, const Config& config)
     : device_(device),
       cache_dir_(std::make_shared<cache::CacheDir>(cache::cache_directory(config),
                                                    config.cache_max_bytes)),

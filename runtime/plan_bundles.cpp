@@ -33,9 +33,9 @@ plans::BundleSummary save_bundle(const std::string& path) {
   }
   if (core::log_enabled(core::LogChannel::kCache))
     core::log_line(core::LogChannel::kCache,
-                     "saved bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
-                         std::to_string(summary.kernels) + " kernels, " +
-                         std::to_string(summary.prepared_ops) + " prepared ops");
+                   "saved bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
+                       std::to_string(summary.kernels) + " kernels, " +
+                       std::to_string(summary.prepared_ops) + " prepared ops");
   return summary;
 }
 
@@ -46,8 +46,8 @@ plans::BundleSummary load_bundle(const std::string& path, const plans::LoadOptio
   for (BundleSection& s : sections) {
     if (s.device != Device::cpu().to_string()) {
       core::warn_once("bundle-device:" + path + s.device,
-                        "load_bundle: " + path + " holds plans for " + s.device +
-                            ", which this build does not run; they are skipped");
+                      "load_bundle: " + path + " holds plans for " + s.device +
+                          ", which this build does not run; they are skipped");
       continue;
     }
     DeviceRuntime& rt = DeviceRuntime::get(Device::cpu());
@@ -71,9 +71,9 @@ plans::BundleSummary load_bundle(const std::string& path, const plans::LoadOptio
           ++summary.kernels_recompiled;
       if (!s.kernels.empty() && core::log_enabled(core::LogChannel::kCache))
         core::log_line(core::LogChannel::kCache,
-                         "load_bundle: " + path + ": its " + std::to_string(s.kernels.size()) +
-                             " compiled kernels are not loaded (load_native_code is off); they "
-                             "are compiled here");
+                       "load_bundle: " + path + ": its " + std::to_string(s.kernels.size()) +
+                           " compiled kernels are not loaded (load_native_code is off); they "
+                           "are compiled here");
     } else if (kernels) {
       const std::size_t ready = kernels->install(s.kernels);
       summary.kernels += ready;
@@ -83,20 +83,19 @@ plans::BundleSummary load_bundle(const std::string& path, const plans::LoadOptio
         for (const jit::KernelRecord& k : s.kernels)
           if (k.library->fingerprint != kernels->fingerprint()) other = k.library->fingerprint;
         core::log_line(core::LogChannel::kCache,
-                         "load_bundle: " + path + ": " + std::to_string(s.kernels.size() - ready) +
-                             " of " + std::to_string(s.kernels.size()) +
-                             " kernels were built for " +
-                             (other.empty() ? std::string("this machine but did not load")
-                                            : "another machine (" + other + ")") +
-                             "; they are compiled again here");
+                       "load_bundle: " + path + ": " + std::to_string(s.kernels.size() - ready) +
+                           " of " + std::to_string(s.kernels.size()) + " kernels were built for " +
+                           (other.empty() ? std::string("this machine but did not load")
+                                          : "another machine (" + other + ")") +
+                           "; they are compiled again here");
       }
     }
   }
   if (core::log_enabled(core::LogChannel::kCache))
     core::log_line(core::LogChannel::kCache,
-                     "loaded bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
-                         std::to_string(summary.kernels) + " kernels ready, " +
-                         std::to_string(summary.prepared_ops) + " ops to prepare");
+                   "loaded bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
+                       std::to_string(summary.kernels) + " kernels ready, " +
+                       std::to_string(summary.prepared_ops) + " ops to prepare");
   return summary;
 }
 

@@ -146,11 +146,12 @@ void Preparer::prepare_one(const backends::PreparedOp& op) {
   try {
     if (backend_.prepare(op)) prepared_.fetch_add(1, std::memory_order_relaxed);
   } catch (const std::exception& e) {  // a bad file's op, or the library refused it
-    core::warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) + " ahead: " +
-                                                 e.what() + "; it is prepared when it first runs");
+    core::warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
+                                                       " ahead: " + e.what() +
+                                                       "; it is prepared when it first runs");
   } catch (...) {
     core::warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
-                                                 " ahead; it is prepared when it first runs");
+                                                       " ahead; it is prepared when it first runs");
   }
 }
 

@@ -95,8 +95,7 @@ void record_drop(TensorNode* n) {
   }
   core::OpDesc op;
   op.kind = core::OpKind::kDrop;
-  op.inputs.push_back(
-      core::TensorDesc{n->id, n->shape, n->dtype, core::TensorStatus::kReadWrite});
+  op.inputs.push_back(core::TensorDesc{n->id, n->shape, n->dtype, core::TensorStatus::kReadWrite});
   current->record(std::move(op), {}, /*may_run=*/false);
 }
 

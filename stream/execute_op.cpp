@@ -32,7 +32,8 @@ void execute_op(const core::OpDesc& op, HandleContainer& handles, backends::Back
     else
       handles.insert(op.outputs[i].id, std::move(outputs[i]));
   }
-  if (log_enabled(core::LogChannel::kStream)) log_line(core::LogChannel::kStream, "ran " + to_string(op));
+  if (log_enabled(core::LogChannel::kStream))
+    log_line(core::LogChannel::kStream, "ran " + to_string(op));
 }
 
 }  // namespace streamfuse::stream

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "backends/backend.h"
-#include "stream/handles.h"
 #include "core/ir.h"
+#include "stream/handles.h"
 
 namespace streamfuse::stream {
 

@@ -15,7 +15,8 @@ void HandleContainer::insert(core::TensorId id, backends::TensorHandle handle) {
   handles_.insert_or_assign(id, std::move(handle));
 }
 
-core::Failure HandleContainer::gather(const core::OpDesc& op, std::span<backends::TensorHandle> out) {
+core::Failure HandleContainer::gather(const core::OpDesc& op,
+                                      std::span<backends::TensorHandle> out) {
   core::Failure failure;
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < op.inputs.size(); ++i) {

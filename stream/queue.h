@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "fusion/segment.h"
 #include "core/ir.h"
 #include "core/relative.h"
+#include "fusion/segment.h"
 
 namespace streamfuse::stream {
 

@@ -51,7 +51,8 @@ std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
     processor_.process(queue_, context_, mode);
   } else if (mode == fusion::ExecutionMode::kSync) {
     if (log_enabled(core::LogChannel::kStream) && !queue_.empty())
-      log_line(core::LogChannel::kStream, "running " + std::to_string(queue_.size()) + " queued ops");
+      log_line(core::LogChannel::kStream,
+               "running " + std::to_string(queue_.size()) + " queued ops");
     for (std::size_t i = 0; i < queue_.size(); ++i)
       execute_op(queue_.global(i), device_.handles(), device_.backend());
     queue_.clear();

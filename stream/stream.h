@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backends/execution_stream.h"
-#include "fusion/processor.h"
 #include "core/ir.h"
+#include "fusion/processor.h"
 #include "stream/queue.h"
 #include "stream/segment_context.h"
 

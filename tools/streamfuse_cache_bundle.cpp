@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "backends/cpu/isa.h"
-#include "runtime/bundle.h"
+#include "backends/prepared_op_codec.h"
 #include "cache/cache_dir.h"
-#include "jit/kernel_codec.h"
 #include "fusion/plan_codec.h"
 #include "fusion/plan_files.h"
-#include "backends/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
 #include "jit/system_compiler.h"
+#include "runtime/bundle.h"
 #include "streamfuse/error.h"
 #include "tools/streamfuse_cache.h"
 #include "tools/streamfuse_cache_check.h"
@@ -98,7 +98,8 @@ Collected collect_sections(const fs::path& root) {
 
 // Writes the bundle's plans that the directory lacks (or holds with fewer triggers); returns how
 // many plans the bundle had.
-std::size_t import_plans(const fs::path& root, const std::vector<runtime::BundleSection>& sections) {
+std::size_t import_plans(const fs::path& root,
+                         const std::vector<runtime::BundleSection>& sections) {
   std::size_t plans = 0;
   for (const runtime::BundleSection& s : sections) {
     for (const fusion::PlanRef& plan : s.plans) {
@@ -155,9 +156,10 @@ bool contains(const std::vector<backends::PreparedOp>& ops, const backends::Prep
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
-// Merges a section's prepared ops into prepared/<device>.ops as backends/prepared_op_files.cpp does:
-// the bundle's first, then the file's others, at most kMaxPreparedOps (a bad file is replaced).
-// Returns how many of the bundle's ops the file holds; writes only when the file changes.
+// Merges a section's prepared ops into prepared/<device>.ops as backends/prepared_op_files.cpp
+// does: the bundle's first, then the file's others, at most kMaxPreparedOps (a bad file is
+// replaced). Returns how many of the bundle's ops the file holds; writes only when the file
+// changes.
 std::size_t import_prepared_ops(const fs::path& root, const runtime::BundleSection& s) {
   std::vector<backends::PreparedOp> ops;
   for (const backends::PreparedOp& op : s.prepared)
@@ -167,8 +169,8 @@ std::size_t import_prepared_ops(const fs::path& root, const runtime::BundleSecti
   if (ops.empty()) return 0;
   const fs::path path = cache::prepared_ops_path(root, s.device);
   std::optional<std::vector<backends::PreparedOp>> existing;
-  if (const cache::ReadResult r =
-          cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint())) {
+  if (const cache::ReadResult r = cache::read_cache_file(path, cache::FileKind::kPreparedOps,
+                                                         cache::portable_fingerprint())) {
     try {
       existing = backends::decode_prepared_ops(r.payload);
     } catch (const cache::FormatError&) {  // replaced by the bundle's

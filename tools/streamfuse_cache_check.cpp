@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "cache/cache_dir.h"
-#include "fusion/plan_codec.h"
 #include "backends/prepared_op_codec.h"
+#include "cache/cache_dir.h"
 #include "cache/scratch_area.h"
+#include "fusion/plan_codec.h"
 #include "tools/streamfuse_cache.h"
 
 namespace streamfuse::tools {

@@ -13,9 +13,9 @@
 
 #include "backends/backend.h"
 #include "cache/cache_file.h"
-#include "jit/kernel_codec.h"
 #include "cache/prune.h"
 #include "fusion/plan.h"
+#include "jit/kernel_codec.h"
 #include "jit/kernel_store.h"
 
 namespace streamfuse::tools {
@@ -29,7 +29,7 @@ struct CheckedFile {
   std::string fingerprint;                        // good files
   std::string device;  // good plans and prepared ops: the device their place names
   std::optional<fusion::PlanDraft> plan;                      // good plans
-  std::optional<jit::KernelEntry> kernel;                   // good kernels
+  std::optional<jit::KernelEntry> kernel;                     // good kernels
   std::optional<std::vector<backends::PreparedOp>> prepared;  // good prepared-ops files
 
   bool good() const { return problem.empty() && !skipped; }

@@ -4,12 +4,12 @@
 #include <sstream>
 #include <system_error>
 
-#include "runtime/bundle.h"
+#include "backends/prepared_op_codec.h"
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
-#include "jit/kernel_codec.h"
 #include "fusion/plan_codec.h"
-#include "backends/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
+#include "runtime/bundle.h"
 #include "tools/streamfuse_cache.h"
 #include "tools/streamfuse_cache_check.h"
 
@@ -53,8 +53,7 @@ void print_indented(const std::string& text, const char* indent) {
 // A plan's ops or a trigger's: relative form.
 void print_relative_ops(const std::vector<core::OpDesc>& ops, const char* indent) {
   for (std::size_t i = 0; i < ops.size(); ++i)
-    std::cout << indent << i << "  " << core::to_string(ops[i], core::OpForm::kRelative)
-              << '\n';
+    std::cout << indent << i << "  " << core::to_string(ops[i], core::OpForm::kRelative) << '\n';
 }
 
 // "matmul(...) -> ...  strides [32, 1] [16, 1]": the op, then each input's element strides.

@@ -104,7 +104,8 @@ void CpuBackend::run_reduce(const core::OpDesc& op, TensorHandle& in, TensorHand
                    op.attrs.axis, od.dtype, out.storage.data(), threads()});
 }
 
-void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs,
+                            TensorHandle& out) {
   const DType dtype = op.attrs.dtype;
   MatmulOperand m[2];
   TensorHandle converted[2];

@@ -45,12 +45,11 @@ int choose_level() {
   // A cap is a most: one above what this CPU has leaves the CPU's level, as the log says.
   const int level = cap && *cap < supported ? *cap : supported;
   if (core::log_enabled(core::LogChannel::kStream))
-    core::log_line(
-        core::LogChannel::kStream,
-        "cpu kernels: x86-64-v" + std::to_string(level) +
-            (cap && *cap > supported
-                 ? " (STREAMFUSE_CPU_ISA=v" + std::to_string(*cap) + " is above this CPU's level)"
-                 : std::string()));
+    core::log_line(core::LogChannel::kStream,
+                   "cpu kernels: x86-64-v" + std::to_string(level) +
+                       (cap && *cap > supported ? " (STREAMFUSE_CPU_ISA=v" + std::to_string(*cap) +
+                                                      " is above this CPU's level)"
+                                                : std::string()));
   return level;
 }
 }  // namespace

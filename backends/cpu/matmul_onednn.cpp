@@ -323,7 +323,7 @@ struct OnednnMatmul::State {
       std::shared_ptr<const Plan> plan = build(dtype, l);
       if (core::log_enabled(core::LogChannel::kCache))
         core::log_line(core::LogChannel::kCache,
-                         std::string(for_run ? "" : "prepared ") + describe_plan(dtype, l, *plan));
+                       std::string(for_run ? "" : "prepared ") + describe_plan(dtype, l, *plan));
       return plan;
     });
   }

@@ -103,7 +103,8 @@ void CudaBackend::run_elementwise(const core::OpDesc& op, std::span<TensorHandle
   kernels().elementwise(op, inputs, out);
 }
 
-void CudaBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out) {
+void CudaBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs,
+                             TensorHandle& out) {
   const DType dtype = op.attrs.dtype;
   const core::TensorDesc& od = op.outputs[0];
   MatmulOperand m[2];

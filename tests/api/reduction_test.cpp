@@ -160,8 +160,8 @@ TEST(ReductionTest, AxisReductionsDoNotDependOnThreads) {
   const sf::Tensor cols = rows.transpose(0, 1).contiguous();  // [len, 3]: reduce axis 0 strided
   auto results = [&] {
     std::vector<float> r;
-    for (const sf::Tensor& t : {sf::sum(rows, 1), sf::mean(rows, 1), sf::sum(cols, 0),
-                                sf::mean(cols, 0)})
+    for (const sf::Tensor& t :
+         {sf::sum(rows, 1), sf::mean(rows, 1), sf::sum(cols, 0), sf::mean(cols, 0)})
       for (float v : t.to_vector<float>()) r.push_back(v);
     return r;
   };

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "backends/prepared_op_codec.h"
+#include "backends/prepared_op_files.h"
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
 #include "fusion/plan_codec.h"
-#include "backends/prepared_op_codec.h"
-#include "backends/prepared_op_files.h"
 #include "tests/file_text.h"
 #include "tests/temp_dir.h"
 
@@ -49,9 +49,11 @@ TEST(PreparedOpCodec, RoundTripsExactly) {
 }
 
 TEST(PreparedOpCodec, TruncationsAreFormatErrorsAndFlipsNeverCrash) {
-  const std::string bytes = backends::encode_prepared_ops({matmul_op(8, 16, 4), matmul_op(2, 3, 4, true)});
+  const std::string bytes =
+      backends::encode_prepared_ops({matmul_op(8, 16, 4), matmul_op(2, 3, 4, true)});
   for (std::size_t n = 0; n < bytes.size(); ++n)
-    EXPECT_THROW(backends::decode_prepared_ops(std::string_view(bytes).substr(0, n)), FormatError) << n;
+    EXPECT_THROW(backends::decode_prepared_ops(std::string_view(bytes).substr(0, n)), FormatError)
+        << n;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     std::string flipped = bytes;
     flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);
@@ -68,10 +70,12 @@ TEST(PreparedOpCodec, TruncationsAreFormatErrorsAndFlipsNeverCrash) {
 TEST(PreparedOpCodec, OnlyMatmulsWithTheirOperandsDecode) {
   backends::PreparedOp not_a_matmul = matmul_op(2, 2, 2);
   not_a_matmul.op.kind = core::OpKind::kAdd;
-  EXPECT_THROW(backends::decode_prepared_ops(backends::encode_prepared_ops({not_a_matmul})), FormatError);
+  EXPECT_THROW(backends::decode_prepared_ops(backends::encode_prepared_ops({not_a_matmul})),
+               FormatError);
   backends::PreparedOp one_stride = matmul_op(2, 2, 2);
   one_stride.input_strides.pop_back();
-  EXPECT_THROW(backends::decode_prepared_ops(backends::encode_prepared_ops({one_stride})), FormatError);
+  EXPECT_THROW(backends::decode_prepared_ops(backends::encode_prepared_ops({one_stride})),
+               FormatError);
 }
 
 // Preparing makes oneDNN objects of the op's sizes: a product the API could not have recorded
@@ -173,7 +177,8 @@ TEST(PreparedOpFiles, AnotherProcesssOpsAreKeptBehindOursAndTheFileIsCapped) {
   ours.flush();
   const std::vector<backends::PreparedOp> kept = backends::PreparedOpFiles(d.cache, "cpu").load();
   ASSERT_EQ(kept.size(), backends::kMaxPreparedOps);
-  EXPECT_EQ(kept.front(), matmul_op(2, 3, 10 + static_cast<std::int64_t>(backends::kMaxPreparedOps) + 9));
+  EXPECT_EQ(kept.front(),
+            matmul_op(2, 3, 10 + static_cast<std::int64_t>(backends::kMaxPreparedOps) + 9));
 }
 
 TEST(PreparedOpFiles, ABadFileIsAMissWithOneWarningAndIsRewritten) {

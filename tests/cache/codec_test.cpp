@@ -100,8 +100,7 @@ TEST(Serialize, BadPayloadsAreFormatErrors) {
 // An op whose operand counts do not fit its kind is no op the frontend records.
 TEST(Serialize, OpsWhoseOperandsDoNotFitTheirKindAreFormatErrors) {
   const auto ops = record_without_running(every_kind_of_op).relative;
-  const auto changed = [&](core::OpKind kind,
-                           const std::function<void(core::OpDesc&)>& change) {
+  const auto changed = [&](core::OpKind kind, const std::function<void(core::OpDesc&)>& change) {
     for (const core::OpDesc& op : ops) {
       if (op.kind != kind) continue;
       core::OpDesc bad = op;

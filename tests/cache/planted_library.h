@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/bundle.h"
 #include "cache/cache_file.h"
 #include "fusion/plan_codec.h"
 #include "jit/system_compiler.h"
+#include "runtime/bundle.h"
 #include "tests/temp_dir.h"
 
 namespace streamfuse::testing {

@@ -8,7 +8,6 @@
 
 namespace core = streamfuse::core;
 
-
 namespace {
 
 // binary16 value of bits h, computed independently of the code under test.

@@ -9,7 +9,6 @@
 
 namespace core = streamfuse::core;
 
-
 namespace {
 
 TEST(IrTest, EveryKindHasAUniqueNameAndACategory) {

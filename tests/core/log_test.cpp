@@ -7,8 +7,8 @@
 
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
-#include "fusion/plan_codec.h"
 #include "core/log.h"
+#include "fusion/plan_codec.h"
 #include "tests/temp_dir.h"
 #include "tests/valid_utf8.h"
 

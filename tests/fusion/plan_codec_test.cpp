@@ -7,8 +7,8 @@
 #include <streamfuse/streamfuse.h>
 
 #include "bench/gelu_variants.h"
-#include "fusion/plan_codec.h"
 #include "fusion/builders/elementwise/optimization.h"
+#include "fusion/plan_codec.h"
 #include "tests/fusion/recorded_segment.h"
 
 namespace sf = streamfuse;
@@ -171,26 +171,28 @@ TEST(PlanCodec, KernelsRunInTheOrderTheirTensorsAreMade) {
   ASSERT_EQ(o.kernels().size(), 2u);
   ASSERT_NO_THROW(fusion::decode_plan(fusion::encode_plan(*s.plan)));
   // The second kernel first: it would read t before anything wrote it.
-  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan, [](auto&, auto& k) { std::swap(k[0], k[1]); })),
-               FormatError);
+  EXPECT_THROW(
+      fusion::decode_plan(with_state(*s.plan, [](auto&, auto& k) { std::swap(k[0], k[1]); })),
+      FormatError);
 }
 
 TEST(PlanCodec, AKernelWritesOnlyTensorsTheSegmentMakes) {
   TwoKernels s;
   // The second kernel's output written over `a`, an input of the same shape and dtype.
   bool found = false;
-  EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
-                                      [&](auto& tensors, auto& k) {
-                                        const Shape& shape =
-                                            desc(*s.plan, tensors[k[1].outputs[0]].source).shape;
-                                        for (std::uint32_t t = 0; t < tensors.size(); ++t)
-                                          if (tensors[t].source.slot >= 0 && !tensors[t].erase &&
-                                              desc(*s.plan, tensors[t].source).shape == shape) {
-                                            k[1].outputs[0] = t;
-                                            found = true;
-                                          }
-                                      })),
-               FormatError);
+  EXPECT_THROW(
+      fusion::decode_plan(with_state(*s.plan,
+                                     [&](auto& tensors, auto& k) {
+                                       const Shape& shape =
+                                           desc(*s.plan, tensors[k[1].outputs[0]].source).shape;
+                                       for (std::uint32_t t = 0; t < tensors.size(); ++t)
+                                         if (tensors[t].source.slot >= 0 && !tensors[t].erase &&
+                                             desc(*s.plan, tensors[t].source).shape == shape) {
+                                           k[1].outputs[0] = t;
+                                           found = true;
+                                         }
+                                     })),
+      FormatError);
   EXPECT_TRUE(found);
 }
 
@@ -199,31 +201,31 @@ TEST(PlanCodec, ABroadcastInputIsNotLentToAWiderOutput) {
   // `wide` dies in the segment, but holds 8 elements where the output needs 32: lent, the kernel
   // would write past its buffer.
   EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
-                                      [&](auto& tensors, auto& k) {
-                                        for (std::size_t i = 0; i < k[1].inputs.size(); ++i)
-                                          if (tensors[k[1].inputs[i]].erase)
-                                            k[1].lend[0] = static_cast<std::int32_t>(i);
-                                      })),
+                                              [&](auto& tensors, auto& k) {
+                                                for (std::size_t i = 0; i < k[1].inputs.size(); ++i)
+                                                  if (tensors[k[1].inputs[i]].erase)
+                                                    k[1].lend[0] = static_cast<std::int32_t>(i);
+                                              })),
                FormatError);
 }
 
 TEST(PlanCodec, PublishedAndErasedTensorsAreExactlyThoseTheSegmentSays) {
   TwoKernels s;
   EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
-                                      [](auto& tensors, auto&) {
-                                        for (auto& t : tensors) t.publish = false;
-                                      })),
+                                              [](auto& tensors, auto&) {
+                                                for (auto& t : tensors) t.publish = false;
+                                              })),
                FormatError)
       << "a value the program holds would be lost";
   EXPECT_THROW(fusion::decode_plan(with_state(*s.plan,
-                                      [](auto& tensors, auto&) {
-                                        for (auto& t : tensors) t.erase = false;
-                                      })),
+                                              [](auto& tensors, auto&) {
+                                                for (auto& t : tensors) t.erase = false;
+                                              })),
                FormatError)
       << "a dead tensor's handle would leak";
-  EXPECT_THROW(
-      fusion::decode_plan(with_state(*s.plan, [](auto& tensors, auto&) { tensors.push_back(tensors[0]); })),
-      FormatError)
+  EXPECT_THROW(fusion::decode_plan(with_state(
+                   *s.plan, [](auto& tensors, auto&) { tensors.push_back(tensors[0]); })),
+               FormatError)
       << "one tensor listed twice";
 }
 
@@ -241,7 +243,8 @@ TEST(PlanCodec, PlanOpsAreASegmentsRelativeForm) {
 TEST(PlanCodec, TriggersWaitForOpsOnlyWhenTheySaySo) {
   auto plan = gelu_plan();
   plan->triggers = {{fusion::Trigger::Kind::kOnOperations, {}}};
-  EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError) << "a trigger that names nothing";
+  EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError)
+      << "a trigger that names nothing";
   plan->triggers = {{fusion::Trigger::Kind::kAlways, {plan->ops.front()}}};
   EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError);
 }
@@ -262,7 +265,8 @@ TEST(PlanCodec, PlansWithoutACodecAreNotPersistable) {
 TEST(PlanCodec, HashesAreStable) {
   // File names derive from these: the same ops give the same names in every process.
   const auto plan = gelu_plan();
-  EXPECT_EQ(fusion::plan_hash(plan->ops), fusion::plan_hash(fusion::decode_plan(fusion::encode_plan(*plan)).ops));
+  EXPECT_EQ(fusion::plan_hash(plan->ops),
+            fusion::plan_hash(fusion::decode_plan(fusion::encode_plan(*plan)).ops));
   EXPECT_EQ(fusion::first_op_hash(plan->ops.front()), core::hash_op(plan->ops.front()));
   EXPECT_NE(fusion::plan_hash(plan->ops), fusion::plan_hash(std::span(plan->ops).first(1)));
 }

@@ -12,9 +12,9 @@
 #include <streamfuse/streamfuse.h>
 
 #include "cache/cache_dir.h"
+#include "cache/prune.h"
 #include "fusion/plan_codec.h"
 #include "fusion/plan_files.h"
-#include "cache/prune.h"
 #include "fusion/plan_store.h"
 #include "tests/file_text.h"
 #include "tests/fusion/recorded_segment.h"
@@ -47,14 +47,16 @@ struct Saved {
   TempDir dir;
   std::shared_ptr<CacheDir> cache = std::make_shared<CacheDir>(dir.path(), 1 << 30);
   std::shared_ptr<const fusion::ExecutionPlan> plan = small_plan();
-  fs::path path =
-      plan_path(dir.path(), "cpu", fusion::first_op_hash(plan->ops.front()), fusion::plan_hash(plan->ops));
+  fs::path path = plan_path(dir.path(), "cpu", fusion::first_op_hash(plan->ops.front()),
+                            fusion::plan_hash(plan->ops));
   Saved() {
     fusion::PlanFiles files(cache, "cpu");
     files.save(plan);
     files.flush();
   }
-  std::vector<fusion::PlanDraft> load() { return fusion::PlanFiles(cache, "cpu").load(plan->ops.front()); }
+  std::vector<fusion::PlanDraft> load() {
+    return fusion::PlanFiles(cache, "cpu").load(plan->ops.front());
+  }
 };
 
 TEST(PlanFiles, SavedPlansAreReadBackByTheirFirstOp) {
@@ -121,7 +123,9 @@ const Corruption kCorruptions[] = {
      },
      true},
     {"another_kind",
-     [](const fs::path& p) { write_cache_file(p, FileKind::kCpuKernel, portable_fingerprint(), "k"); },
+     [](const fs::path& p) {
+       write_cache_file(p, FileKind::kCpuKernel, portable_fingerprint(), "k");
+     },
      true},
 };
 
@@ -222,7 +226,8 @@ TEST(PlanStore, KeepsAtMostMaxTriggersPerPlan) {
   }
   const fusion::PlanRef stored = store.plans().front();
   EXPECT_EQ(stored->triggers.size(), fusion::kMaxTriggers);
-  EXPECT_EQ(fusion::decode_plan(fusion::encode_plan(*stored)).triggers.size(), fusion::kMaxTriggers);
+  EXPECT_EQ(fusion::decode_plan(fusion::encode_plan(*stored)).triggers.size(),
+            fusion::kMaxTriggers);
 }
 
 TEST(CacheDir, AnUnusableDirectoryDisablesWritingAndSaysSoOnce) {

@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/ir.h"
 #include "fusion/plan.h"
 #include "fusion/plan_persistence.h"
-#include "core/ir.h"
 
 #include "fusion/plan_store.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "fusion/processor.h"
 #include "core/log.h"
+#include "fusion/processor.h"
 #include "stream/queue.h"
 #include "streamfuse/error.h"
 
@@ -104,7 +104,8 @@ class Program {
       : batch_(batch), next_(first_id) {}
   core::TensorId input() { return next_++; }
   // out = kind(a, b) (b == 0: a scalar operand with value `scalar`).
-  core::TensorId binary(core::OpKind kind, core::TensorId a, core::TensorId b, float scalar = 1.0f) {
+  core::TensorId binary(core::OpKind kind, core::TensorId a, core::TensorId b,
+                        float scalar = 1.0f) {
     core::OpDesc op;
     op.kind = kind;
     op.inputs.push_back(desc(a, core::TensorStatus::kReadOnly));

@@ -48,7 +48,7 @@ struct Built {
   std::unique_ptr<fusion::ElementwiseOptimization> optimization;  // null when it took no op
   std::size_t len = 0;                                            // ops taken
   std::vector<core::OpDesc> ops;  // the ops taken, relative form (a plan's ops)
-  std::size_t recorded = 0;         // ops recorded
+  std::size_t recorded = 0;       // ops recorded
   std::int64_t score = 0;
 };
 

@@ -5,12 +5,12 @@
 #include <fstream>
 #include <iterator>
 
-#include "runtime/bundle.h"
+#include "backends/prepared_op_codec.h"
 #include "cache/cache_file.h"
 #include "cache/crc32.h"
-#include "jit/kernel_codec.h"
 #include "fusion/plan_codec.h"
-#include "backends/prepared_op_codec.h"
+#include "jit/kernel_codec.h"
+#include "runtime/bundle.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/samples.h"

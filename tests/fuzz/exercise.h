@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "runtime/bundle.h"
-#include "jit/kernel_codec.h"
 #include "fusion/plan.h"
+#include "jit/kernel_codec.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
+#include "runtime/bundle.h"
 
 namespace streamfuse::fuzz {
 

@@ -14,8 +14,7 @@ std::vector<std::string> seeds() {
   // All of them in one file, one each, and none (as a process with nothing left writes).
   std::vector<std::string> out = {jit::encode_kernel_requests(requests),
                                   jit::encode_kernel_requests({})};
-  for (const jit::KernelRequest& r : requests)
-    out.push_back(jit::encode_kernel_requests({&r, 1}));
+  for (const jit::KernelRequest& r : requests) out.push_back(jit::encode_kernel_requests({&r, 1}));
   return out;
 }
 

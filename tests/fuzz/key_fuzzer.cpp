@@ -1,8 +1,8 @@
 // Fuzz target: a specialization key (the payload piece of kernel records).
 #include <optional>
 
-#include "jit/program_codec.h"
 #include "jit/program_check.h"
+#include "jit/program_codec.h"
 #include "tests/fuzz/exercise.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "tests/fuzz/samples.h"

@@ -9,8 +9,7 @@ namespace streamfuse::fuzz {
 
 std::vector<std::string> seeds() {
   std::vector<std::string> out;
-  for (const jit::KernelRecord& k : sample_kernels())
-    out.push_back(jit::encode_program(k.program));
+  for (const jit::KernelRecord& k : sample_kernels()) out.push_back(jit::encode_program(k.program));
   for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool})
     for (DType to : {kF32, kF16, kI64, kBool})
       out.push_back(jit::encode_program(jit::copy_program(from, to)));
@@ -31,8 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string again = jit::encode_program(program);
   if (fuzz::native_byte_order(bytes) && again != bytes)
     fuzz::fail("a program does not encode back");
-  if (jit::decode_program(again) != program)
-    fuzz::fail("a re-encoded program decodes to another");
+  if (jit::decode_program(again) != program) fuzz::fail("a re-encoded program decodes to another");
   fuzz::use_program(program);
   return 0;
 }

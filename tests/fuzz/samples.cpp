@@ -7,11 +7,11 @@
 
 #include "backends/cpu/views.h"
 #include "bench/gelu_variants.h"
+#include "core/hash_mix.h"
+#include "core/relative.h"
 #include "fusion/builders/elementwise/builder.h"
 #include "jit/cpp_codegen.h"
-#include "core/hash_mix.h"
 #include "jit/launch_key.h"
-#include "core/relative.h"
 #include "tests/fusion/recorded_segment.h"
 #include "tests/fuzz/plan_runner.h"
 

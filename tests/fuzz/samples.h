@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "runtime/bundle.h"
 #include "fusion/plan.h"
 #include "jit/kernel_store.h"
+#include "runtime/bundle.h"
 
 namespace streamfuse::fuzz {
 

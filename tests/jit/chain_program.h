@@ -29,7 +29,8 @@ inline FusedProgram chain(int n) {
   p.prologue.push_back({InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0});
   int r = 0;
   for (int i = 0; i <= n; ++i) {
-    p.prologue.push_back({InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, i + 2, 0, {r, 1, -1}});
+    p.prologue.push_back(
+        {InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, i + 2, 0, {r, 1, -1}});
     r = i + 2;
   }
   p.outputs = {{r, kF32}};

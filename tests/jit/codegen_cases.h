@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/ir.h"
 #include "jit/program.h"
 #include "jit/specialization.h"
-#include "core/ir.h"
 
 namespace streamfuse::jit::testing {
 
@@ -28,7 +28,9 @@ struct Builder {
     p.prologue.push_back(in);
     return in.out;
   }
-  int load(int input, VT t) { return emit({InstrKind::kLoad, core::OpKind::kAdd, t, kF16, 0, input}); }
+  int load(int input, VT t) {
+    return emit({InstrKind::kLoad, core::OpKind::kAdd, t, kF16, 0, input});
+  }
   int scalar(ScalarArg arg) {
     p.scalars.push_back(arg);
     return emit({InstrKind::kScalar, core::OpKind::kAdd, arg.type, kF16, 0,
@@ -37,7 +39,9 @@ struct Builder {
   int op(core::OpKind k, VT t, int a, int b = -1, int c = -1) {
     return emit({InstrKind::kOp, k, t, kF16, 0, 0, {a, b, c}});
   }
-  int convert(int a, VT t) { return emit({InstrKind::kConvert, core::OpKind::kAdd, t, kF16, 0, 0, {a}}); }
+  int convert(int a, VT t) {
+    return emit({InstrKind::kConvert, core::OpKind::kAdd, t, kF16, 0, 0, {a}});
+  }
   int round(int a, DType d) {
     return emit({InstrKind::kRound, core::OpKind::kAdd, VT::kFloat, d, 0, 0, {a}});
   }
@@ -54,8 +58,9 @@ inline bool has_form(core::OpKind k, VT t) {
   if (k == core::OpKind::kMaximum || k == core::OpKind::kMinimum) return true;
   if (t == VT::kBool) return false;
   if (t == VT::kFloat) return true;
-  return k == core::OpKind::kNeg || k == core::OpKind::kAbs || k == core::OpKind::kRelu || k == core::OpKind::kAdd ||
-         k == core::OpKind::kSub || k == core::OpKind::kMul || k == core::OpKind::kPow;
+  return k == core::OpKind::kNeg || k == core::OpKind::kAbs || k == core::OpKind::kRelu ||
+         k == core::OpKind::kAdd || k == core::OpKind::kSub || k == core::OpKind::kMul ||
+         k == core::OpKind::kPow;
 }
 
 inline std::vector<core::OpKind> elementwise_ops(core::OpCategory category) {
@@ -135,16 +140,17 @@ inline std::vector<Case> build_cases() {
   // Every op kind of every category on every value type it has a form for; each result stored.
   for (VT t : kTypes) {
     const DType d = storage_dtype_of(t);
-    for (core::OpCategory cat : {core::OpCategory::kUnary, core::OpCategory::kBinary, core::OpCategory::kCompare,
-                           core::OpCategory::kLogical, core::OpCategory::kSelect}) {
+    for (core::OpCategory cat :
+         {core::OpCategory::kUnary, core::OpCategory::kBinary, core::OpCategory::kCompare,
+          core::OpCategory::kLogical, core::OpCategory::kSelect}) {
       Builder b;
       b.p.inputs = {d, d, kBool};
       const int x = b.load(0, t), y = b.load(1, t), c = b.load(2, VT::kBool);
       for (core::OpKind k : elementwise_ops(cat)) {
         if (!has_form(k, t)) continue;
-        const int r = k == core::OpKind::kWhere             ? b.op(k, t, c, x, y)
+        const int r = k == core::OpKind::kWhere     ? b.op(k, t, c, x, y)
                       : core::op_info(k).arity == 1 ? b.op(k, t, x)
-                                                      : b.op(k, t, x, y);
+                                                    : b.op(k, t, x, y);
         const bool is_bool = cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical;
         b.store(r, is_bool ? kBool : d);
       }
@@ -198,21 +204,25 @@ inline std::vector<Case> build_cases() {
     const int sl = b.scalar({ScalarArg::Mode::kFill, VT::kI64, kI64});
     const int sb = b.scalar({ScalarArg::Mode::kFill, VT::kBool, kBool});
     const int si2 = b.scalar({ScalarArg::Mode::kFill, VT::kI32, kI32});
-    b.store(b.op(core::OpKind::kMul, VT::kFloat, b.op(core::OpKind::kAdd, VT::kFloat, x, sf), sh), kF32);
+    b.store(b.op(core::OpKind::kMul, VT::kFloat, b.op(core::OpKind::kAdd, VT::kFloat, x, sf), sh),
+            kF32);
     b.store(b.op(core::OpKind::kMaximum, VT::kFloat, x, sn), kF32);
-    b.store(b.op(core::OpKind::kAdd, VT::kI32, b.op(core::OpKind::kMul, VT::kI32, i, si), si2), kI32);
+    b.store(b.op(core::OpKind::kAdd, VT::kI32, b.op(core::OpKind::kMul, VT::kI32, i, si), si2),
+            kI32);
     b.store(b.op(core::OpKind::kSub, VT::kI64, l, sl), kI64);
-    b.store(b.op(core::OpKind::kWhere, VT::kFloat, b.op(core::OpKind::kLogicalAnd, VT::kBool, c, sb), x, sn),
+    b.store(b.op(core::OpKind::kWhere, VT::kFloat,
+                 b.op(core::OpKind::kLogicalAnd, VT::kBool, c, sb), x, sn),
             kF16);
     add("scalars", b.p, {"c"}, flat, {0.1, 0.1, -3.5f, 7, 3000000000LL, true, -2.9});
   }
   // Layouts: rank 0 to 3, broadcast (z) and strided (a) operands, over a two-input program.
   Builder lb;
   lb.p.inputs = {kF32, kF16};
-  lb.store(lb.op(core::OpKind::kAdd, VT::kFloat,
-                 lb.op(core::OpKind::kMul, VT::kFloat, lb.load(0, VT::kFloat), lb.load(1, VT::kFloat)),
-                 lb.scalar({ScalarArg::Mode::kOperand, VT::kFloat})),
-           kF32);
+  lb.store(
+      lb.op(core::OpKind::kAdd, VT::kFloat,
+            lb.op(core::OpKind::kMul, VT::kFloat, lb.load(0, VT::kFloat), lb.load(1, VT::kFloat)),
+            lb.scalar({ScalarArg::Mode::kOperand, VT::kFloat})),
+      kF32);
   const FusedProgram two = lb.p;
   add("layout/rank0", two, {"", "", ""}, {}, {0.25f});
   add("layout/rank1/cc", two, {"c", "c", "c"}, {1001}, {0.25f});

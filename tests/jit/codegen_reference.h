@@ -206,7 +206,9 @@ inline Value eval_op(core::OpKind k, VT t, Value a, Value b, Value c) {
   const core::OpCategory cat = core::op_category(k);
   if (k == core::OpKind::kWhere) return a.b ? b : c;
   if (cat == core::OpCategory::kLogical) {
-    r.b = k == core::OpKind::kLogicalAnd ? a.b & b.b : k == core::OpKind::kLogicalOr ? a.b | b.b : a.b ^ 1;
+    r.b = k == core::OpKind::kLogicalAnd  ? a.b & b.b
+          : k == core::OpKind::kLogicalOr ? a.b | b.b
+                                          : a.b ^ 1;
     return r;
   }
   if (cat == core::OpCategory::kCompare) {

@@ -22,8 +22,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/isa.h"
-#include "core/vector_math.h"
 #include "core/scalar_ops.h"
+#include "core/vector_math.h"
 #include "jit/cpp_codegen.h"
 #include "jit/kernel_abi.h"
 #include "jit/system_compiler.h"

@@ -124,9 +124,9 @@ TEST(CudaCodegen, VectorizesContiguousLaunches) {
             std::string::npos);
   Builder mixed;
   mixed.p.inputs = {kF16, kF32};
-  mixed.store(
-      mixed.op(core::OpKind::kAdd, VT::kFloat, mixed.load(0, VT::kFloat), mixed.load(1, VT::kFloat)),
-      kF32);
+  mixed.store(mixed.op(core::OpKind::kAdd, VT::kFloat, mixed.load(0, VT::kFloat),
+                       mixed.load(1, VT::kFloat)),
+              kF32);
   const std::string m = cuda_kernel_source(mixed.p, make_key(mixed.p, {"c", "z", "c"}), "k");
   EXPECT_NE(m.find("sf_vec<unsigned short, 4>"), std::string::npos) << m;
   EXPECT_NE(m.find("sf_vec<float, 4>"), std::string::npos) << m;

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "backends/caching_allocator.h"
-#include "core/vector_math.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/devices.h"
 #include "core/scalar_ops.h"
+#include "core/vector_math.h"
 #include "jit/cuda_launcher.h"
 #include "jit/cuda_toolchain.h"
 #include "jit/kernel_cache.h"

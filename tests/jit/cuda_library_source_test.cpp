@@ -49,7 +49,8 @@ std::string all_library_kernels() {
       s += cuda_arange_source(d, integral, name);
       s += size_check(name + "_args", sizeof(CudaArangeArgs));
     }
-    for (core::OpKind k : {core::OpKind::kSum, core::OpKind::kMean, core::OpKind::kMax, core::OpKind::kMin, core::OpKind::kArgmax}) {
+    for (core::OpKind k : {core::OpKind::kSum, core::OpKind::kMean, core::OpKind::kMax,
+                           core::OpKind::kMin, core::OpKind::kArgmax}) {
       const std::string name = "reduce" + std::to_string(n++);
       s += cuda_reduce_source(k, d, reduce_out(k, d), name);
     }

@@ -12,9 +12,9 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/stream_set.h"
 #include "cache/cache_dir.h"
-#include "jit/kernel_files.h"
 #include "jit/cuda_op_kernels.h"
 #include "jit/cuda_toolchain.h"
+#include "jit/kernel_files.h"
 #include "streamfuse/error.h"
 #include "tests/temp_dir.h"
 

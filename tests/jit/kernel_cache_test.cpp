@@ -244,7 +244,8 @@ TEST(KernelCache, WaitForAKernelThatCannotBeBuiltReturnsNothing) {
     TempDir dir;
     KernelCache cache(dir.path(), long_window());
     FusedProgram p = chain(1);
-    p.prologue[2].op = core::OpKind::kExp;  // exp on i32 has no form: the kernel cannot be generated
+    p.prologue[2].op =
+        core::OpKind::kExp;  // exp on i32 has no form: the kernel cannot be generated
     p.prologue[2].type = ValueType::kI32;
     ::testing::internal::CaptureStderr();
     EXPECT_FALSE(cache.wait_for(p.hash(), p, flat_key()).has_value());

@@ -35,8 +35,8 @@ core::OpDesc elementwise_op(core::OpKind kind, DType d, int side, DType cast_to 
                          core::TensorStatus::kReadOnly});
   if (side != 0) op.scalars.push_back(Scalar(2));
   const DType out = cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? kBool
-                    : cat == core::OpCategory::kCast                                 ? cast_to
-                                                                               : d;
+                    : cat == core::OpCategory::kCast                                       ? cast_to
+                                                                                           : d;
   op.outputs.push_back({9, Shape{4}, out, core::TensorStatus::kNotInit});
   return op;
 }
@@ -98,16 +98,18 @@ FusedProgram every_kind() {
   FusedProgram p;
   p.inputs = {kF16};
   p.scalars = {{ScalarArg::Mode::kOperand, ValueType::kFloat, kF32}};
-  const auto op = [](core::OpKind k, std::int32_t out, std::int32_t a, std::int32_t b, std::int32_t c) {
+  const auto op = [](core::OpKind k, std::int32_t out, std::int32_t a, std::int32_t b,
+                     std::int32_t c) {
     return Instruction{InstrKind::kOp, k, ValueType::kFloat, kF16, out, 0, {a, b, c}};
   };
-  p.prologue = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
-            {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0},
-            op(core::OpKind::kMul, 2, 0, 1, -1),
-            op(core::OpKind::kGt, 3, 2, 0, -1),
-            op(core::OpKind::kWhere, 4, 3, 2, 0),
-            {InstrKind::kRound, core::OpKind::kAdd, ValueType::kFloat, kF16, 5, 0, {4, -1, -1}},
-            {InstrKind::kConvert, core::OpKind::kAdd, ValueType::kI32, kF16, 6, 0, {3, -1, -1}}};
+  p.prologue = {
+      {InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
+      {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 0},
+      op(core::OpKind::kMul, 2, 0, 1, -1),
+      op(core::OpKind::kGt, 3, 2, 0, -1),
+      op(core::OpKind::kWhere, 4, 3, 2, 0),
+      {InstrKind::kRound, core::OpKind::kAdd, ValueType::kFloat, kF16, 5, 0, {4, -1, -1}},
+      {InstrKind::kConvert, core::OpKind::kAdd, ValueType::kI32, kF16, 6, 0, {3, -1, -1}}};
   p.outputs = {{5, kF16}, {6, kI32}};
   p.num_registers = 7;
   return p;
@@ -126,9 +128,12 @@ TEST(ProgramCheck, EachBrokenRuleIsCaught) {
   EXPECT_NE(broken([](auto& p) { p.prologue[2].args[2] = 0; }), "") << "an operand past the op's";
   EXPECT_NE(broken([](auto& p) { p.prologue[4].args[0] = 2; }), "") << "where on a float condition";
   EXPECT_NE(broken([](auto& p) { p.prologue[4].args[1] = 3; }), "") << "where of a bool value";
-  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kLogicalAnd; }), "") << "logical in float";
-  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kCast; }), "") << "a cast as an op";
-  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kMatmul; }), "") << "not element-wise";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kLogicalAnd; }), "")
+      << "logical in float";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kCast; }), "")
+      << "a cast as an op";
+  EXPECT_NE(broken([](auto& p) { p.prologue[2].op = core::OpKind::kMatmul; }), "")
+      << "not element-wise";
   EXPECT_NE(broken([](auto& p) { p.prologue[0].index = 1; }), "") << "load of no input";
   EXPECT_NE(broken([](auto& p) { p.prologue[1].index = -1; }), "") << "no such scalar";
   EXPECT_NE(broken([](auto& p) { p.scalars[0].type = ValueType::kI32; }), "") << "scalar type";
@@ -187,10 +192,10 @@ TEST(ProgramCheck, KeysAgainstTheirProgram) {
                {ScalarArg::Mode::kOperand, ValueType::kFloat, kF32},
                {ScalarArg::Mode::kOperand, ValueType::kI32, kF32}};
   p.prologue = {{InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 0, 0},
-            {InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 1},
-            {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 2, 0},
-            {InstrKind::kOp, core::OpKind::kDiv, ValueType::kFloat, kF16, 3, 0, {1, 2, -1}},
-            {InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, 4, 0, {0, 3, -1}}};
+                {InstrKind::kLoad, core::OpKind::kAdd, ValueType::kFloat, kF16, 1, 1},
+                {InstrKind::kScalar, core::OpKind::kAdd, ValueType::kFloat, kF16, 2, 0},
+                {InstrKind::kOp, core::OpKind::kDiv, ValueType::kFloat, kF16, 3, 0, {1, 2, -1}},
+                {InstrKind::kOp, core::OpKind::kAdd, ValueType::kFloat, kF16, 4, 0, {0, 3, -1}}};
   p.outputs = {{4, kF32}};
   p.num_registers = 5;
   ASSERT_EQ(program_problem(p), "");

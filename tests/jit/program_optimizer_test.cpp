@@ -48,8 +48,8 @@ TEST(ProgramOptimizer, FoldsSignIdentities) {
   Builder b;
   const auto x = b.load(0);
   const auto nx = b.op(core::OpKind::kNeg, x);
-  b.store(b.op(core::OpKind::kNeg, nx));                         // neg(neg x) = x
-  b.store(b.op(core::OpKind::kAbs, nx));                         // abs(neg x) = abs x
+  b.store(b.op(core::OpKind::kNeg, nx));                               // neg(neg x) = x
+  b.store(b.op(core::OpKind::kAbs, nx));                               // abs(neg x) = abs x
   b.store(b.op(core::OpKind::kMul, nx, b.op(core::OpKind::kNeg, x)));  // (-x)(-x) = x x
   simplify(b.p);
   EXPECT_EQ(b.p.outputs[0].reg, 0) << b.p.to_string();  // the load itself
@@ -98,9 +98,11 @@ TEST(ProgramOptimizer, MergingEqualScalarsMergesWhatTheyCompute) {
   const auto branch = [&](std::int32_t v, std::int32_t first_scalar) {
     const auto t =
         b.op(core::OpKind::kRecip,
-             b.op(core::OpKind::kAdd, b.op(core::OpKind::kMul, b.op(core::OpKind::kAbs, v), b.scalar(first_scalar)),
+             b.op(core::OpKind::kAdd,
+                  b.op(core::OpKind::kMul, b.op(core::OpKind::kAbs, v), b.scalar(first_scalar)),
                   b.scalar(first_scalar + 1)));
-    return b.op(core::OpKind::kMul, t, b.op(core::OpKind::kExp, b.op(core::OpKind::kMul, b.op(core::OpKind::kNeg, v), v)));
+    return b.op(core::OpKind::kMul, t,
+                b.op(core::OpKind::kExp, b.op(core::OpKind::kMul, b.op(core::OpKind::kNeg, v), v)));
   };
   const auto pos = branch(x, 0);
   const auto neg = b.op(core::OpKind::kNeg, branch(b.op(core::OpKind::kNeg, x), 2));

@@ -125,7 +125,8 @@ TEST_F(SingleOpProgram, EveryElementwiseOpAndDtypeMatchesTheEagerKernel) {
         core::OpDesc op;
         op.kind = kind;
         op.attrs.dtype = d;
-        DType result = cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? kBool : d;
+        DType result =
+            cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? kBool : d;
         if (cat == core::OpCategory::kCast) result = out;
         const int arity = core::op_info(kind).arity;
         const bool binary = cat == core::OpCategory::kBinary || cat == core::OpCategory::kCompare;
@@ -137,7 +138,7 @@ TEST_F(SingleOpProgram, EveryElementwiseOpAndDtypeMatchesTheEagerKernel) {
           for (int i = 0; i < tensors; ++i) {
             const DType in = cat == core::OpCategory::kSelect && i == 0 ? kBool
                              : cat == core::OpCategory::kLogical        ? d
-                                                                  : d;
+                                                                        : d;
             // The second operand broadcasts along the first dimension.
             op.inputs.push_back(
                 desc(static_cast<core::TensorId>(i + 1), i == 1 ? Shape{37} : out_shape, in));

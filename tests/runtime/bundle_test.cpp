@@ -12,7 +12,7 @@ namespace streamfuse::cache {
 namespace {
 
 std::vector<runtime::BundleSection> two_kernels(const jit::LibraryImage& first,
-                                       const jit::LibraryImage& second) {
+                                                const jit::LibraryImage& second) {
   runtime::BundleSection s{"cpu", {}, {}, {}};
   for (int n : {1, 2}) {
     const jit::FusedProgram p = jit::chain(n);
@@ -24,8 +24,10 @@ std::vector<runtime::BundleSection> two_kernels(const jit::LibraryImage& first,
 
 TEST(Bundle, LibrariesAreWrittenOncePerName) {
   const jit::LibraryImage image{"0123456789abcdef", "machine", "source", "bytes"};
-  const std::vector<runtime::BundleSection> sections = two_kernels(image, image);  // two loads, one library
-  const std::vector<runtime::BundleSection> back = runtime::decode_bundle(runtime::encode_bundle(sections));
+  const std::vector<runtime::BundleSection> sections =
+      two_kernels(image, image);  // two loads, one library
+  const std::vector<runtime::BundleSection> back =
+      runtime::decode_bundle(runtime::encode_bundle(sections));
   ASSERT_EQ(back.size(), 1u);
   ASSERT_EQ(back[0].kernels.size(), 2u);
   EXPECT_EQ(back[0].kernels[0].library, back[0].kernels[1].library);
@@ -39,7 +41,8 @@ TEST(Bundle, TwoImagesOfOneNameAreAFormatError) {
   // As an older writer listed them: one entry per image, even of one name.
   std::vector<runtime::BundleSection> sections = two_kernels(image, other);
   std::string payload = runtime::encode_bundle(sections);
-  EXPECT_EQ(runtime::decode_bundle(payload)[0].kernels.size(), 2u) << "written once: the first image";
+  EXPECT_EQ(runtime::decode_bundle(payload)[0].kernels.size(), 2u)
+      << "written once: the first image";
   other.name = "fedcba9876543210";
   sections = two_kernels(image, other);
   payload = runtime::encode_bundle(sections);
@@ -63,7 +66,8 @@ TEST(Bundle, ReadWithoutNativeCodeKeepsProgramsAndDropsLibraries) {
   runtime::write_bundle(path, sections);
   const std::vector<runtime::BundleSection> kept = runtime::read_bundle(path);
   EXPECT_EQ(kept[0].kernels[0].library->bytes, "bytes");
-  const std::vector<runtime::BundleSection> dropped = runtime::read_bundle(path, runtime::NativeCode::kDrop);
+  const std::vector<runtime::BundleSection> dropped =
+      runtime::read_bundle(path, runtime::NativeCode::kDrop);
   ASSERT_EQ(dropped.size(), 1u);
   ASSERT_EQ(dropped[0].kernels.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {

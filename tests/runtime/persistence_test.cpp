@@ -15,9 +15,9 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "runtime/bundle.h"
 #include "cache/cache_file.h"
 #include "fusion/plan_codec.h"
+#include "runtime/bundle.h"
 #include "runtime/device_runtime.h"
 #include "tests/cache/planted_library.h"
 #include "tests/file_text.h"
@@ -181,7 +181,8 @@ TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels)
       k.library = image;
     }
   }
-  write_cache_file(bundle, FileKind::kBundle, portable_fingerprint(), runtime::encode_bundle(sections));
+  write_cache_file(bundle, FileKind::kBundle, portable_fingerprint(),
+                   runtime::encode_bundle(sections));
   const Child loaded = run_child(b.path(), "run,load:" + bundle);
   EXPECT_EQ(loaded["explored"], 0) << loaded.err;  // plans are portable
   EXPECT_GT(loaded["compiled"], 0);                // kernels are not

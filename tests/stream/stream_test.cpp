@@ -13,7 +13,9 @@ namespace st = streamfuse::stream;
 
 namespace {
 
-st::Stream& this_stream() { return *runtime::DeviceRuntime::get(sf::Device::cpu()).streams().current(); }
+st::Stream& this_stream() {
+  return *runtime::DeviceRuntime::get(sf::Device::cpu()).streams().current();
+}
 
 class StreamTest : public ::testing::Test {
  protected:

@@ -21,11 +21,11 @@
 
 #include <streamfuse/streamfuse.h>
 
-#include "runtime/bundle.h"
+#include "backends/prepared_op_codec.h"
 #include "cache/cache_file.h"
 #include "fusion/plan_codec.h"
-#include "backends/prepared_op_codec.h"
 #include "jit/system_compiler.h"
+#include "runtime/bundle.h"
 #include "runtime/device_runtime.h"
 #include "tests/file_text.h"
 #include "tests/temp_dir.h"
@@ -92,7 +92,8 @@ inline std::vector<sf::backends::PreparedOp> prepared_ops_in(const fs::path& fil
 inline void write_prepared_ops(const fs::path& file,
                                const std::vector<sf::backends::PreparedOp>& ops) {
   sf::cache::write_cache_file(file, sf::cache::FileKind::kPreparedOps,
-                              sf::cache::portable_fingerprint(), sf::backends::encode_prepared_ops(ops));
+                              sf::cache::portable_fingerprint(),
+                              sf::backends::encode_prepared_ops(ops));
 }
 
 inline std::string quoted(const std::string& s) {

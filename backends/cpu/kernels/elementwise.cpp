@@ -46,7 +46,8 @@ void compare_chunk(const void* const* in, void* out, std::int64_t n) {
 template <core::OpKind K>
 void logical_chunk(const void* const* in, void* out, std::int64_t n) {
   const BoolStorage* a = static_cast<const BoolStorage*>(in[0]);
-  const BoolStorage* b = static_cast<const BoolStorage*>(K == core::OpKind::kLogicalNot ? in[0] : in[1]);
+  const BoolStorage* b =
+      static_cast<const BoolStorage*>(K == core::OpKind::kLogicalNot ? in[0] : in[1]);
   BoolStorage* o = static_cast<BoolStorage*>(out);
   for (std::int64_t i = 0; i < n; ++i) o[i] = ops::logical<K>(a[i], b[i]);
 }
@@ -114,7 +115,8 @@ ComputeType input_compute(core::OpKind kind, ComputeType c, int j) {
 }
 ComputeType output_compute(core::OpKind kind, ComputeType c) {
   const core::OpCategory cat = core::op_category(kind);
-  return cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? ComputeType::kBool : c;
+  return cat == core::OpCategory::kCompare || cat == core::OpCategory::kLogical ? ComputeType::kBool
+                                                                                : c;
 }
 
 // Converts `len` elements of type S, `stride` apart, to type C.
@@ -193,8 +195,8 @@ void elementwise(const ElementwiseArgs& a) {
   const ComputeType c = compute_type_of(a.compute);
   const ChunkFn fn = chunk_op(a.kind, a.compute);
   if (!fn)
-    throw Error("internal error: no CPU kernel for " + std::string(core::op_name(a.kind)) +
-                " on " + std::string(dtype_name(a.compute)) + " operands; please report this");
+    throw Error("internal error: no CPU kernel for " + std::string(core::op_name(a.kind)) + " on " +
+                std::string(dtype_name(a.compute)) + " operands; please report this");
 
   Access access[3];
   ComputeType in_c[3];

@@ -11,7 +11,9 @@
 #include "core/ir.h"
 #include "core/scalar_ops.h"
 #include "core/vector_math.h"
-#include "core/op_math.h"  // after the two it builds on (it includes nothing: kernel prelude text)
+
+// Kernel prelude text, which includes nothing: after the two it builds on.
+#include "core/op_math.h"
 
 namespace streamfuse::backends::cpu::ops {
 
@@ -34,7 +36,9 @@ SF_OP_INLINE sf_t<C> sf(C x) {
 template <core::OpKind K, class... A>
 SF_OP_INLINE auto op_math(A... args) {
 #define STREAMFUSE_X(name, api, category, arity) \
-  if constexpr (K == core::OpKind::k##name) return sf_op_##name(args...); else
+  if constexpr (K == core::OpKind::k##name)      \
+    return sf_op_##name(args...);                \
+  else
   STREAMFUSE_OP_KINDS(STREAMFUSE_X)
 #undef STREAMFUSE_X
   static_assert(sizeof...(A) == 0, "no such op");

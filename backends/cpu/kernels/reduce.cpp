@@ -58,10 +58,9 @@ template <class Op, class S>
 typename Op::acc reduce_run(const S* p, std::int64_t n, std::int64_t stride, std::int64_t index0,
                             typename Op::acc acc) {
   if (stride == 1)
-    return sf_reduce_run<Op>([p](long long i) { return value_of<Op>(p[i]); }, 0, n, 1, index0,
-                             acc);
-  return sf_reduce_run<Op>([p, stride](long long i) { return value_of<Op>(p[i * stride]); }, 0,
-                           n, 0, index0, acc);
+    return sf_reduce_run<Op>([p](long long i) { return value_of<Op>(p[i]); }, 0, n, 1, index0, acc);
+  return sf_reduce_run<Op>([p, stride](long long i) { return value_of<Op>(p[i * stride]); }, 0, n,
+                           0, index0, acc);
 }
 
 // Folds one run of `n` elements `stride` apart as a whole reduction: its blocks, over `threads`

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "cache/op_codec.h"
-#include "jit/program_codec.h"
 #include "fusion/builders/elementwise/optimization.h"
+#include "jit/program_codec.h"
 
 namespace streamfuse::fusion {
 namespace {
@@ -25,7 +25,8 @@ const core::TensorDesc& tensor_at(std::span<const core::OpDesc> ops, TensorSourc
     if (s.slot != -1 || op.outputs.empty()) cache::bad_payload("tensor source output");
     return op.outputs[0];
   }
-  if (static_cast<std::size_t>(s.slot) >= op.inputs.size()) cache::bad_payload("tensor source slot");
+  if (static_cast<std::size_t>(s.slot) >= op.inputs.size())
+    cache::bad_payload("tensor source slot");
   return op.inputs[static_cast<std::size_t>(s.slot)];
 }
 
@@ -115,11 +116,13 @@ ElementwiseKernel get_kernel(cache::InArchive& in, std::span<const core::OpDesc>
       cache::bad_payload("kernel scalar source");
     k.scalars.push_back(source);
   }
-  if (cache::get_size(in, cache::kMaxItems, "kernel lend") != num_outputs) cache::bad_payload("kernel lends");
+  if (cache::get_size(in, cache::kMaxItems, "kernel lend") != num_outputs)
+    cache::bad_payload("kernel lends");
   for (std::uint32_t o = 0; o < num_outputs; ++o) {
     std::int32_t lend = 0;
     in(lend);
-    if (lend < -1 || lend >= static_cast<std::int32_t>(num_inputs)) cache::bad_payload("kernel lend");
+    if (lend < -1 || lend >= static_cast<std::int32_t>(num_inputs))
+      cache::bad_payload("kernel lend");
     k.lend.push_back(lend);
   }
   return k;
@@ -189,7 +192,8 @@ void check_dataflow(std::span<const core::OpDesc> ops,
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     for (std::uint32_t t : kernels[k].inputs) {
       if (facts[static_cast<std::size_t>(desc(t).id)].made && writer[t] < 0)
-        cache::bad_payload("kernel " + std::to_string(k) + " reads a tensor no earlier kernel wrote");
+        cache::bad_payload("kernel " + std::to_string(k) +
+                           " reads a tensor no earlier kernel wrote");
       last_reader[t] = static_cast<std::int32_t>(k);
     }
     for (std::uint32_t t : kernels[k].outputs) {
@@ -199,7 +203,8 @@ void check_dataflow(std::span<const core::OpDesc> ops,
     }
   }
   for (std::size_t t = 0; t < tensors.size(); ++t)
-    if (tensors[t].publish && writer[t] < 0) cache::bad_payload("a published tensor nothing writes");
+    if (tensors[t].publish && writer[t] < 0)
+      cache::bad_payload("a published tensor nothing writes");
   // Lent inputs, by tensor: a tensor listed twice among a kernel's inputs is still lent once.
   std::vector<char> lent(tensors.size(), 0);
   for (std::size_t k = 0; k < kernels.size(); ++k) {
@@ -217,12 +222,13 @@ void check_dataflow(std::span<const core::OpDesc> ops,
   }
 }
 
-std::shared_ptr<fusion::Optimization> decode(cache::InArchive& in, std::span<const core::OpDesc> ops) {
+std::shared_ptr<fusion::Optimization> decode(cache::InArchive& in,
+                                             std::span<const core::OpDesc> ops) {
   std::uint64_t len = 0;
   in(len);
   if (len != ops.size())
-    cache::bad_payload("elementwise optimization covers " + std::to_string(len) + " of the plan's " +
-                std::to_string(ops.size()) + " ops");
+    cache::bad_payload("elementwise optimization covers " + std::to_string(len) +
+                       " of the plan's " + std::to_string(ops.size()) + " ops");
   // One by one: a count that lies about a short payload fails before it allocates.
   std::vector<ElementwiseOptimization::Tensor> tensors;
   for (std::uint32_t n = cache::get_size(in, cache::kMaxItems, "tensor"); n > 0; --n) {

@@ -36,7 +36,8 @@ ElementwiseOptimization::ElementwiseOptimization(std::size_t len, std::vector<Te
 
 std::string ElementwiseOptimization::describe() const {
   std::size_t instructions = 0;
-  for (const ElementwiseKernel& k : kernels_) instructions += k.program.prologue.size() + k.program.epilogue.size();
+  for (const ElementwiseKernel& k : kernels_)
+    instructions += k.program.prologue.size() + k.program.epilogue.size();
   return "elementwise: " + std::to_string(kernels_.size()) + " kernel(s), " +
          std::to_string(instructions) + " instructions";
 }

@@ -43,9 +43,10 @@ TEST(KernelsTest, IsaLevelsAgree) {
   for (auto& x : b) x = u(rng);
   const Shape shape{n};
   for (core::OpKind kind :
-       {core::OpKind::kExp, core::OpKind::kLog, core::OpKind::kSin, core::OpKind::kCos, core::OpKind::kTanh,
-        core::OpKind::kErf, core::OpKind::kSigmoid, core::OpKind::kSqrt, core::OpKind::kRsqrt,
-        core::OpKind::kAdd, core::OpKind::kDiv, core::OpKind::kPow, core::OpKind::kMaximum}) {
+       {core::OpKind::kExp, core::OpKind::kLog, core::OpKind::kSin, core::OpKind::kCos,
+        core::OpKind::kTanh, core::OpKind::kErf, core::OpKind::kSigmoid, core::OpKind::kSqrt,
+        core::OpKind::kRsqrt, core::OpKind::kAdd, core::OpKind::kDiv, core::OpKind::kPow,
+        core::OpKind::kMaximum}) {
     std::vector<std::vector<float>> results;
     for (const cpu::KernelTable* t : tables) {
       std::vector<float> out(n);
