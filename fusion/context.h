@@ -1,6 +1,6 @@
 // What fusion needs from the stream that runs a segment: the segment's ops as recorded, the
-// device's tensor handles, and the eager path. Declared here, implemented by stream/ (calls go
-// down the walk: fusion never includes stream's headers beyond the shared ir.h).
+// device's tensor handles, and the eager path. Declared here, implemented by stream/, the layer
+// above (fusion includes none of stream's headers).
 #pragma once
 
 #include <cstddef>

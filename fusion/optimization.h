@@ -22,7 +22,7 @@ class Optimization {
   virtual void execute(ExecutionContext& context) = 0;
   // One line for logs: "elementwise: 2 kernels, 19 ops, ...".
   virtual std::string describe() const = 0;
-  // The name of the codec that persists it (fusion/plan_codec.cpp), or empty when plans holding
+  // The name of its kind's codec (fusion/builders/registry.h), or empty when plans holding
   // it are kept in memory only.
   virtual std::string_view codec() const { return {}; }
   // Loads the kernels it runs that `kernels` can find on disk (reading ahead, off the thread

@@ -66,13 +66,12 @@ struct TraceResult {
 
 class Trace {
  public:
+  // The builder's: how many blocks, and how many tensors one block reads and writes at most.
   struct Limits {
-    std::size_t max_blocks = 4;
-    // Tensors one kernel reads and writes at most (backends/cpu/kernels/layout.h kMaxOperands).
-    std::size_t max_block_operands = 64;
+    std::size_t max_blocks;
+    std::size_t max_block_operands;
   };
 
-  Trace() : Trace(Limits{}) {}
   explicit Trace(Limits limits) : limits_(limits) {}
 
   // Takes op number `index` of the segment (relative form, and the global form for sizes): a

@@ -1,5 +1,6 @@
 #include "jit/kernel_expressions.h"
 
+#include "core/op_forms.h"
 #include "jit/program_optimizer.h"
 #include "streamfuse/error.h"
 
@@ -102,50 +103,18 @@ std::string op_expr(core::OpKind k, ValueType t, const std::string& a, const std
 
 }  // namespace
 
-// The compute types each op has a function for in core/op_math.h.
 bool has_form(core::OpKind k, ValueType t) {
-  const bool is_float = t == ValueType::kFloat;
-  const bool is_int = t == ValueType::kI32 || t == ValueType::kI64;
-  switch (k) {
-    case core::OpKind::kNeg:
-    case core::OpKind::kAbs:
-    case core::OpKind::kRelu:
-      return is_float || is_int;
-    case core::OpKind::kExp:
-    case core::OpKind::kLog:
-    case core::OpKind::kSqrt:
-    case core::OpKind::kRsqrt:
-    case core::OpKind::kRecip:
-    case core::OpKind::kSin:
-    case core::OpKind::kCos:
-    case core::OpKind::kTanh:
-    case core::OpKind::kErf:
-    case core::OpKind::kSigmoid:
-    case core::OpKind::kDiv:
-      return is_float;
-    case core::OpKind::kAdd:
-    case core::OpKind::kSub:
-    case core::OpKind::kMul:
-    case core::OpKind::kPow:
-      return is_float || is_int;
-    case core::OpKind::kMaximum:
-    case core::OpKind::kMinimum:
-    case core::OpKind::kEq:
-    case core::OpKind::kNe:
-    case core::OpKind::kLt:
-    case core::OpKind::kLe:
-    case core::OpKind::kGt:
-    case core::OpKind::kGe:
-    case core::OpKind::kWhere:  // the type of its values (the condition is bool)
-      return true;
-    // Their operands are bool registers whatever the type (program_check requires kBool).
-    case core::OpKind::kLogicalAnd:
-    case core::OpKind::kLogicalOr:
-    case core::OpKind::kLogicalNot:
-      return true;
-    default:
-      return false;
+  const core::OpForms forms = core::op_forms(k);
+  switch (t) {
+    case ValueType::kFloat:
+      return forms.floating;
+    case ValueType::kI32:
+    case ValueType::kI64:
+      return forms.integer;
+    case ValueType::kBool:
+      return forms.boolean;
   }
+  return false;
 }
 
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name) {

@@ -15,7 +15,7 @@ namespace {
 
 // The scope of this thread's stream on `streams`' device: work queued on a device that queues
 // (a host copy) goes to that stream.
-backends::StreamId current_stream_id(stream::DeviceStreams& streams) {
+backends::StreamId this_threads_stream_id(stream::DeviceStreams& streams) {
   const stream::Stream* s = streams.current();
   return s ? s->id() : 0;
 }
@@ -26,13 +26,15 @@ stream::TensorNode* record(Device device, core::OpKind kind,
                            std::span<stream::TensorNode* const> operands, const Shape& shape,
                            DType dtype, const core::OpAttrs& attrs,
                            std::span<const Scalar> scalars) {
-  return stream::record_op(DeviceRuntime::get(device).streams(), kind, operands, shape, dtype,
-                           attrs, scalars);
+  // An operand's node knows its device's streams: no registry lookup on the per-op path.
+  stream::DeviceStreams& streams =
+      operands.empty() ? DeviceRuntime::get(device).streams() : *operands[0]->streams;
+  return stream::record_op(streams, kind, operands, shape, dtype, attrs, scalars);
 }
 
 stream::TensorNode* from_host(Device device, const void* data, DType dtype, const Shape& shape) {
   stream::DeviceStreams& streams = DeviceRuntime::get(device).streams();
-  const backends::StreamScope scope(current_stream_id(streams));
+  const backends::StreamScope scope(this_threads_stream_id(streams));
   return stream::materialize(streams, streams.backend().from_host(data, dtype, shape), shape,
                              dtype);
 }
@@ -55,7 +57,7 @@ stream::TensorNode* transfer(const stream::TensorNode& n, Device device) {
     return stream::materialize(target, std::move(out), n.shape, n.dtype);
   }
   if (n.device.is_cpu() && backends::is_contiguous(h, n.shape)) {  // host memory already
-    const backends::StreamScope scope(current_stream_id(target));
+    const backends::StreamScope scope(this_threads_stream_id(target));
     return stream::materialize(
         target, target.backend().from_host(backends::element_ptr(h, n.dtype), n.dtype, n.shape),
         n.shape, n.dtype);
@@ -65,7 +67,7 @@ stream::TensorNode* transfer(const stream::TensorNode& n, Device device) {
     const backends::StreamScope scope(home);
     source.to_host(h, n.dtype, n.shape, staged.data());
   }
-  const backends::StreamScope scope(current_stream_id(target));
+  const backends::StreamScope scope(this_threads_stream_id(target));
   return stream::materialize(target, target.backend().from_host(staged.data(), n.dtype, n.shape),
                              n.shape, n.dtype);
 }

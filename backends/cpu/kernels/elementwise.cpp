@@ -12,6 +12,7 @@
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "core/op_forms.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
@@ -60,43 +61,48 @@ void where_chunk(const void* const* in, void* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = ops::where(c[i], a[i], b[i]);
 }
 
+// Whether op K has a form for compute type C (core/op_forms.h, the table the JIT reads too).
+template <core::OpKind K, class C>
+constexpr bool kHasForm = std::is_same_v<C, float>         ? core::op_forms(K).floating
+                          : std::is_same_v<C, BoolStorage> ? core::op_forms(K).boolean
+                                                           : core::op_forms(K).integer;
+
 // The chunk loop of `kind` on compute type C, or null where the op has no form for C (float-only
 // math on integers, arithmetic on bools). One case per line: clang-format cannot lay out cases
 // made by macros, so it is off here.
 template <class C>
 ChunkFn select_typed(core::OpKind kind) {
-  constexpr bool kFloat = std::is_same_v<C, float>;
-  constexpr bool kBool = std::is_same_v<C, BoolStorage>;
   // clang-format off
-#define SF_CASE(name, allowed, chunk) \
-  case core::OpKind::k##name: if constexpr (allowed) return chunk<core::OpKind::k##name, C>; else break;
+#define SF_CASE(name, chunk) \
+  case core::OpKind::k##name: \
+    if constexpr (kHasForm<core::OpKind::k##name, C>) return chunk<core::OpKind::k##name, C>; else break;
   switch (kind) {
-    SF_CASE(Exp, kFloat, unary_chunk)
-    SF_CASE(Log, kFloat, unary_chunk)
-    SF_CASE(Sqrt, kFloat, unary_chunk)
-    SF_CASE(Rsqrt, kFloat, unary_chunk)
-    SF_CASE(Recip, kFloat, unary_chunk)
-    SF_CASE(Sin, kFloat, unary_chunk)
-    SF_CASE(Cos, kFloat, unary_chunk)
-    SF_CASE(Tanh, kFloat, unary_chunk)
-    SF_CASE(Erf, kFloat, unary_chunk)
-    SF_CASE(Sigmoid, kFloat, unary_chunk)
-    SF_CASE(Neg, !kBool, unary_chunk)
-    SF_CASE(Abs, !kBool, unary_chunk)
-    SF_CASE(Relu, !kBool, unary_chunk)
-    SF_CASE(Add, !kBool, binary_chunk)
-    SF_CASE(Sub, !kBool, binary_chunk)
-    SF_CASE(Mul, !kBool, binary_chunk)
-    SF_CASE(Pow, !kBool, binary_chunk)
-    SF_CASE(Div, kFloat, binary_chunk)
-    SF_CASE(Maximum, true, binary_chunk)
-    SF_CASE(Minimum, true, binary_chunk)
-    SF_CASE(Eq, true, compare_chunk)
-    SF_CASE(Ne, true, compare_chunk)
-    SF_CASE(Lt, true, compare_chunk)
-    SF_CASE(Le, true, compare_chunk)
-    SF_CASE(Gt, true, compare_chunk)
-    SF_CASE(Ge, true, compare_chunk)
+    SF_CASE(Exp, unary_chunk)
+    SF_CASE(Log, unary_chunk)
+    SF_CASE(Sqrt, unary_chunk)
+    SF_CASE(Rsqrt, unary_chunk)
+    SF_CASE(Recip, unary_chunk)
+    SF_CASE(Sin, unary_chunk)
+    SF_CASE(Cos, unary_chunk)
+    SF_CASE(Tanh, unary_chunk)
+    SF_CASE(Erf, unary_chunk)
+    SF_CASE(Sigmoid, unary_chunk)
+    SF_CASE(Neg, unary_chunk)
+    SF_CASE(Abs, unary_chunk)
+    SF_CASE(Relu, unary_chunk)
+    SF_CASE(Add, binary_chunk)
+    SF_CASE(Sub, binary_chunk)
+    SF_CASE(Mul, binary_chunk)
+    SF_CASE(Pow, binary_chunk)
+    SF_CASE(Div, binary_chunk)
+    SF_CASE(Maximum, binary_chunk)
+    SF_CASE(Minimum, binary_chunk)
+    SF_CASE(Eq, compare_chunk)
+    SF_CASE(Ne, compare_chunk)
+    SF_CASE(Lt, compare_chunk)
+    SF_CASE(Le, compare_chunk)
+    SF_CASE(Gt, compare_chunk)
+    SF_CASE(Ge, compare_chunk)
     case core::OpKind::kLogicalAnd: return logical_chunk<core::OpKind::kLogicalAnd>;
     case core::OpKind::kLogicalOr: return logical_chunk<core::OpKind::kLogicalOr>;
     case core::OpKind::kLogicalNot: return logical_chunk<core::OpKind::kLogicalNot>;

@@ -52,34 +52,40 @@ typename Op::value value_of(S x) {
     return static_cast<typename Op::value>(x);
 }
 
+// Calls f(load, contiguous) with a load of element i of the run `stride` apart at p, as Op's
+// value: a unit stride is told to the compiler, so the lanes of a contiguous run vectorize.
+template <class Op, class S, class F>
+decltype(auto) with_load(const S* p, std::int64_t stride, F&& f) {
+  if (stride == 1) return f([p](long long i) { return value_of<Op>(p[i]); }, 1);
+  return f([p, stride](long long i) { return value_of<Op>(p[i * stride]); }, 0);
+}
+
 // Folds the run of `n` elements `stride` apart at p, the first being element `index0` of the
-// reduction, into `acc` (sf_reduce_run; unit stride told to the compiler, so the lanes vectorize).
+// reduction, into `acc` (sf_reduce_run).
 template <class Op, class S>
 typename Op::acc reduce_run(const S* p, std::int64_t n, std::int64_t stride, std::int64_t index0,
                             typename Op::acc acc) {
-  if (stride == 1)
-    return sf_reduce_run<Op>([p](long long i) { return value_of<Op>(p[i]); }, 0, n, 1, index0, acc);
-  return sf_reduce_run<Op>([p, stride](long long i) { return value_of<Op>(p[i * stride]); }, 0, n,
-                           0, index0, acc);
+  return with_load<Op>(p, stride, [&](const auto& load, int contiguous) {
+    return sf_reduce_run<Op>(load, 0, n, contiguous, index0, acc);
+  });
 }
 
-// Folds one run of `n` elements `stride` apart as a whole reduction: its blocks, over `threads`
-// (the blocks are fixed by n, merged in order: the thread count changes nothing).
+// Folds one run of `n` elements `stride` apart as a whole reduction: its blocks
+// (sf_reduce_block) over `threads`, merged in block order, so the thread count changes nothing.
 template <class Op, class S>
 typename Op::acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, int threads) {
-  const std::int64_t blocks = sf_reduce_blocks(n);
-  if (blocks <= 1) return reduce_run<Op>(p, n, stride, 0, Op::identity());
-  std::vector<typename Op::acc> partial(static_cast<std::size_t>(blocks));
-  parallel_for(blocks, 1, threads, [&](std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t b = lo; b < hi; ++b) {
-      const std::int64_t start = b * kBlock, len = std::min(kBlock, n - start);
-      partial[static_cast<std::size_t>(b)] =
-          reduce_run<Op>(p + start * stride, len, stride, start, Op::identity());
-    }
+  return with_load<Op>(p, stride, [&](const auto& load, int contiguous) {
+    const std::int64_t blocks = sf_reduce_blocks(n);
+    if (blocks <= 1) return sf_reduce_block<Op>(load, n, contiguous, 0);  // no partials to keep
+    std::vector<typename Op::acc> partial(static_cast<std::size_t>(blocks));
+    parallel_for(blocks, 1, threads, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t b = lo; b < hi; ++b)
+        partial[static_cast<std::size_t>(b)] = sf_reduce_block<Op>(load, n, contiguous, b);
+    });
+    typename Op::acc acc = Op::identity();
+    for (const auto& part : partial) acc = Op::merge(acc, part);
+    return acc;
   });
-  typename Op::acc acc = Op::identity();
-  for (const auto& part : partial) acc = Op::merge(acc, part);
-  return acc;
 }
 
 // The value to store for an accumulator.

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/kernels/layout.h"
 #include "fusion/builder.h"
 #include "fusion/trace.h"
 
@@ -15,8 +16,8 @@ namespace streamfuse::fusion {
 class ElementwiseBuilder final : public OptimizationBuilder {
  public:
   static constexpr std::size_t kMaxGroups = 4;
-  // Tensors one kernel reads and writes at most (backends/cpu/kernels/layout.h kMaxOperands).
-  static constexpr std::size_t kMaxKernelOperands = 64;
+  // Tensors one kernel reads and writes at most: what a kernel launch takes.
+  static constexpr std::size_t kMaxKernelOperands = backends::cpu::kMaxOperands;
 
   void register_op(const core::OpDesc& relative, const core::OpDesc& global) override;
   BuilderStatus status() const override { return status_; }
