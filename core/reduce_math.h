@@ -12,7 +12,12 @@
 // - any other run folds in order;
 // - a long reduction is split into blocks of SF_REDUCE_BLOCK elements, each folded from the
 //   identity, their partial results merged in block order (so threads, or GPU blocks, may fold
-//   blocks in any order and the result stays the same).
+//   blocks in any order and the result stays the same);
+// - where the reduced elements are not one strided run (all elements of a layout whose
+//   dimensions do not merge), a block folds run by run along the innermost merged dimension,
+//   continuing one accumulator.
+// A kernel may fold a run's lanes in parallel (sf_reduce_lane, then sf_reduce_tail): the same
+// order.
 // Float sums accumulate in double, integer sums in wrapping 64 bits; max and min let NaN win;
 // argmax takes the first index of the largest value, NaN counting as largest.
 //
@@ -144,21 +149,47 @@ struct sf_argmax_int {
   }
 };
 
+// How many of a run's n elements sf_reduce_run folds in lanes (the first ones, a multiple of
+// SF_REDUCE_LANES; the rest follow one by one): none unless the run is contiguous and long.
+SF_MATH_FN long long sf_reduce_lane_span(int contiguous, long long n) {
+  return contiguous && n >= 4 * SF_REDUCE_LANES ? n / SF_REDUCE_LANES * SF_REDUCE_LANES : 0;
+}
+
+// Elements `from` .. n - 1 of a run folded one by one into `a` (the run's tail after its lanes).
+template <class Op, class Load>
+SF_MATH_FN typename Op::acc sf_reduce_tail(const Load& load, long long first, long long from,
+                                           long long n, long long index0, typename Op::acc a) {
+  for (long long i = from; i < n; ++i) a = Op::step(a, load(first + i), index0 + i);
+  return a;
+}
+
 // Folds elements load(first) .. load(first + n - 1) into `a`, the first being element index0 of
 // the reduction; `contiguous`: their loads are adjacent in memory (lanes pay off).
 template <class Op, class Load>
 SF_MATH_FN typename Op::acc sf_reduce_run(const Load& load, long long first, long long n,
                                           int contiguous, long long index0, typename Op::acc a) {
-  long long i = 0;
-  if (contiguous && n >= 4 * SF_REDUCE_LANES) {
+  const long long span = sf_reduce_lane_span(contiguous, n);
+  if (span) {
     typename Op::acc lanes[SF_REDUCE_LANES];
     for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = Op::identity();
-    for (; i + SF_REDUCE_LANES <= n; i += SF_REDUCE_LANES)
+    for (long long i = 0; i < span; i += SF_REDUCE_LANES)
       for (int l = 0; l < SF_REDUCE_LANES; ++l)
         lanes[l] = Op::step(lanes[l], load(first + i + l), index0 + i + l);
     for (int l = 0; l < SF_REDUCE_LANES; ++l) a = Op::merge(a, lanes[l]);
   }
-  for (; i < n; ++i) a = Op::step(a, load(first + i), index0 + i);
+  return sf_reduce_tail<Op>(load, first, span, n, index0, a);
+}
+
+// Lane l of a run with sf_reduce_lane_span() = span > 0 on its own, as sf_reduce_run folds it:
+// elements l, l + LANES, ... below span, from the identity. For kernels that fold a run's lanes
+// in parallel (CUDA): merging lanes 0 .. LANES - 1 into `a` in order, then sf_reduce_tail from
+// span, is sf_reduce_run.
+template <class Op, class Load>
+SF_MATH_FN typename Op::acc sf_reduce_lane(const Load& load, long long first, long long span,
+                                           long long index0, int l) {
+  typename Op::acc a = Op::identity();
+  for (long long i = l; i < span; i += SF_REDUCE_LANES)
+    a = Op::step(a, load(first + i), index0 + i);
   return a;
 }
 

@@ -31,13 +31,26 @@ constexpr std::string_view kReduceArgs = R"(struct sf_reduce_args {
   char* partial;
   long long kept_rank, kept_sizes[8], kept_strides[8];
   long long reduced_rank, reduced_sizes[8], reduced_strides[8];
-  long long outputs, len, splits;
+  long long outputs, len, blocks, slots;
 };
 )";
 
-// Reduction kernels over accumulator type ACC: IDENTITY, STEP(acc, x, r) with x the element
-// loaded as LOADT, MERGE(a, b), and FINISH(acc) storing to OUT.
-constexpr std::string_view kReduceKernels = R"(
+// Reduction kernels of accumulator $OP (core/reduce_math.h), the one the CPU's eager kernel
+// instantiates for the same op and dtype, folding in its order: blocks of SF_REDUCE_BLOCK
+// elements, each run by run along the last reduced dimension (lanes in a contiguous run), the
+// blocks' results merged in order. $LOAD(e) reads storage element e as $OP's value type, $FINISH
+// stores accumulator `acc` of a reduction over a.len elements.
+constexpr std::string_view kReduceKernels = R"(typedef $OP $NAME_op;
+typedef $NAME_op::acc $NAME_acc;
+static_assert(sizeof($NAME_acc) == $ACCBYTES, "the partial accumulators the host allocates");
+// Element i of the run `stride` apart from p, as the accumulator's value type.
+struct $NAME_load {
+  const $STORE* p;
+  long long stride;
+  __device__ __forceinline__ $NAME_op::value operator()(long long i) const {
+    return $LOAD(p[i * stride]);
+  }
+};
 static __device__ __forceinline__ long long $NAME_offset(const long long* sizes,
                                                      const long long* strides, long long rank,
                                                      long long index) {
@@ -48,92 +61,112 @@ static __device__ __forceinline__ long long $NAME_offset(const long long* sizes,
   }
   return off;
 }
-static __device__ __forceinline__ $ACC $NAME_fold(const sf_reduce_args& a, long long o,
-                                                  long long first, long long step) {
-  const $STORE* base = (const $STORE*)a.in + $NAME_offset(a.kept_sizes, a.kept_strides,
-                                                          a.kept_rank, o);
-  $ACC acc = $IDENTITY;
-  if (a.reduced_rank == 1) {
-    const long long s = a.reduced_strides[0];
-    for (long long r = first; r < a.len; r += step) {
-      const $LOADT x = $LOAD(base[r * s]);
-      acc = $STEP;
-    }
-  } else {
-    for (long long r = first; r < a.len; r += step) {
-      const $LOADT x = $LOAD(base[$NAME_offset(a.reduced_sizes, a.reduced_strides,
-                                               a.reduced_rank, r)]);
-      acc = $STEP;
-    }
+// Output o's first element.
+static __device__ __forceinline__ const $STORE* $NAME_row(const sf_reduce_args& a, long long o) {
+  return (const $STORE*)a.in + $NAME_offset(a.kept_sizes, a.kept_strides, a.kept_rank, o);
+}
+// Block b of the reduction at `row`, from the identity: run by run along the last reduced
+// dimension, each continuing the accumulator (one run where the reduced elements are one
+// strided run: sf_reduce_block).
+static __device__ $NAME_acc $NAME_block(const sf_reduce_args& a, const $STORE* row, long long b) {
+  const long long inner = a.reduced_rank - 1;
+  const long long size = a.reduced_sizes[inner], stride = a.reduced_strides[inner];
+  const long long start = b * SF_REDUCE_BLOCK;
+  const long long end = a.len - start < SF_REDUCE_BLOCK ? a.len : start + SF_REDUCE_BLOCK;
+  $NAME_acc acc = $NAME_op::identity();
+  for (long long r = start; r < end;) {
+    const long long left = size - r % size, n = left < end - r ? left : end - r;
+    const $NAME_load load = {
+        row + $NAME_offset(a.reduced_sizes, a.reduced_strides, a.reduced_rank, r), stride};
+    acc = sf_reduce_run<$NAME_op>(load, 0, n, stride == 1, r, acc);
+    r += n;
   }
   return acc;
 }
+// The elements of block b where the reduced elements are one contiguous run.
+static __device__ __forceinline__ long long $NAME_block_len(const sf_reduce_args& a, long long b) {
+  const long long left = a.len - b * SF_REDUCE_BLOCK;
+  return left < SF_REDUCE_BLOCK ? left : SF_REDUCE_BLOCK;
+}
 static __device__ __forceinline__ void $NAME_store(const sf_reduce_args& a, long long o,
-                                                   $ACC acc) {
+                                                   $NAME_acc acc) {
   (($OUTSTORE*)a.out)[o] = $FINISH;
 }
-// Folds the block's accumulators in shared memory; thread 0 returns the result.
-static __device__ __forceinline__ $ACC $NAME_tree($ACC acc) {
-  __shared__ $ACC buf[$BLOCK];
-  buf[threadIdx.x] = acc;
-  __syncthreads();
-  for (unsigned width = $BLOCK / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) {
-      const $ACC a = buf[threadIdx.x], b = buf[threadIdx.x + width];
-      buf[threadIdx.x] = $MERGE;
-    }
-    __syncthreads();
-  }
-  return buf[0];
-}
+// A thread per output: its blocks one after the other.
 extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_rows(const sf_reduce_args a) {
   for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < a.outputs;
-       o += (long long)gridDim.x * blockDim.x)
-    $NAME_store(a, o, $NAME_fold(a, o, 0, 1));
-}
-extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_split(const sf_reduce_args a) {
-  const long long o = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-  const $ACC acc = $NAME_tree($NAME_fold(a, o, split * $BLOCK + threadIdx.x, a.splits * $BLOCK));
-  if (threadIdx.x != 0) return;
-  if (a.splits == 1)
+       o += (long long)gridDim.x * blockDim.x) {
+    const $STORE* row = $NAME_row(a, o);
+    $NAME_acc acc = $NAME_op::identity();
+    for (long long b = 0; b < a.blocks; ++b) acc = $NAME_op::merge(acc, $NAME_block(a, row, b));
     $NAME_store(a, o, acc);
-  else
-    (($ACC*)a.partial)[blockIdx.x] = acc;
-}
-extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_combine(const sf_reduce_args a) {
-  const $ACC* parts = (const $ACC*)a.partial + (long long)blockIdx.x * a.splits;
-  $ACC acc = $IDENTITY;
-  for (long long s = threadIdx.x; s < a.splits; s += $BLOCK) {
-    const $ACC a = acc, b = parts[s];  // as in the tree (shadows the arguments here)
-    acc = $MERGE;
   }
-  acc = $NAME_tree(acc);
-  if (threadIdx.x == 0) $NAME_store(a, blockIdx.x, acc);
+}
+// A thread per output, block and slot, writing partial[(o * blocks + b) * slots + slot]: with one
+// slot the block's accumulator; with SF_REDUCE_LANES slots (one contiguous run) lane `slot` of
+// the block (sf_reduce_lane), or in slot 0 the whole block where it is too short for lanes.
+extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_parts(const sf_reduce_args a) {
+  const long long items = a.outputs * a.blocks * a.slots;
+  for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < items;
+       w += (long long)gridDim.x * blockDim.x) {
+    const long long slot = w % a.slots, b = w / a.slots % a.blocks, o = w / a.slots / a.blocks;
+    const $STORE* row = $NAME_row(a, o);
+    $NAME_acc* part = ($NAME_acc*)a.partial + w;
+    const long long span = a.slots == 1 ? 0 : sf_reduce_lane_span(1, $NAME_block_len(a, b));
+    if (span) {
+      const long long start = b * SF_REDUCE_BLOCK;
+      const $NAME_load load = {row + start, 1};
+      *part = sf_reduce_lane<$NAME_op>(load, 0, span, start, (int)slot);
+    } else if (slot == 0) {
+      *part = $NAME_block(a, row, b);
+    }
+  }
+}
+// A thread per output: its blocks' parts merged in order (a block's lanes first merged, and its
+// tail folded, as sf_reduce_run does).
+extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_combine(const sf_reduce_args a) {
+  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < a.outputs;
+       o += (long long)gridDim.x * blockDim.x) {
+    const $NAME_acc* parts = (const $NAME_acc*)a.partial + o * a.blocks * a.slots;
+    const $STORE* row = $NAME_row(a, o);
+    $NAME_acc acc = $NAME_op::identity();
+    for (long long b = 0; b < a.blocks; ++b) {
+      const $NAME_acc* lanes = parts + b * a.slots;
+      const long long n = $NAME_block_len(a, b);
+      const long long span = a.slots == 1 ? 0 : sf_reduce_lane_span(1, n);
+      $NAME_acc block = lanes[0];
+      if (span) {
+        block = $NAME_op::identity();
+        for (int l = 0; l < SF_REDUCE_LANES; ++l) block = $NAME_op::merge(block, lanes[l]);
+        const long long start = b * SF_REDUCE_BLOCK;
+        const $NAME_load load = {row + start, 1};
+        block = sf_reduce_tail<$NAME_op>(load, 0, span, n, start, block);
+      }
+      acc = $NAME_op::merge(acc, block);
+    }
+    $NAME_store(a, o, acc);
+  }
 }
 )";
 
-std::string limits_low(DType d) {
-  switch (d) {
-    case kI32:
-      return "(-2147483647 - 1)";
-    case kI64:
-      return "(-9223372036854775807LL - 1)";
-    case kBool:
-      return "(unsigned char)0";
+// The accumulator of a reduction over `in` (reduce.cpp's SumOp, ExtremeOp and ArgmaxOp).
+std::string accumulator(core::OpKind kind, DType in) {
+  const std::string v = c_type(value_type_of(in));  // an integer value type
+  switch (kind) {
+    case core::OpKind::kSum:
+    case core::OpKind::kMean:
+      return float_storage(in) ? "sf_sum_float" : "sf_sum_int";
+    case core::OpKind::kMax:
+    case core::OpKind::kMin: {
+      const std::string max = kind == core::OpKind::kMax ? "1" : "0";
+      return float_storage(in) ? "sf_extreme_float<" + max + ">"
+                               : "sf_extreme_int<" + v + ", " + max + ">";
+    }
+    case core::OpKind::kArgmax:
+      return float_storage(in) ? "sf_argmax_float" : "sf_argmax_int<" + v + ">";
     default:
-      return "SF_MATH_AS_FLOAT(0xff800000u)";  // -inf
-  }
-}
-std::string limits_high(DType d) {
-  switch (d) {
-    case kI32:
-      return "2147483647";
-    case kI64:
-      return "9223372036854775807LL";
-    case kBool:
-      return "(unsigned char)1";
-    default:
-      return "SF_MATH_AS_FLOAT(0x7f800000u)";  // +inf
+      throw Error("internal error: " + std::string(core::op_name(kind)) +
+                  " is not a reduction; please report this");
   }
 }
 
@@ -152,80 +185,41 @@ std::size_t cuda_reduce_accumulator_bytes(core::OpKind kind, DType in) {
 }
 
 std::string cuda_reduce_source(core::OpKind kind, DType in, DType out, const std::string& name) {
+  const std::string op = accumulator(kind, in);
+  // What the accumulator's values are read as: float for float storage, else the integer type
+  // (64 bits for sums).
   const bool fl = float_storage(in);
-  const ValueType vt = fl ? ValueType::kFloat : value_type_of(in);
-  const std::string v = c_type(vt);  // the type max/min/argmax compare in
-  std::string acc, identity, load_type, step, merge, finish, prefix;
-  auto load = [&](ValueType as) { return load_value("$$X", in, as); };
-  std::string load_expr;
+  const bool sums = kind == core::OpKind::kSum || kind == core::OpKind::kMean;
+  const ValueType value = fl ? ValueType::kFloat : sums ? ValueType::kI64 : value_type_of(in);
+  std::string finish;
   switch (kind) {
-    case core::OpKind::kSum:
-    case core::OpKind::kMean: {
-      acc = fl ? "double" : "long long";
-      identity = fl ? "0.0" : "0LL";
-      load_type = fl ? "double" : "long long";
-      load_expr = fl ? "(double)" + load(ValueType::kFloat) : load(ValueType::kI64);
-      step = fl ? "acc + x" : "sf_add(acc, x)";
-      merge = fl ? "a + b" : "sf_add(a, b)";
-      // Mean: the sum over the count, rounded to float first as the CPU does.
-      const std::string value = kind == core::OpKind::kMean ? "(float)((double)acc / (double)a.len)"
-                                                            : (fl ? "(float)acc" : "acc");
-      finish = store_value(
-          value, kind == core::OpKind::kMean || fl ? ValueType::kFloat : ValueType::kI64, out);
+    case core::OpKind::kSum:  // a float sum rounds its double to float first, as the CPU does
+      finish = fl ? store_value("(float)acc", ValueType::kFloat, out)
+                  : store_value("acc", ValueType::kI64, out);
       break;
-    }
-    case core::OpKind::kMax:
-    case core::OpKind::kMin: {
-      const bool max = kind == core::OpKind::kMax;
-      acc = v;
-      identity = max ? limits_low(in) : limits_high(in);
-      load_type = v;
-      load_expr = load(vt);
-      step = max ? "sf_max(acc, x)" : "sf_min(acc, x)";  // float: NaN wins, as on the CPU
-      merge = max ? "sf_max(a, b)" : "sf_min(a, b)";
-      finish = store_value("acc", vt, out);
+    case core::OpKind::kMean:
+      finish = store_value("(float)((double)acc / (double)a.len)", ValueType::kFloat, out);
       break;
-    }
-    case core::OpKind::kArgmax: {
-      acc = name + "_acc";
-      // The first index of the largest value; NaN counts as largest (the first NaN wins).
-      prefix = "struct " + acc + " {\n  " + v + " value;\n  long long index;\n};\n" +
-               "static __device__ __forceinline__ bool " + name + "_greater(" + v + " a, " + v +
-               " b) {\n  return " + (fl ? "(a != a && b == b) || a > b" : "a > b") + ";\n}\n" +
-               "static __device__ __forceinline__ " + acc + " " + name + "_merge(" + acc + " a, " +
-               acc + " b) {\n  if (" + name + "_greater(b.value, a.value)) return b;\n  if (" +
-               name +
-               "_greater(a.value, b.value)) return a;\n  return b.index < a.index ? b : a;\n}\n";
-      identity = acc + "{" + limits_low(in) + ", 9223372036854775807LL}";
-      load_type = v;
-      load_expr = load(vt);
-      step = name + "_merge(acc, " + acc + "{x, r})";
-      merge = name + "_merge(a, b)";
+    case core::OpKind::kArgmax:
       finish = "acc.index";
       break;
-    }
     default:
-      throw Error("internal error: " + std::string(core::op_name(kind)) +
-                  " is not a reduction; please report this");
+      finish = store_value("acc", value, out);
   }
-  // $LOAD(e) is a macro-like template: the element expression replaces $$X.
   const std::string load_macro =
-      "#define " + name + "_LOAD(e) (" + fill(load_expr, {{"$$X", "(e)"}}) + ")\n";
-  const std::string kernels(kReduceKernels);
+      "#define " + name + "_LOAD(e) (" + load_value("(e)", in, value) + ")\n";
   return "// " + name + ": " + std::string(core::op_name(kind)) + " of " +
          std::string(dtype_name(in)) + " into " + std::string(dtype_name(out)) + "\n" +
-         std::string(kReduceArgs) + prefix + load_macro +
-         fill(kernels, {{"$OUTSTORE", storage_c_type(out)},
-                        {"$STORE", storage_c_type(in)},
-                        {"$LOADT", load_type},
-                        {"$LOAD", name + "_LOAD"},
-                        {"$IDENTITY", identity},
-                        {"$STEP", step},
-                        {"$MERGE", merge},
-                        {"$FINISH", finish},
-                        {"$ACC", acc},
-                        {"$BLOCK", std::to_string(kCudaBlockSize)},
-                        {"$NAME", name}});
+         std::string(kReduceArgs) + load_macro +
+         fill(std::string(kReduceKernels),
+              {{"$OUTSTORE", storage_c_type(out)},
+               {"$STORE", storage_c_type(in)},
+               {"$LOAD", name + "_LOAD"},
+               {"$FINISH", finish},
+               {"$OP", op},
+               {"$ACCBYTES", std::to_string(cuda_reduce_accumulator_bytes(kind, in))},
+               {"$BLOCK", std::to_string(kCudaBlockSize)},
+               {"$NAME", name}});
 }
 
 std::string cuda_arange_source(DType out, bool integral, const std::string& name) {

@@ -35,20 +35,24 @@ struct CudaRandomArgs {
 };
 std::string cuda_random_source(core::OpKind kind, DType out, const std::string& name);
 
-// A reduction: each of `outputs` results folds `len` elements. Output o is the row-major index
-// over the kept dimensions; reduced element r the row-major index over the reduced ones (for
-// argmax, the index it returns).
+// A reduction: each of `outputs` results folds `len` elements, in the order of the accumulator
+// template the CPU's eager kernel instantiates (core/reduce_math.h), so the values are the CPU's
+// bit for bit. Output o is the row-major index over the kept dimensions; reduced element r the
+// row-major index over the reduced ones (for argmax, the index it returns), laid out by the
+// reduced dimensions as the CPU kernel merges them: runs along the last.
 struct CudaReduceArgs {
   const void* in;
   void* out;
-  void* partial;  // splits > 1: outputs * splits accumulators
+  void* partial;  // outputs * blocks * slots accumulators, for <name>_parts and <name>_combine
   long long kept_rank, kept_sizes[8], kept_strides[8];
   long long reduced_rank, reduced_sizes[8], reduced_strides[8];
-  long long outputs, len, splits;
+  long long outputs, len;
+  long long blocks;  // sf_reduce_blocks(len)
+  long long slots;   // per block: SF_REDUCE_LANES where the reduced elements are contiguous, else 1
 };
-// Three kernels: `<name>_rows` (a thread per output: many outputs or short rows), `<name>_split`
-// (a block per output and split, a shared-memory tree; writes results when splits == 1, else
-// partial accumulators) and `<name>_combine` (a block per output folds its splits' partials).
+// Three kernels: `<name>_rows` (a thread per output folds it whole: many outputs or short rows),
+// `<name>_parts` (a thread per output, block and slot: a block's accumulator, or one lane of a
+// contiguous block) and `<name>_combine` (a thread per output merges its parts in order).
 std::string cuda_reduce_source(core::OpKind kind, DType in, DType out, const std::string& name);
 // Bytes of one partial accumulator of a reduction of `kind` over dtype `in`.
 std::size_t cuda_reduce_accumulator_bytes(core::OpKind kind, DType in);

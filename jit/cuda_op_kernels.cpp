@@ -4,13 +4,18 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "backends/cpu/kernels/layout.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/views.h"
+#include "core/scalar_ops.h"
 #include "jit/cuda_codegen.h"
 #include "jit/cuda_launch_args.h"
 #include "jit/cuda_library_source.h"
 #include "jit/single_op_program.h"
 #include "streamfuse/error.h"
+
+// Prelude text: after core/scalar_ops.h, which it builds on.
+#include "core/reduce_math.h"
 
 namespace streamfuse::jit {
 namespace {
@@ -185,35 +190,51 @@ void CudaOpKernels::reduce(const core::OpDesc& op, const TensorHandle& in, const
   a.outputs = 1;
   a.len = 1;
   for (int d = 0; d < id.shape.rank(); ++d) {
-    const auto i = static_cast<std::size_t>(d);
-    const bool reduced = op.attrs.axis == core::kAllAxes || op.attrs.axis == d;
-    long long& rank = reduced ? a.reduced_rank : a.kept_rank;
-    (reduced ? a.reduced_sizes : a.kept_sizes)[rank] = id.shape[d];
-    (reduced ? a.reduced_strides : a.kept_strides)[rank] = in.strides[i];
-    ++rank;
-    (reduced ? a.len : a.outputs) *= id.shape[d];
+    if (op.attrs.axis == d || op.attrs.axis == core::kAllAxes) {
+      a.len *= id.shape[d];
+    } else {
+      a.kept_sizes[a.kept_rank] = id.shape[d];
+      a.kept_strides[a.kept_rank++] = in.strides[static_cast<std::size_t>(d)];
+      a.outputs *= id.shape[d];
+    }
   }
   if (a.outputs == 0) return;
+  // The reduced elements as the CPU kernel walks them (backends/cpu/kernels/reduce.cpp): one
+  // axis is one strided run; all elements are the input's merged dimensions, in runs along the
+  // innermost.
+  a.reduced_rank = 1;
+  a.reduced_sizes[0] = std::max<std::int64_t>(a.len, 1);
+  if (op.attrs.axis != core::kAllAxes) {
+    a.reduced_strides[0] = in.strides[static_cast<std::size_t>(op.attrs.axis)];
+  } else {
+    const backends::Strides* strides[1] = {&in.strides};
+    const backends::cpu::Iteration it = backends::cpu::make_iteration(id.shape, strides, 1);
+    for (int d = 0; d < it.rank; ++d) {
+      a.reduced_sizes[d] = it.sizes[static_cast<std::size_t>(d)];
+      a.reduced_strides[d] = it.strides[0][static_cast<std::size_t>(d)];
+    }
+    a.reduced_rank = std::max(it.rank, 1);
+  }
+  a.blocks = sf_reduce_blocks(a.len);
   const std::string what = std::string(core::op_name(op.kind)) + " of " + id.shape.to_string();
-  const std::int64_t sms = std::max(device_->properties().multiprocessors, 1);
-  // Many outputs, or short rows: a thread per output. Otherwise blocks share each output's row,
-  // split so that the grid fills the device, and a second pass combines the splits.
-  if (a.outputs >= 4096 || a.len <= 1024) {
-    a.splits = 1;
-    launch(library_kernel(name, source, name + "_rows"),
-           cuda_grid_blocks(a.outputs, device_->properties().multiprocessors), &a, what);
+  const int sms = device_->properties().multiprocessors;
+  // Many outputs, or short rows: a thread per output. Otherwise a thread per output and block (and
+  // lane, where the reduced elements are one contiguous run: the most parallel order the
+  // template allows), then a thread per output merging them.
+  const bool lanes = a.reduced_rank == 1 && a.reduced_strides[0] == 1;
+  a.slots = lanes ? SF_REDUCE_LANES : 1;
+  if (a.outputs >= 4096 || a.len <= 1024 || (!lanes && a.blocks == 1)) {
+    launch(library_kernel(name, source, name + "_rows"), cuda_grid_blocks(a.outputs, sms), &a,
+           what);
     return;
   }
-  const std::int64_t max_splits = (a.len + 4 * kCudaBlockSize - 1) / (4 * kCudaBlockSize);
-  a.splits = std::clamp<std::int64_t>((sms * 8 + a.outputs - 1) / a.outputs, 1, max_splits);
-  TensorHandle partial;
-  if (a.splits > 1) {
-    partial = scratch(static_cast<std::size_t>(a.outputs * a.splits) *
-                      cuda_reduce_accumulator_bytes(op.kind, id.dtype));
-    a.partial = partial.storage.data();
-  }
-  launch(library_kernel(name, source, name + "_split"), a.outputs * a.splits, &a, what);
-  if (a.splits > 1) launch(library_kernel(name, source, name + "_combine"), a.outputs, &a, what);
+  const std::int64_t parts = a.outputs * a.blocks * a.slots;
+  const TensorHandle partial =
+      scratch(static_cast<std::size_t>(parts) * cuda_reduce_accumulator_bytes(op.kind, id.dtype));
+  a.partial = partial.storage.data();
+  launch(library_kernel(name, source, name + "_parts"), cuda_grid_blocks(parts, sms), &a, what);
+  launch(library_kernel(name, source, name + "_combine"), cuda_grid_blocks(a.outputs, sms), &a,
+         what);
   // `partial` goes back to the allocator now: reuse by this stream is ordered after the kernels,
   // by another stream through the allocator's handoff (backends/cuda/stream_set.h).
 }

@@ -132,7 +132,7 @@ TEST_P(CudaDevice, ReductionsOverEveryAxisAndAll) {
         },
         "argmax");
   }
-  // Long rows take the split kernels (and their second pass); many outputs the row kernel.
+  // Long rows take the parts kernels (and their second pass); many outputs the row kernel.
   same<float>([](sf::Device d) { return sf::sum(input(d, {3, 200000})); }, "sum all, long");
   same<float>([](sf::Device d) { return sf::sum(input(d, {2, 100000}), 1); }, "sum rows, long");
   same<std::int64_t>([](sf::Device d) { return sf::argmax(input(d, {300001})); }, "argmax long");
@@ -159,6 +159,111 @@ TEST_P(CudaDevice, ReductionsOverEveryAxisAndAll) {
         return sf::nn::layer_norm(input(d, {5, 64}), {64});
       },
       "layer_norm");
+}
+
+// Values whose double sums depend on the order they are added in: magnitudes from 2^-30 to 2^30
+// (a double holds 53 bits, so small terms are lost or kept depending on what they meet first),
+// and at `plant` positions 1e30, then -1e30, then 1 (the sum is 0 or 1 depending on whether the
+// two large terms meet before the 1 does).
+sf::Tensor order_sensitive(sf::Device d, sf::Shape s, std::vector<std::int64_t> plant = {}) {
+  std::vector<float> v(static_cast<std::size_t>(s.numel()));
+  std::uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (float& e : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const int exponent = static_cast<int>(x % 61) - 30;
+    e = std::ldexp(static_cast<float>((x >> 8) % 1000) / 1000.0f + 0.5f, exponent) *
+        ((x >> 40) & 1 ? 1.0f : -1.0f);
+  }
+  for (std::int64_t at : plant) {
+    v[static_cast<std::size_t>(at)] = 1e30f;
+    v[static_cast<std::size_t>(at + 1)] = -1e30f;
+    v[static_cast<std::size_t>(at + 2)] = 1.0f;
+  }
+  return sf::from_vector(v, s, d);
+}
+
+// Every reduction folds in the order of core/reduce_math.h on both devices: blocks of 65536
+// elements merged in order, 16 lanes in a contiguous run, runs of a layout whose dimensions do
+// not merge one after the other. With order-sensitive values any other order (one by one, a
+// tree) gives other bits.
+TEST_P(CudaDevice, ReductionsFoldInTheCpusOrderBitForBit) {
+  // The lanes of a contiguous run: 1e30 and -1e30 meet in lane 0, the 1 survives in lane 1.
+  const auto lanes = [](sf::Device d) {
+    std::vector<float> v(64, 0.0f);
+    v[0] = 1e30f, v[1] = 1.0f, v[16] = -1e30f;
+    return sf::sum(sf::from_vector(v, sf::Shape{64}, d));
+  };
+  EXPECT_EQ(lanes(kCpu).item<float>(), 1.0f) << "lanes, on the CPU";
+  same<float>(lanes, "lanes");
+  // Blocks: 1e30 ends block 0, -1e30 and 1 begin block 1 (1 is lost in it, the total is 0), in
+  // a column two elements apart.
+  const auto blocks = [](sf::Device d) {
+    return sf::sum(order_sensitive(d, {2, 200000}, {65535}).transpose(0, 1).contiguous(), 0);
+  };
+  same<float>(blocks, "blocks of strided columns");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {2, 200000}, {65535}), 1);
+      },
+      "contiguous rows of several blocks (lanes folded in parallel)");
+  same<float>([](sf::Device d) { return sf::sum(order_sensitive(d, {300000}, {131071})); },
+              "all, one contiguous run");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {7, 150000}, {65535}), 1);
+      },
+      "contiguous rows, few outputs");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {7, 150000}, {65535}).transpose(0, 1).contiguous(), 0);
+      },
+      "strided columns, few outputs");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {5000, 300}, {0, 3000}), 1);
+      },
+      "many outputs");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {1000, 128}, {0, 65536}).slice(1, 0, 100));
+      },
+      "all of a slice: contiguous runs of 100, two blocks");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {300, 700}, {0}).transpose(0, 1));
+      },
+      "all of a transpose: strided runs");
+  same<float>(
+      [](sf::Device d) {
+        return sf::mean(order_sensitive(d, {1, 90000}).expand({3, 90000}), 0);
+      },
+      "mean over a broadcast axis");
+  same<float>(
+      [](sf::Device d) {
+        return sf::sum(order_sensitive(d, {1, 90000}, {65535}).expand({3, 90000}));
+      },
+      "all of a broadcast: a run per row");
+  same<sf::Half>(
+      [](sf::Device d) {
+        return sf::mean(order_sensitive(d, {3, 140000}).to(sf::kF16), 1);
+      },
+      "mean f16");
+  same<float>([](sf::Device d) { return sf::max(order_sensitive(d, {140000, 3}), 0); }, "max");
+  same<float>([](sf::Device d) { return sf::min(order_sensitive(d, {3, 140000}), 1); }, "min");
+  // Ties and NaN: the first index of the largest, NaN counting as largest.
+  const auto ties = [](sf::Device d, float special) {
+    std::vector<float> v(200000, 0.0f);
+    for (std::size_t i : {70000u, 5000u, 140000u}) v[i] = special;
+    return sf::from_vector(v, sf::Shape{200000}, d);
+  };
+  for (float special : {2.0f, std::nanf("")}) {
+    same<std::int64_t>([&](sf::Device d) { return sf::argmax(ties(d, special)); }, "argmax");
+    same<std::int64_t>(
+        [&](sf::Device d) {
+          return sf::argmax(ties(d, special).reshape({2, 100000}).transpose(0, 1), 0);
+        },
+        "argmax of strided columns");
+  }
 }
 
 TEST_P(CudaDevice, MatmulOfEveryDtypeAndLayout) {

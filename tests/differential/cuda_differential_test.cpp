@@ -1,9 +1,8 @@
 // Random programs give the CPU's values on a CUDA device, unfused (every op a one-op kernel or a
 // library kernel) and fused: bitwise, NaN payloads aside. CUDA kernels compute each op with the
 // CPU's functions (the kernel prelude); compiled with --fmad=false and fma where the CPU's ISA
-// level has it, they round the same way. Sums and means accumulate in double on both, in another
-// order: their float results agree unless a double sum lands on a float rounding boundary, which
-// these small programs do not reach.
+// level has it, they round the same way. Reductions instantiate one template on both
+// (core/reduce_math.h): the same accumulators folded in the same order.
 //
 // Runs on cuda:0 and skips without one; CI runs it on the emulated GPU
 // (tests/backends/cuda/emulator). STREAMFUSE_DIFF_CUDA_PROGRAMS sets how many programs (default
