@@ -1,6 +1,7 @@
 // nn:: functions, composed from API ops so that fusion sees (and fuses) their parts. Each runs its
 // steps through api_call, so that an error names the function the user called.
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
 
@@ -43,33 +44,68 @@ Tensor softmax(Tensor x, int axis) {
   });
 }
 
+Tensor log_softmax(Tensor x, int axis) {
+  return api_call("log_softmax", [&] {
+    const DType in = node_of(x, "log_softmax").dtype;
+    Tensor xf = std::move(x).to(kF32);  // as softmax: f32 for f16/bf16 and integers
+    Tensor shifted = xf - max(xf, axis, /*keepdim=*/true);
+    Tensor lse = log(sum(exp(shifted), axis, /*keepdim=*/true));
+    Tensor out = std::move(shifted) - std::move(lse);
+    return is_floating(in) ? std::move(out).to(in) : out;
+  });
+}
+
+// Checks that `normalized_shape` is x's trailing dimensions and each of `params` (weight, bias)
+// has its shape; returns x's shape with those dimensions flattened into the last.
+Shape flat_normalized_shape(const char* fn, const Tensor& x, const Shape& normalized_shape,
+                            std::initializer_list<const std::optional<Tensor>*> params) {
+  const Shape shape = node_of(x, fn).shape;
+  const int k = normalized_shape.rank(), lead = shape.rank() - k;
+  bool ok = k >= 1 && lead >= 0;
+  for (int i = 0; ok && i < k; ++i) ok = shape[lead + i] == normalized_shape[i];
+  if (!ok)
+    throw ShapeError(std::string(fn) + ": normalized_shape " + normalized_shape.to_string() +
+                     " must be the trailing dimensions of the input " + describe(x));
+  for (const std::optional<Tensor>* p : params) {
+    if (*p && !(node_of(**p, fn).shape == normalized_shape))
+      throw ShapeError(std::string(fn) + ": " + (params.size() > 1 ? "weight and bias" : "weight") +
+                       " must have shape " + normalized_shape.to_string() + ", got " +
+                       describe(**p));
+  }
+  Shape flat;
+  for (int i = 0; i < lead; ++i) flat.push_back(shape[i]);
+  flat.push_back(normalized_shape.numel());
+  return flat;
+}
+
 Tensor layer_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight,
                   std::optional<Tensor> bias, double eps) {
   return api_call("layer_norm", [&] {
-    const stream::TensorNode& n = node_of(x, "layer_norm");
-    const Shape shape = n.shape;
-    const DType in = n.dtype;
-    const int k = normalized_shape.rank(), lead = shape.rank() - k;
-    bool ok = k >= 1 && lead >= 0;
-    for (int i = 0; ok && i < k; ++i) ok = shape[lead + i] == normalized_shape[i];
-    if (!ok)
-      throw ShapeError("layer_norm: normalized_shape " + normalized_shape.to_string() +
-                       " must be the trailing dimensions of the input " + describe(x));
-    for (const auto* p : {&weight, &bias}) {
-      if (*p && !(node_of(**p, "layer_norm").shape == normalized_shape))
-        throw ShapeError("layer_norm: weight and bias must have shape " +
-                         normalized_shape.to_string() + ", got " + describe(**p));
-    }
-    // Flatten the normalized dimensions into one, normalize along it, restore the shape.
-    Shape flat;
-    for (int i = 0; i < lead; ++i) flat.push_back(shape[i]);
-    flat.push_back(normalized_shape.numel());
+    const Shape flat = flat_normalized_shape("layer_norm", x, normalized_shape, {&weight, &bias});
+    const Shape shape = x.shape();
+    const DType in = x.dtype();
+    // Normalize along the flattened trailing dimensions, then restore the shape.
     Tensor xf = reshape(std::move(x), flat).to(kF32);  // f16/bf16 normalize in f32
     Tensor centered = xf - mean(xf, -1, /*keepdim=*/true);
     Tensor var = mean(centered * centered, -1, /*keepdim=*/true);
     Tensor y = reshape(std::move(centered) * rsqrt(std::move(var) + eps), shape);
     if (weight) y = std::move(y) * *weight;
     if (bias) y = std::move(y) + *bias;
+    return is_floating(in) ? std::move(y).to(in) : y;
+  });
+}
+
+Tensor rms_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight,
+                std::optional<double> eps) {
+  return api_call("rms_norm", [&] {
+    const Shape flat = flat_normalized_shape("rms_norm", x, normalized_shape, {&weight});
+    const Shape shape = x.shape();
+    const DType in = x.dtype();
+    Tensor xf = reshape(std::move(x), flat).to(kF32);  // f16/bf16 normalize in f32
+    Tensor ms = mean(xf * xf, -1, /*keepdim=*/true);
+    const double e = eps.value_or(static_cast<double>(std::numeric_limits<float>::epsilon()));
+    Tensor y = reshape(std::move(xf) * rsqrt(std::move(ms) + e), shape);
+    if (weight) y = std::move(y) * *weight;
     return is_floating(in) ? std::move(y).to(in) : y;
   });
 }

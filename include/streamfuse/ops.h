@@ -193,10 +193,17 @@ enum class GeluApproximation : unsigned char { kNone, kTanh };
 Tensor gelu(Tensor x, GeluApproximation approximation = GeluApproximation::kNone);
 // exp(x - max) / sum(exp(x - max)) along `axis`.
 Tensor softmax(Tensor x, int axis = -1);
+// log(softmax(x)) computed without overflow: (x - max) - log(sum(exp(x - max))) along `axis`.
+Tensor log_softmax(Tensor x, int axis = -1);
 // Normalizes over the trailing dimensions `normalized_shape`, then scales by weight and shifts by
 // bias when given (each of shape normalized_shape).
 Tensor layer_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight = {},
                   std::optional<Tensor> bias = {}, double eps = 1e-5);
+// x / sqrt(mean(x^2) + eps) over the trailing dimensions `normalized_shape`, then scaled by
+// weight when given (of shape normalized_shape). Without eps, the epsilon of float (as PyTorch's
+// rms_norm takes its dtype's).
+Tensor rms_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight = {},
+                std::optional<double> eps = {});
 // x * sigmoid(x).
 Tensor silu(Tensor x);
 

@@ -301,6 +301,12 @@ TEST_P(CudaDevice, MatmulOfEveryDtypeAndLayout) {
 
 TEST_P(CudaDevice, NnOpsClampAndPrinting) {
   same<float>([](sf::Device d) { return sf::nn::silu(input(d, {3, 70})); }, "silu");
+  same<float>([](sf::Device d) { return sf::nn::log_softmax(input(d, {7, 129})); }, "log_softmax");
+  same<float>(
+      [](sf::Device d) {
+        return sf::nn::rms_norm(input(d, {5, 64}), {64}, sf::full({64}, 0.5f, {}, d));
+      },
+      "rms_norm");
   same<float>([](sf::Device d) { return sf::clamp(input(d, {50}), -0.5, 0.75); }, "clamp");
   same<float>(
       [](sf::Device d) {

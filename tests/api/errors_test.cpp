@@ -181,12 +181,21 @@ TEST(ErrorsTest, CompositesNameTheCallTheUserWrote) {
   // Their own checks, and a composite whose step has its name, are not renamed.
   expect_error_of<sf::ShapeError>("layer_norm", [&] { return sf::nn::layer_norm(x, {2}); },
                                   {"trailing"});
+  expect_error_of<sf::ShapeError>("rms_norm", [&] { return sf::nn::rms_norm(x, {2}); },
+                                  {"trailing", "[2, 3] f32"});
+  expect_error_of<sf::ShapeError>("rms_norm",
+                                  [&] { return sf::nn::rms_norm(x, {3}, sf::ones({2})); },
+                                  {"weight must have shape [3]", "[2] f32"});
+  expect_error_of<sf::ShapeError>("log_softmax", [&] { return sf::nn::log_softmax(x, 2); },
+                                  {"axis 2 is out of range", "(in its max step)"});
   expect_error_of<sf::ShapeError>("squeeze", [&] { return sf::squeeze(x, 1); }, {"not 1"});
   expect_error_of<sf::ShapeError>("where", [&] { return sf::where(x > 0, sf::ones({4}), 0.0f); },
                                   {"broadcast"});
   // Every nn function and composite names itself for an undefined operand.
   const sf::Tensor u;
   expect_error_of<sf::Error>("silu", [&] { return sf::nn::silu(u); }, {"undefined"});
+  expect_error_of<sf::Error>("rms_norm", [&] { return sf::nn::rms_norm(u, {3}); }, {"undefined"});
+  expect_error_of<sf::Error>("log_softmax", [&] { return sf::nn::log_softmax(u); }, {"undefined"});
   expect_error_of<sf::Error>("transpose", [&] { return sf::transpose(u, 0, 1); }, {"undefined"});
   expect_error_of<sf::Error>("flatten", [&] { return sf::flatten(u); }, {"undefined"});
   expect_error_of<sf::Error>("zeros_like", [&] { return sf::zeros_like(u); }, {"undefined"});

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "tests/reference.h"
@@ -67,6 +68,92 @@ TEST(NnTest, LayerNormOverTrailingDims) {
   EXPECT_EQ(sf::nn::layer_norm(x.to(kBF16), {8}).dtype(), kBF16);
   EXPECT_THROW(sf::nn::layer_norm(x, {4}), sf::ShapeError);
   EXPECT_THROW(sf::nn::layer_norm(x, {8}, sf::ones({3})), sf::ShapeError);
+}
+
+TEST(NnTest, LogSoftmaxIsTheLogOfSoftmaxWithoutOverflow) {
+  std::mt19937_64 rng(4);
+  const std::vector<double> v = random_values(5 * 40, kF32, -20, 20, rng);
+  const sf::Tensor x = tensor_of(v, {5, 40}, kF32);
+  for (int axis : {0, 1, -1}) {
+    const std::vector<float> y = sf::nn::log_softmax(x, axis).to_vector<float>();
+    const int rows = axis == 0 ? 40 : 5, len = axis == 0 ? 5 : 40;
+    for (int r = 0; r < rows; ++r) {
+      auto at = [&](int i) { return axis == 0 ? i * 40 + r : r * 40 + i; };
+      double m = -INFINITY, s = 0;
+      for (int i = 0; i < len; ++i) m = std::max(m, v[at(i)]);
+      for (int i = 0; i < len; ++i) s += std::exp(v[at(i)] - m);
+      for (int i = 0; i < len; ++i) {
+        const double want = v[at(i)] - m - std::log(s);
+        EXPECT_NEAR(y[at(i)], want, 2e-6 * (1 + std::fabs(want))) << axis << " " << r << " " << i;
+      }
+    }
+  }
+  // Where softmax underflows to 0 its log would be -inf; log_softmax stays finite.
+  const std::vector<float> far =
+      sf::nn::log_softmax(sf::from_vector(std::vector<float>{0, 200})).to_vector<float>();
+  EXPECT_EQ(far[0], -200.0f);
+  EXPECT_EQ(far[1], 0.0f);
+  EXPECT_EQ(sf::nn::log_softmax(x.to(kBF16)).dtype(), kBF16);
+  EXPECT_EQ(sf::nn::log_softmax(x.to(kI32)).dtype(), kF32);
+}
+
+TEST(NnTest, RmsNormOverTrailingDims) {
+  std::mt19937_64 rng(5);
+  const std::vector<double> v = random_values(4 * 3 * 8, kF32, -4, 4, rng);
+  const sf::Tensor x = tensor_of(v, {4, 3, 8}, kF32);
+  const std::vector<double> wv = random_values(24, kF32, -2, 2, rng);
+  const sf::Tensor w = tensor_of(wv, {3, 8}, kF32);
+  const std::vector<float> y = sf::nn::rms_norm(x, {3, 8}, w, 1e-5).to_vector<float>();
+  const std::vector<float> plain = sf::nn::rms_norm(x, {8}).to_vector<float>();
+  for (int r = 0; r < 4; ++r) {
+    double ms = 0;
+    for (int i = 0; i < 24; ++i) ms += v[r * 24 + i] * v[r * 24 + i];
+    const double scale = 1 / std::sqrt(ms / 24 + 1e-5);
+    for (int i = 0; i < 24; ++i) {
+      const double want = v[r * 24 + i] * scale * wv[i];
+      EXPECT_NEAR(y[r * 24 + i], want, 2e-6 * (1 + std::fabs(want)));
+    }
+  }
+  for (int r = 0; r < 12; ++r) {  // over the last dimension, the default eps (float's)
+    double ms = 0;
+    for (int i = 0; i < 8; ++i) ms += v[r * 8 + i] * v[r * 8 + i];
+    const double eps = std::numeric_limits<float>::epsilon();
+    for (int i = 0; i < 8; ++i)
+      EXPECT_NEAR(plain[r * 8 + i], v[r * 8 + i] / std::sqrt(ms / 8 + eps), 2e-6);
+  }
+  EXPECT_EQ(sf::nn::rms_norm(x.to(kF16), {8}).dtype(), kF16);
+  EXPECT_THROW(sf::nn::rms_norm(x, {3}), sf::ShapeError);
+  EXPECT_THROW(sf::nn::rms_norm(x, {8}, sf::ones({3})), sf::ShapeError);
+}
+
+// Composed from ops, they fuse; fused, they give the unfused bits.
+TEST(NnTest, NormalizationsGiveTheSameBitsFusedAndUnfused) {
+  std::mt19937_64 rng(6);
+  const std::vector<double> v = random_values(64 * 96, kF32, -6, 6, rng);
+  const sf::Config saved = sf::config();
+  std::vector<std::vector<float>> results[2];
+  std::int64_t fused_launches[2] = {0, 0};
+  for (bool fusion : {false, true}) {
+    sf::Config c = saved;
+    c.fusion = fusion;
+    sf::set_config(c);
+    const sf::FusionStats before = sf::fusion_stats();
+    const sf::Tensor x = tensor_of(v, {64, 96}, kF32);
+    const sf::Tensor w = sf::full({96}, 1.5f), b = sf::full({96}, -0.25f);
+    for (int i = 0; i < 3; ++i) {  // a loop, so that plans are stored and replayed
+      results[fusion].push_back(sf::nn::rms_norm(x, {96}, w).to_vector<float>());
+      results[fusion].push_back(sf::nn::log_softmax(x * 0.5f).to_vector<float>());
+      results[fusion].push_back(sf::nn::layer_norm(x + 1.0f, {96}, w, b).to_vector<float>());
+      results[fusion].push_back(sf::nn::softmax(x, 0).to_vector<float>());
+    }
+    const sf::FusionStats after = sf::fusion_stats();
+    fused_launches[fusion] = after.compiled_launches + after.interpreted_launches -
+                             before.compiled_launches - before.interpreted_launches;
+  }
+  sf::set_config(saved);
+  EXPECT_EQ(fused_launches[0], 0);
+  EXPECT_GT(fused_launches[1], 0) << "their element-wise parts run as fused kernels";
+  EXPECT_EQ(results[0], results[1]);
 }
 
 TEST(NnTest, Silu) {
