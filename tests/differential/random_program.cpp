@@ -92,16 +92,37 @@ Tensor scalar_lhs(int op, Scalar s, Tensor a) {
 }
 constexpr int kNumScalarLhs = 5;
 
-Tensor reduce(int op, Tensor a, int axis) {
+// Reduction `op` (sum, max, mean, min, argmax) of `a` over `axis` (kAllAxes: every element).
+constexpr int kAllAxes = -100;
+Tensor reduce(int op, Tensor a, int axis, bool keepdim) {
+  if (axis == kAllAxes) {
+    switch (op) {
+      case 0:
+        return sum(std::move(a));
+      case 1:
+        return max(std::move(a));
+      case 2:
+        return mean(std::move(a));
+      case 3:
+        return min(std::move(a));
+      default:
+        return argmax(std::move(a));
+    }
+  }
   switch (op) {
     case 0:
-      return sum(std::move(a), axis, true);
+      return sum(std::move(a), axis, keepdim);
     case 1:
-      return max(std::move(a), axis, true);
+      return max(std::move(a), axis, keepdim);
+    case 2:
+      return mean(std::move(a), axis, keepdim);
+    case 3:
+      return min(std::move(a), axis, keepdim);
     default:
-      return mean(std::move(a), axis, true);
+      return argmax(std::move(a), axis, keepdim);
   }
 }
+constexpr int kNumReductions = 5;
 
 Tensor input_of(const Step& s, Device device) {
   auto make = [&](const Shape& shape) {
@@ -182,7 +203,7 @@ void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
       vals.push_back(full(s.shape, s.scalar, s.dtype, device));
       break;
     case Step::Kind::kReduce:
-      vals.push_back(reduce(s.op, take(s.a, s.move_a), s.b));
+      vals.push_back(reduce(s.op, take(s.a, s.move_a), s.b, s.c != 0));
       break;
     case Step::Kind::kDrop:
       vals[static_cast<std::size_t>(s.a)] = Tensor();
@@ -307,17 +328,21 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
       s.dtype = kDtypes[rng() % 8];
     } else if (r < 89) {
       s.kind = Step::Kind::kReduce;
-      s.op = static_cast<int>(rng() % 3);
+      s.op = static_cast<int>(rng() % kNumReductions);
       const int rk = vals[static_cast<std::size_t>(s.a)].rank();
       if (rk == 0) continue;
-      s.b = static_cast<int>(rng() % static_cast<std::uint64_t>(rk));
+      // One axis (keepdim mostly, so the result broadcasts back against its input), or all.
+      s.b = rng() % 6 == 0 ? kAllAxes : static_cast<int>(rng() % static_cast<std::uint64_t>(rk));
+      s.c = rng() % 4 != 0;
     } else {
       s.kind = Step::Kind::kDrop;
       if (live.size() < 2) continue;
     }
     // An operand used twice in one step is never moved (its other use still reads it). For
     // where, the flag moves the first value operand (b).
-    if (s.kind == Step::Kind::kWhere ? (s.b == s.a || s.b == s.c) : (s.a == s.b || s.a == s.c))
+    if (s.kind == Step::Kind::kWhere    ? (s.b == s.a || s.b == s.c)
+        : s.kind != Step::Kind::kReduce ? (s.a == s.b || s.a == s.c)
+                                        : false)
       s.move_a = false;
     try {  // validate with copies first: a step the API refuses is not part of the program
       std::vector<Tensor> copy = vals;

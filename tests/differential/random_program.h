@@ -29,7 +29,7 @@ struct Step {
   };
   Kind kind = Kind::kInput;
   int op = 0;                  // which unary/binary/reduction
-  int a = -1, b = -1, c = -1;  // operand values
+  int a = -1, b = -1, c = -1;  // operand values (kReduce: a, then the axis and keepdim)
   bool move_a = false;         // pass `a` (for where: `b`) as a moved temporary (its last use)
   Scalar scalar;
   DType dtype = kF32;
