@@ -6,10 +6,9 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "bench/fusion_mode.h"
 #include "bench/gelu_hand_loop.h"
 #include "bench/gelu_variants.h"
-#include "jit/kernel_cache.h"
-#include "runtime/device_runtime.h"
 
 namespace sf = streamfuse;
 using sf::bench::GeluVariant;
@@ -30,25 +29,15 @@ const sf::Tensor& input() {
   return x;
 }
 
-enum Mode { kUnfused, kInterpreted, kCompiled };
-const char* const kModeNames[] = {"unfused", "fused-interpreted", "fused-jit"};
+using sf::bench::FusionMode;
 
-// args: variant, mode. The compiled mode waits for its kernels before it is timed (the first
-// runs interpret while they compile); compile time is the cold-start benchmark's subject.
+// args: variant, mode (bench/fusion_mode.h).
 void BM_Gelu(benchmark::State& state) {
   const auto variant = static_cast<GeluVariant>(state.range(0));
-  const auto mode = static_cast<Mode>(state.range(1));
-  sf::Config c = sf::config();
-  c.fusion = mode != kUnfused;
-  c.jit = mode == kCompiled ? sf::JitMode::kCompile : sf::JitMode::kInterpret;
-  sf::set_config(c);
+  const auto mode = static_cast<FusionMode>(state.range(1));
+  sf::bench::use_mode(mode);
   const sf::Tensor& x = input();
-  for (int warm_up = 0; warm_up < 3; ++warm_up) {
-    sf::Tensor warm = sf::bench::gelu(x, variant);
-    sf::synchronize();
-    if (auto* cache = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).kernel_cache())
-      cache->wait_idle();
-  }
+  sf::bench::warm_up([&] { return sf::bench::gelu(x, variant); });
   sf::synchronize();  // runs the warm-up tensors' drops, so the baseline holds only x
   sf::reset_peak_memory_stats();
   const std::int64_t base = sf::memory_stats().bytes_in_use;
@@ -62,7 +51,7 @@ void BM_Gelu(benchmark::State& state) {
   state.counters["peak_over_io"] =
       (static_cast<double>(sf::memory_stats().peak_bytes_in_use - base) + kNumel * sizeof(float)) /
       io;
-  state.SetLabel(std::string(sf::bench::variant_name(variant)) + "/" + kModeNames[mode]);
+  state.SetLabel(std::string(sf::bench::variant_name(variant)) + "/" + sf::bench::mode_name(mode));
 }
 
 // oneDNN's own GELU (erf form), one primitive over the flat tensor.
@@ -99,7 +88,7 @@ void BM_HandWrittenLoop(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_Gelu)
-    ->ArgsProduct({{0, 1, 2}, {kUnfused, kInterpreted, kCompiled}})
+    ->ArgsProduct({{0, 1, 2}, {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_OneDnnGeluErf)->Unit(benchmark::kMillisecond)->UseRealTime();

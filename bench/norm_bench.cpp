@@ -15,9 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "jit/kernel_cache.h"
-#include "runtime/device_runtime.h"
-#include "streamfuse/streamfuse.h"
+#include "bench/fusion_mode.h"
 
 namespace sf = streamfuse;
 
@@ -89,24 +87,15 @@ sf::Tensor compute(Case c, const Inputs& in) {
   return {};
 }
 
-enum Mode { kUnfused, kInterpreted, kCompiled };
-const char* const kModeNames[] = {"unfused", "fused-interpreted", "fused-jit"};
+using sf::bench::FusionMode;
 
-// args: case, mode. The compiled mode waits for its kernels before it is timed.
+// args: case, mode (bench/fusion_mode.h).
 void BM_Norm(benchmark::State& state) {
   const auto c = static_cast<Case>(state.range(0));
-  const auto mode = static_cast<Mode>(state.range(1));
-  sf::Config config = sf::config();
-  config.fusion = mode != kUnfused;
-  config.jit = mode == kCompiled ? sf::JitMode::kCompile : sf::JitMode::kInterpret;
-  sf::set_config(config);
+  const auto mode = static_cast<FusionMode>(state.range(1));
+  sf::bench::use_mode(mode);
   const Inputs& in = inputs(c);
-  for (int warm_up = 0; warm_up < 3; ++warm_up) {
-    sf::Tensor warm = compute(c, in);
-    sf::synchronize();
-    if (auto* cache = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).kernel_cache())
-      cache->wait_idle();
-  }
+  sf::bench::warm_up([&] { return compute(c, in); });
   for (auto _ : state) {
     sf::Tensor y = compute(c, in);
     sf::synchronize();
@@ -114,7 +103,7 @@ void BM_Norm(benchmark::State& state) {
   }
   state.SetBytesProcessed(
       static_cast<std::int64_t>(static_cast<double>(state.iterations()) * bytes(c)));
-  state.SetLabel(std::string(kCases[c].name) + "/" + kModeNames[mode]);
+  state.SetLabel(std::string(kCases[c].name) + "/" + sf::bench::mode_name(mode));
 }
 
 // The floor: one pass over the bytes, on every core (a copy, or for row reductions a read).
@@ -196,7 +185,7 @@ void BM_OneDnn(benchmark::State& state) {
 BENCHMARK(BM_Norm)
     ->ArgsProduct({{kSoftmaxScores, kLayerNorm2048, kLayerNorm768, kRmsNorm2048, kSumSquares,
                     kSoftmaxSmall},
-                   {kUnfused, kInterpreted, kCompiled}})
+                   {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Floor)
