@@ -10,9 +10,9 @@
 //   SF_REDUCE_LANES interleaved accumulators (lane l takes elements l, l + LANES, ...; the loop
 //   vectorizes without reassociating), merged in lane order, then the rest in order;
 // - any other run folds in order;
-// - a long reduction is split into blocks of SF_REDUCE_BLOCK elements, each folded from the
-//   identity, their partial results merged in block order (so threads, or GPU blocks, may fold
-//   blocks in any order and the result stays the same);
+// - a reduction is split into blocks of SF_REDUCE_BLOCK elements, each folded from the identity
+//   (sf_reduce_block), their results merged into the identity in block order (so threads, or GPU
+//   blocks, may fold blocks in any order and the result stays the same);
 // - where the reduced elements are not one strided run (all elements of a layout whose
 //   dimensions do not merge), a block folds run by run along the innermost merged dimension,
 //   continuing one accumulator.
@@ -28,6 +28,17 @@
 
 #define SF_REDUCE_LANES 16
 #define SF_REDUCE_BLOCK 65536LL
+
+// sf_reduce_run is out of line on the CPU: GCC 12.2 (Debian 12's compiler, which also builds the
+// JIT's kernels) miscompiles it at -O3 for AVX2 and AVX-512 once it is inlined into a loop (over
+// runs or blocks) with elements that widen from 8 bits: a bool sum of more than one block
+// counted one element per lane (ReductionTest.BoolSumsCountEveryElementInEveryLayout). Out of
+// line it is right; the call costs 18% on a sum of 16-element rows and nothing on longer ones.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SF_REDUCE_RUN_FN SF_MATH_FN
+#else
+#define SF_REDUCE_RUN_FN static __attribute__((noinline))
+#endif
 
 // The extremes of the integer value types (identities of max, min and argmax).
 template <class T>
@@ -166,8 +177,9 @@ SF_MATH_FN typename Op::acc sf_reduce_tail(const Load& load, long long first, lo
 // Folds elements load(first) .. load(first + n - 1) into `a`, the first being element index0 of
 // the reduction; `contiguous`: their loads are adjacent in memory (lanes pay off).
 template <class Op, class Load>
-SF_MATH_FN typename Op::acc sf_reduce_run(const Load& load, long long first, long long n,
-                                          int contiguous, long long index0, typename Op::acc a) {
+SF_REDUCE_RUN_FN typename Op::acc sf_reduce_run(const Load& load, long long first, long long n,
+                                                int contiguous, long long index0,
+                                                typename Op::acc a) {
   const long long span = sf_reduce_lane_span(contiguous, n);
   if (span) {
     typename Op::acc lanes[SF_REDUCE_LANES];
@@ -198,13 +210,52 @@ SF_MATH_FN long long sf_reduce_blocks(long long n) {
   return (n + SF_REDUCE_BLOCK - 1) / SF_REDUCE_BLOCK;
 }
 
-// Block b of a reduction of n elements (load(i) is element i), folded from the identity.
-template <class Op, class Load>
-SF_MATH_FN typename Op::acc sf_reduce_block(const Load& load, long long n, int contiguous,
-                                            long long b) {
-  const long long start = b * SF_REDUCE_BLOCK;
-  const long long len = n - start < SF_REDUCE_BLOCK ? n - start : SF_REDUCE_BLOCK;
-  return sf_reduce_run<Op>(load, start, len, contiguous, start, Op::identity());
+// How many of a reduction's n elements block b holds.
+SF_MATH_FN long long sf_reduce_block_len(long long n, long long b) {
+  const long long left = n - b * SF_REDUCE_BLOCK;
+  return left < SF_REDUCE_BLOCK ? left : SF_REDUCE_BLOCK;
+}
+
+// Block b of a reduction of n elements, folded from the identity run by run. The elements lie in
+// `rank` (<= SF_REDUCE_MAX_RANK) dimensions, sizes[d] of them strides[d] apart, row-major; a run
+// is a stretch along the last. load_at(offset) is the load of the run that starts `offset`
+// elements into the data: its element i lies i * strides[rank - 1] further.
+#define SF_REDUCE_MAX_RANK 8
+template <class Dims>
+SF_MATH_FN long long sf_reduce_offset(const long long* index, const Dims& strides, int rank) {
+  long long offset = 0;
+  for (int d = 0; d < rank; ++d) offset += index[d] * strides[d];
+  return offset;
+}
+template <class Op, class LoadAt, class Dims>
+SF_MATH_FN typename Op::acc sf_reduce_block(const LoadAt& load_at, int rank, const Dims& sizes,
+                                            const Dims& strides, long long n, long long b) {
+  typename Op::acc a = Op::identity();
+  const long long start = b * SF_REDUCE_BLOCK, end = start + sf_reduce_block_len(n, b);
+  if (start >= end) return a;
+  // The position of `start`; the outermost index needs no division (start < n).
+  long long index[SF_REDUCE_MAX_RANK];
+  long long rest = start;
+  for (int d = rank - 1; d > 0; --d) {
+    index[d] = rest % sizes[d];
+    rest /= sizes[d];
+  }
+  index[0] = rest;
+  const int inner = rank - 1;
+  const int contiguous = strides[inner] == 1;
+  for (long long r = start; r < end;) {
+    const long long left = sizes[inner] - index[inner];
+    const long long len = left < end - r ? left : end - r;
+    a = sf_reduce_run<Op>(load_at(sf_reduce_offset(index, strides, rank)), 0, len, contiguous, r,
+                          a);
+    r += len;
+    index[inner] += len;
+    for (int d = inner; d > 0 && index[d] == sizes[d]; --d) {
+      index[d] = 0;
+      ++index[d - 1];
+    }
+  }
+  return a;
 }
 
 #endif  // STREAMFUSE_CORE_REDUCE_MATH_H_

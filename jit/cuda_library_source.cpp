@@ -65,28 +65,21 @@ static __device__ __forceinline__ long long $NAME_offset(const long long* sizes,
 static __device__ __forceinline__ const $STORE* $NAME_row(const sf_reduce_args& a, long long o) {
   return (const $STORE*)a.in + $NAME_offset(a.kept_sizes, a.kept_strides, a.kept_rank, o);
 }
-// Block b of the reduction at `row`, from the identity: run by run along the last reduced
-// dimension, each continuing the accumulator (one run where the reduced elements are one
-// strided run: sf_reduce_block).
-static __device__ $NAME_acc $NAME_block(const sf_reduce_args& a, const $STORE* row, long long b) {
-  const long long inner = a.reduced_rank - 1;
-  const long long size = a.reduced_sizes[inner], stride = a.reduced_strides[inner];
-  const long long start = b * SF_REDUCE_BLOCK;
-  const long long end = a.len - start < SF_REDUCE_BLOCK ? a.len : start + SF_REDUCE_BLOCK;
-  $NAME_acc acc = $NAME_op::identity();
-  for (long long r = start; r < end;) {
-    const long long left = size - r % size, n = left < end - r ? left : end - r;
-    const $NAME_load load = {
-        row + $NAME_offset(a.reduced_sizes, a.reduced_strides, a.reduced_rank, r), stride};
-    acc = sf_reduce_run<$NAME_op>(load, 0, n, stride == 1, r, acc);
-    r += n;
+// The load of the run `offset` elements into output o's data (sf_reduce_block's LoadAt).
+struct $NAME_load_at {
+  const $STORE* row;
+  long long stride;
+  __device__ __forceinline__ $NAME_load operator()(long long offset) const {
+    const $NAME_load load = {row + offset, stride};
+    return load;
   }
-  return acc;
-}
-// The elements of block b where the reduced elements are one contiguous run.
-static __device__ __forceinline__ long long $NAME_block_len(const sf_reduce_args& a, long long b) {
-  const long long left = a.len - b * SF_REDUCE_BLOCK;
-  return left < SF_REDUCE_BLOCK ? left : SF_REDUCE_BLOCK;
+};
+// Block b of output o's reduction, from the identity, run by run over the reduced dimensions.
+static __device__ __forceinline__ $NAME_acc $NAME_block(const sf_reduce_args& a,
+                                                        const $STORE* row, long long b) {
+  const $NAME_load_at load_at = {row, a.reduced_strides[a.reduced_rank - 1]};
+  return sf_reduce_block<$NAME_op>(load_at, (int)a.reduced_rank, a.reduced_sizes,
+                                   a.reduced_strides, a.len, b);
 }
 static __device__ __forceinline__ void $NAME_store(const sf_reduce_args& a, long long o,
                                                    $NAME_acc acc) {
@@ -112,7 +105,8 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_parts(const sf_reduce
     const long long slot = w % a.slots, b = w / a.slots % a.blocks, o = w / a.slots / a.blocks;
     const $STORE* row = $NAME_row(a, o);
     $NAME_acc* part = ($NAME_acc*)a.partial + w;
-    const long long span = a.slots == 1 ? 0 : sf_reduce_lane_span(1, $NAME_block_len(a, b));
+    const long long span =
+        a.slots == 1 ? 0 : sf_reduce_lane_span(1, sf_reduce_block_len(a.len, b));
     if (span) {
       const long long start = b * SF_REDUCE_BLOCK;
       const $NAME_load load = {row + start, 1};
@@ -132,7 +126,7 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_combine(const sf_redu
     $NAME_acc acc = $NAME_op::identity();
     for (long long b = 0; b < a.blocks; ++b) {
       const $NAME_acc* lanes = parts + b * a.slots;
-      const long long n = $NAME_block_len(a, b);
+      const long long n = sf_reduce_block_len(a.len, b);
       const long long span = a.slots == 1 ? 0 : sf_reduce_lane_span(1, n);
       $NAME_acc block = lanes[0];
       if (span) {

@@ -203,7 +203,7 @@ void CudaOpKernels::reduce(const core::OpDesc& op, const TensorHandle& in, const
   // axis is one strided run; all elements are the input's merged dimensions, in runs along the
   // innermost.
   a.reduced_rank = 1;
-  a.reduced_sizes[0] = std::max<std::int64_t>(a.len, 1);
+  a.reduced_sizes[0] = a.len;
   if (op.attrs.axis != core::kAllAxes) {
     a.reduced_strides[0] = in.strides[static_cast<std::size_t>(op.attrs.axis)];
   } else {

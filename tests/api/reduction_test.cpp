@@ -217,3 +217,18 @@ TEST(ReductionTest, IntegerSumsWrapAndMeansAreFloat) {
 }
 
 }  // namespace
+
+// Sums of bool count every element whatever the layout (runs with lanes, several runs a block,
+// blocks): GCC 12.2 once counted one element per lane here (core/reduce_math.h says where).
+TEST(ReductionTest, BoolSumsCountEveryElementInEveryLayout) {
+  for (std::int64_t n : {63, 64, 100, 1155, 140000}) {
+    EXPECT_EQ(sf::sum(sf::ones({n}, kBool)).item<std::int64_t>(), n) << n;
+    EXPECT_EQ(sf::sum(sf::ones({3, n}, kBool), 1).to_vector<std::int64_t>(),
+              std::vector<std::int64_t>(3, n))
+        << n;
+  }
+  const sf::Tensor slice = sf::ones({300, 200}, kBool).slice(1, 0, 100);  // runs of 100
+  EXPECT_EQ(sf::sum(slice).item<std::int64_t>(), 30000);
+  EXPECT_EQ(sf::sum(slice.transpose(0, 1)).item<std::int64_t>(), 30000);
+  EXPECT_EQ(sf::sum(sf::ones({1, 700}, kBool).expand({100, 700})).item<std::int64_t>(), 70000);
+}

@@ -5,6 +5,7 @@
 // (lanes in a contiguous run), partial results merged in block order. So results depend on the
 // shape and layout only, never on the thread count, and a fused reduction can equal this one.
 #include <algorithm>
+#include <array>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -52,40 +53,47 @@ typename Op::value value_of(S x) {
     return static_cast<typename Op::value>(x);
 }
 
-// Calls f(load, contiguous) with a load of element i of the run `stride` apart at p, as Op's
-// value: a unit stride is told to the compiler, so the lanes of a contiguous run vectorize.
+// Calls f(load_at) with load_at(offset) the load of a run at p + offset, elements `stride` apart,
+// as Op's value type (sf_reduce_block's LoadAt): a unit stride is told to the compiler, so the
+// lanes of a contiguous run vectorize.
 template <class Op, class S, class F>
-decltype(auto) with_load(const S* p, std::int64_t stride, F&& f) {
-  if (stride == 1) return f([p](long long i) { return value_of<Op>(p[i]); }, 1);
-  return f([p, stride](long long i) { return value_of<Op>(p[i * stride]); }, 0);
-}
-
-// Folds the run of `n` elements `stride` apart at p, the first being element `index0` of the
-// reduction, into `acc` (sf_reduce_run).
-template <class Op, class S>
-typename Op::acc reduce_run(const S* p, std::int64_t n, std::int64_t stride, std::int64_t index0,
-                            typename Op::acc acc) {
-  return with_load<Op>(p, stride, [&](const auto& load, int contiguous) {
-    return sf_reduce_run<Op>(load, 0, n, contiguous, index0, acc);
+decltype(auto) with_loads(const S* p, std::int64_t stride, F&& f) {
+  if (stride == 1)
+    return f([p](long long offset) {
+      return [q = p + offset](long long i) { return value_of<Op>(q[i]); };
+    });
+  return f([p, stride](long long offset) {
+    return [q = p + offset, stride](long long i) { return value_of<Op>(q[i * stride]); };
   });
 }
 
-// Folds one run of `n` elements `stride` apart as a whole reduction: its blocks
-// (sf_reduce_block) over `threads`, merged in block order, so the thread count changes nothing.
-template <class Op, class S>
-typename Op::acc reduce_long(const S* p, std::int64_t n, std::int64_t stride, int threads) {
-  return with_load<Op>(p, stride, [&](const auto& load, int contiguous) {
+// The reduction of the n elements at p laid out by (rank, sizes, strides) (sf_reduce_block): its
+// blocks over `threads`, merged in block order, so the thread count changes nothing.
+template <class Op, class S, class Dims>
+typename Op::acc reduce_blocks(const S* p, int rank, const Dims& sizes, const Dims& strides,
+                               std::int64_t n, int threads) {
+  return with_loads<Op>(p, strides[static_cast<std::size_t>(rank - 1)], [&](const auto& load_at) {
     const std::int64_t blocks = sf_reduce_blocks(n);
-    if (blocks <= 1) return sf_reduce_block<Op>(load, n, contiguous, 0);  // no partials to keep
+    // One block: its result as it is (merging it into the identity changes no value).
+    if (blocks <= 1)
+      return blocks ? sf_reduce_block<Op>(load_at, rank, sizes, strides, n, 0) : Op::identity();
     std::vector<typename Op::acc> partial(static_cast<std::size_t>(blocks));
     parallel_for(blocks, 1, threads, [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t b = lo; b < hi; ++b)
-        partial[static_cast<std::size_t>(b)] = sf_reduce_block<Op>(load, n, contiguous, b);
+        partial[static_cast<std::size_t>(b)] =
+            sf_reduce_block<Op>(load_at, rank, sizes, strides, n, b);
     });
     typename Op::acc acc = Op::identity();
     for (const auto& part : partial) acc = Op::merge(acc, part);
     return acc;
   });
+}
+
+// One row of `n` elements `stride` apart.
+template <class Op, class S>
+typename Op::acc reduce_row(const S* p, std::int64_t n, std::int64_t stride, int threads) {
+  const std::array<std::int64_t, 1> size{n}, strides{stride};
+  return reduce_blocks<Op>(p, 1, size, strides, n, threads);
 }
 
 // The value to store for an accumulator.
@@ -118,28 +126,14 @@ using out_t = std::conditional_t<
 template <core::OpKind K, class Op, class S>
 void reduce_all(const ReduceArgs& a) {
   const Strides* strides[1] = {&a.input.strides};
-  const Iteration it = make_iteration(a.shape, strides, 1);
-  const S* base = reinterpret_cast<const S*>(a.input.data);
-  typename Op::acc acc = Op::identity();
-  if (it.rank <= 1) {  // one strided run: the common case
-    acc = reduce_long<Op>(base, it.numel, it.inner_stride(0), a.num_threads);
-  } else {
-    const std::int64_t blocks = (it.numel + kBlock - 1) / kBlock;
-    std::vector<typename Op::acc> partial(static_cast<std::size_t>(blocks));
-    parallel_for(blocks, 1, a.num_threads, [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t b = lo; b < hi; ++b) {
-        typename Op::acc part = Op::identity();
-        std::int64_t index = b * kBlock;
-        for_each_run(it, index, std::min(it.numel, index + kBlock),
-                     [&](const auto& off, std::int64_t len) {
-                       part = reduce_run<Op>(base + off[0], len, it.inner_stride(0), index, part);
-                       index += len;
-                     });
-        partial[static_cast<std::size_t>(b)] = part;
-      }
-    });
-    for (const auto& part : partial) acc = Op::merge(acc, part);
+  Iteration it = make_iteration(a.shape, strides, 1);
+  if (it.rank == 0) {  // one element
+    it.rank = 1;
+    it.sizes[0] = it.numel;
+    it.strides[0][0] = 0;
   }
+  const typename Op::acc acc = reduce_blocks<Op>(reinterpret_cast<const S*>(a.input.data), it.rank,
+                                                 it.sizes, it.strides[0], it.numel, a.num_threads);
   *static_cast<out_t<K, S>*>(a.out) = to_output<out_t<K, S>>(finish<K, Op>(acc, it.numel));
 }
 
@@ -169,10 +163,9 @@ void reduce_axis(const ReduceArgs& a) {
     for_each_run(
         it, 0, outputs, [&, pos = std::int64_t{0}](const auto& off, std::int64_t run) mutable {
           for (std::int64_t j = 0; j < run; ++j, ++pos)
-            out[pos] =
-                to_output<Out>(finish<K, Op>(reduce_long<Op>(base + off[0] + j * it.inner_stride(0),
-                                                             len, rstride, a.num_threads),
-                                             len));
+            out[pos] = to_output<Out>(finish<K, Op>(
+                reduce_row<Op>(base + off[0] + j * it.inner_stride(0), len, rstride, a.num_threads),
+                len));
         });
     return;
   }
@@ -205,7 +198,7 @@ void reduce_axis(const ReduceArgs& a) {
       } else {
         for (std::int64_t j = 0; j < run; ++j)
           out[pos + j] = to_output<Out>(
-              finish<K, Op>(reduce_long<Op>(row0 + j * it.inner_stride(0), len, rstride, 1), len));
+              finish<K, Op>(reduce_row<Op>(row0 + j * it.inner_stride(0), len, rstride, 1), len));
       }
       pos += run;
     });
