@@ -16,19 +16,6 @@ using core::OpKind;
 
 namespace {
 
-DType reduced_dtype(core::OpKind kind, DType in) {
-  switch (kind) {
-    case core::OpKind::kSum:
-      return is_floating(in) ? in : kI64;
-    case core::OpKind::kMean:
-      return is_floating(in) ? in : kF32;
-    case core::OpKind::kArgmax:
-      return kI64;
-    default:
-      return in;  // max, min
-  }
-}
-
 // Over `axis` (a user axis: negative counts from the end), or every element when absent.
 Tensor reduce(core::OpKind kind, Tensor x, std::optional<int> axis, bool keepdim) {
   const std::string name(core::op_name(kind));
@@ -55,7 +42,7 @@ Tensor reduce(core::OpKind kind, Tensor x, std::optional<int> axis, bool keepdim
     throw ShapeError(name + ": cannot reduce over zero elements (tensor " + describe(x) +
                      (axis ? ", axis " + std::to_string(*axis) + ")" : ")") +
                      "; a maximum or minimum of nothing is undefined");
-  const DType dtype = reduced_dtype(kind, n.dtype);
+  const DType dtype = core::reduced_dtype(kind, n.dtype);
   attrs.dtype = n.dtype;
   const Device device = n.device;
   return record(kind, {&x, 1}, out, dtype, device, attrs);

@@ -248,8 +248,8 @@ const char* file_kind_name(FileKind kind) {
 }
 
 // The encoding version of plans (their fused programs): 2 since programs are blocks around an
-// anchor. Files of another version are another fingerprint: a quiet miss, a bundle's an error
-// that says so.
-std::string portable_fingerprint() { return "streamfuse " STREAMFUSE_VERSION " plans 2"; }
+// anchor, 3 since anchors may be reductions. Files of another version are another fingerprint: a
+// quiet miss, a bundle's an error that says so.
+std::string portable_fingerprint() { return "streamfuse " STREAMFUSE_VERSION " plans 3"; }
 
 }  // namespace streamfuse::cache

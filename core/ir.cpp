@@ -35,6 +35,19 @@ std::uint64_t hash_desc(std::uint64_t h, const TensorDesc& t) {
 
 const OpInfo& op_info(OpKind kind) { return kOpInfos[static_cast<std::size_t>(kind)]; }
 
+DType reduced_dtype(OpKind kind, DType in) {
+  switch (kind) {
+    case OpKind::kSum:
+      return is_floating(in) ? in : kI64;
+    case OpKind::kMean:
+      return is_floating(in) ? in : kF32;
+    case OpKind::kArgmax:
+      return kI64;
+    default:
+      return in;  // max, min
+  }
+}
+
 bool is_elementwise(OpKind kind) {
   switch (op_category(kind)) {
     case OpCategory::kUnary:

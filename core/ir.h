@@ -120,6 +120,9 @@ enum class ScalarSide : std::uint8_t { kNone, kLhs, kRhs };
 
 // Reduce over every element.
 inline constexpr std::int8_t kAllAxes = -1;
+// The dtype reduction `kind` gives for input dtype `in`: sum keeps float dtypes and sums integers
+// and bool to i64, mean gives f32 for them, max and min keep the dtype, argmax gives i64.
+DType reduced_dtype(OpKind kind, DType in);
 
 // The non-tensor, non-scalar parameters of an op. Structural: they are part of the relative form.
 struct OpAttrs {

@@ -39,6 +39,12 @@
 #else
 #define SF_REDUCE_RUN_FN static __attribute__((noinline))
 #endif
+// Member functions of the template's state structs (SF_MATH_FN's functions are static).
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SF_REDUCE_MEMBER_FN __device__ __forceinline__
+#else
+#define SF_REDUCE_MEMBER_FN inline __attribute__((always_inline))
+#endif
 
 // The extremes of the integer value types (identities of max, min and argmax).
 template <class T>
@@ -204,6 +210,73 @@ SF_MATH_FN typename Op::acc sf_reduce_lane(const Load& load, long long first, lo
     a = Op::step(a, load(first + i), index0 + i);
   return a;
 }
+
+// One block of a reduction fed in pieces, for kernels that compute the reduced values chunk by
+// chunk (fused reductions): the same order as sf_reduce_run over the block's n elements as one
+// run, `contiguous` saying whether the unfused reduction reads them from adjacent memory (so
+// whether it folds lanes). begin(), then push() pieces until n elements were pushed, then
+// result().
+template <class Op>
+struct sf_reduce_fold {
+  typename Op::acc lanes[SF_REDUCE_LANES];
+  typename Op::acc a;
+  long long span;  // elements folded in lanes
+  long long pos;   // elements pushed so far
+  long long index0;
+
+  SF_REDUCE_MEMBER_FN void begin(int contiguous, long long n, long long first_index) {
+    span = sf_reduce_lane_span(contiguous, n);
+    pos = 0;
+    index0 = first_index;
+    a = Op::identity();
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = Op::identity();
+  }
+  // Folds the next `count` elements, load(0) .. load(count - 1).
+  template <class Load>
+  SF_REDUCE_MEMBER_FN void push(const Load& load, long long count) {
+    long long i = 0;
+    if (pos < span) {
+      const long long in_lanes = span - pos < count ? span - pos : count;
+      // Whole rounds of lanes while aligned (the loop vectorizes), then one element at a time.
+      if ((pos & (SF_REDUCE_LANES - 1)) == 0)
+        for (; i + SF_REDUCE_LANES <= in_lanes; i += SF_REDUCE_LANES)
+          for (int l = 0; l < SF_REDUCE_LANES; ++l)
+            lanes[l] = Op::step(lanes[l], load(i + l), index0 + pos + i + l);
+      for (; i < in_lanes; ++i) {
+        const int l = (int)((pos + i) & (SF_REDUCE_LANES - 1));
+        lanes[l] = Op::step(lanes[l], load(i), index0 + pos + i);
+      }
+      if (pos + i == span)
+        for (int l = 0; l < SF_REDUCE_LANES; ++l) a = Op::merge(a, lanes[l]);
+    }
+    for (; i < count; ++i) a = Op::step(a, load(i), index0 + pos + i);
+    pos += count;
+  }
+  SF_REDUCE_MEMBER_FN typename Op::acc result() const { return a; }
+};
+
+// What a reduction stores, from its accumulator over `count` elements: mean the sum divided in
+// double (sf_reduce_mean, then through float), argmax its index, the others the accumulator
+// (a double through float). sf_reduce_out gives it in the type kernels hold values in (float for
+// float dtypes; the output dtype's rounding is the kernel's), sf_reduce_bits as the 64 bits a
+// kernel passes scalars in (a float's bits in the low half, integers as they are).
+template <class Op>
+SF_MATH_FN double sf_reduce_mean(typename Op::acc acc, long long count) {
+  return (double)acc / (double)count;
+}
+SF_MATH_FN float sf_reduce_out(double a) { return (float)a; }
+SF_MATH_FN float sf_reduce_out(float a) { return a; }
+SF_MATH_FN long long sf_reduce_out(long long a) { return a; }
+SF_MATH_FN int sf_reduce_out(int a) { return a; }
+SF_MATH_FN unsigned char sf_reduce_out(unsigned char a) { return a; }
+template <class T>
+SF_MATH_FN long long sf_reduce_out(sf_argmax_acc<T> a) {
+  return a.index;
+}
+SF_MATH_FN long long sf_reduce_bits(float v) { return (long long)SF_MATH_AS_UINT(v); }
+SF_MATH_FN long long sf_reduce_bits(long long v) { return v; }
+SF_MATH_FN long long sf_reduce_bits(int v) { return v; }
+SF_MATH_FN long long sf_reduce_bits(unsigned char v) { return v; }
 
 // How many blocks a reduction of n elements splits into.
 SF_MATH_FN long long sf_reduce_blocks(long long n) {

@@ -18,6 +18,11 @@ namespace streamfuse::jit {
 std::string cpu_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                               std::string_view function_name);
 
+// The same for a program with a reduction anchor (jit/cpp_reduce_codegen.cpp): the function has
+// the CpuReduceKernelFn ABI.
+std::string cpu_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
+                                     std::string_view function_name);
+
 // The text every translation unit of kernels starts with: core/scalar_ops.h,
 // core/vector_math.h, core/op_math.h and core/reduce_math.h, embedded into the library at build
 // time.

@@ -34,6 +34,12 @@ class CpuLauncher final : public KernelLauncher {
   Counts counts() const override { return {compiled_launches(), interpreted_launches()}; }
 
  private:
+  // A program with a reduction anchor (jit/reduce_layout.h), over operands broadcast to `shape`.
+  void launch_reduce(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
+                     std::span<const backends::cpu::Operand> ops,
+                     std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
+                     std::span<const std::int64_t> scalars);
+
   const backends::cpu::KernelTable& kernels_;
   KernelCache* cache_;
   std::atomic<int> num_threads_{0};

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/parallel.h"
+#include "jit/interpreter_step.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -98,6 +99,8 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
     case AnchorKind::kNone:
       if (!p.epilogue.empty()) throw Error("internal error: an epilogue with no anchor");
       break;
+    case AnchorKind::kReduce:
+      throw Error("internal error: a reduction program interpreted element-wise");
   }
   const Schedule s = schedule(p, kernels);
   const auto& chunk = kernels.chunk;
@@ -128,25 +131,9 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
             chunk.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,
                          storage_dtype_of(in.type), start, n, reg(in.out));
             break;
-          case InstrKind::kScalar:
+          default:
+            run_step(in, s.fns[i], chunk, s.types, reg, n);
             break;
-          case InstrKind::kOp: {
-            const void* args[3] = {};
-            for (int a = 0; a < 3 && in.args[a] >= 0; ++a) args[a] = reg(in.args[a]);
-            s.fns[i](args, reg(in.out), n);
-            break;
-          }
-          case InstrKind::kConvert:
-            chunk.convert(storage_dtype_of(s.types[static_cast<std::size_t>(in.args[0])]),
-                          storage_dtype_of(in.type), reg(in.args[0]), reg(in.out), n);
-            break;
-          case InstrKind::kRound: {
-            float* out = reinterpret_cast<float*>(reg(in.out));
-            if (reg(in.args[0]) != reg(in.out))
-              std::memcpy(out, reg(in.args[0]), static_cast<std::size_t>(n) * sizeof(float));
-            chunk.round(in.round, out, n);
-            break;
-          }
         }
       }
       for (std::size_t o = 0; o < p.outputs.size(); ++o) {

@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/layout.h"
 #include "jit/program.h"
+#include "jit/reduce_layout.h"
 
 namespace streamfuse::jit {
 
@@ -19,5 +20,12 @@ void interpret(const FusedProgram& program, const backends::cpu::Iteration& it,
                std::span<const backends::cpu::Operand> operands,
                std::span<const std::int64_t> scalars, const backends::cpu::KernelTable& kernels,
                int num_threads);
+
+// Computes `program`, which has a reduction anchor, over `layout` (jit/reduce_layout.h): operands
+// as for interpret(), their strides in the layout's iteration.
+void interpret_reduce(const FusedProgram& program, const ReduceLayout& layout,
+                      std::span<const backends::cpu::Operand> operands,
+                      std::span<const std::int64_t> scalars,
+                      const backends::cpu::KernelTable& kernels, int num_threads);
 
 }  // namespace streamfuse::jit

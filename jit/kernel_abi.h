@@ -1,5 +1,5 @@
-// The calling convention of compiled CPU kernels. The generated source declares the same
-// signature in plain C types (jit/cpp_codegen.cpp).
+// The calling conventions of compiled CPU kernels. The generated source declares the same
+// signatures and struct in plain C types (jit/cpp_codegen.cpp, jit/cpp_reduce_codegen.cpp).
 #pragma once
 
 namespace streamfuse::jit {
@@ -13,6 +13,38 @@ namespace streamfuse::jit {
 extern "C" {
 typedef void (*CpuKernelFn)(char* const* data, const long long* sizes, const long long* strides,
                             const long long* scalars, long long begin, long long end);
+
+// A kernel with a reduction anchor (jit/reduce_layout.h): the iteration's dimensions are the
+// rows' (outer) ones then the reduced (inner) ones, sizes and strides as above. What a call
+// computes is its mode:
+// - kWholeRows: rows [row_begin, row_end), every stage and every output;
+// - kStageBlocks: the accumulators of blocks [begin, end) of stage `stage` of row row_begin,
+//   into partials (stored at their block index), with the earlier stages' results in results;
+// - kMergeStage: stage `stage` of row row_begin from the accumulators of all its blocks in
+//   partials: its result into results[stage];
+// - kOutputs: the per-element outputs of elements [begin, end) of row row_begin from results
+//   (and its per-row outputs too when begin is 0).
+// Threads call it on disjoint rows, blocks or elements.
+enum CpuReduceMode { kWholeRows = 0, kStageBlocks = 1, kMergeStage = 2, kOutputs = 3 };
+struct CpuReduceLaunch {
+  char* const* data;
+  const long long* sizes;
+  const long long* strides;
+  const long long* scalars;
+  const int* lanes;  // per stage: whether the unfused reduction folds it in lanes
+  long long n;       // elements per row
+  long long row_begin, row_end;
+  long long begin, end;
+  int mode;
+  int stage;
+  void* partials;      // kCpuReduceAccBytes per block
+  long long* results;  // per stage: its result's bits (as scalars are passed)
+};
+typedef void (*CpuReduceKernelFn)(const CpuReduceLaunch* launch);
 }
+
+// Bytes of one block accumulator in CpuReduceLaunch::partials (the widest: argmax's value and
+// index).
+inline constexpr int kCpuReduceAccBytes = 16;
 
 }  // namespace streamfuse::jit

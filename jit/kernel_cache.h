@@ -48,6 +48,8 @@ struct ReadyKernel {
   std::shared_ptr<void> library;  // keeps the kernel loaded while the caller holds it
 
   CpuKernelFn cpu() const { return reinterpret_cast<CpuKernelFn>(entry); }
+  // A program with a reduction anchor.
+  CpuReduceKernelFn cpu_reduce() const { return reinterpret_cast<CpuReduceKernelFn>(entry); }
 };
 
 struct KernelCacheOptions {

@@ -103,6 +103,32 @@ std::string op_expr(core::OpKind k, ValueType t, const std::string& a, const std
 
 }  // namespace
 
+std::string reduce_op_type(core::OpKind op, ValueType t) {
+  const char* v = c_type(t);
+  const bool f = t == ValueType::kFloat;
+  switch (op) {
+    case OpKind::kSum:
+    case OpKind::kMean:
+      return f ? "sf_sum_float" : "sf_sum_int";
+    case OpKind::kMax:
+      return f ? std::string("sf_extreme_float<1>") : "sf_extreme_int<" + std::string(v) + ", 1>";
+    case OpKind::kMin:
+      return f ? std::string("sf_extreme_float<0>") : "sf_extreme_int<" + std::string(v) + ", 0>";
+    case OpKind::kArgmax:
+      return f ? std::string("sf_argmax_float") : "sf_argmax_int<" + std::string(v) + ">";
+    default:
+      return {};
+  }
+}
+
+std::string reduce_result_bits(core::OpKind op, const std::string& acc, const std::string& count,
+                               const std::string& op_type) {
+  if (op == OpKind::kMean)
+    return "sf_reduce_bits(sf_reduce_out(sf_reduce_mean<" + op_type + ">(" + acc + ", " + count +
+           ")))";
+  return "sf_reduce_bits(sf_reduce_out(" + acc + "))";
+}
+
 bool has_form(core::OpKind k, ValueType t) {
   const core::OpForms forms = core::op_forms(k);
   switch (t) {
@@ -134,24 +160,33 @@ void check_program(const FusedProgram& p, const SpecializationKey& key, std::str
                                 std::string(dtype_name(key_dtype)) + " in the key but " +
                                 std::string(dtype_name(program_dtype)) + " in the program");
   }
-  // The code generators write one loop over the iteration shape, running the prologue: all the
-  // code of a kernel with no anchor. An anchor kind adds its loop structure to both of them.
+  // With no anchor the code generators write one loop over the iteration shape, running the
+  // prologue: all the code. A reduction adds rows (jit/cpp_reduce_codegen.cpp).
   switch (p.anchor.kind) {
     case AnchorKind::kNone:
       if (!p.epilogue.empty()) fail_generation(name, "an epilogue with no anchor");
       break;
+    case AnchorKind::kReduce:
+      if (p.anchor.stages.empty() || p.anchor.stages.size() > kMaxReduceStages)
+        fail_generation(name,
+                        "a reduction of " + std::to_string(p.anchor.stages.size()) + " stages");
+      for (const ReduceStage& st : p.anchor.stages)
+        if (st.input < 0 || st.input >= p.num_registers)
+          fail_generation(name, "stage register out of range");
+      break;
   }
-  for (const Instruction& in : p.prologue) {
-    if (in.out < 0 || in.out >= p.num_registers) fail_generation(name, "register out of range");
-    for (std::int32_t a : in.args)
-      if (a >= p.num_registers) fail_generation(name, "register out of range");
-    if (in.kind == InstrKind::kLoad &&
-        (in.index < 0 || in.index >= static_cast<int>(p.inputs.size())))
-      fail_generation(name, "load of input " + std::to_string(in.index));
-    if (in.kind == InstrKind::kScalar &&
-        (in.index < 0 || in.index >= static_cast<int>(p.scalars.size())))
-      fail_generation(name, "scalar argument " + std::to_string(in.index));
-  }
+  for (const std::vector<Instruction>* block : p.blocks())
+    for (const Instruction& in : *block) {
+      if (in.out < 0 || in.out >= p.num_registers) fail_generation(name, "register out of range");
+      for (std::int32_t a : in.args)
+        if (a >= p.num_registers) fail_generation(name, "register out of range");
+      if (in.kind == InstrKind::kLoad &&
+          (in.index < 0 || in.index >= static_cast<int>(p.inputs.size())))
+        fail_generation(name, "load of input " + std::to_string(in.index));
+      if (in.kind == InstrKind::kScalar &&
+          (in.index < 0 || in.index >= static_cast<int>(p.scalars.size())))
+        fail_generation(name, "scalar argument " + std::to_string(in.index));
+    }
   for (const ProgramOutput& o : p.outputs)
     if (o.reg < 0 || o.reg >= p.num_registers)
       fail_generation(name, "output register out of range");
@@ -191,6 +226,9 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
                                   value_type_name(in.type) + " form");
       break;
     }
+    case InstrKind::kReduced:
+      expr = scalar_value("res[" + std::to_string(in.index) + "]", in.type);
+      break;
     case InstrKind::kScalar:
       break;
   }

@@ -34,6 +34,15 @@ std::string store_value(const std::string& expr, ValueType from, DType d);
 // Scalar argument bits (a long long expression, see jit::scalar_bits) as a value of type `t`.
 std::string scalar_value(const std::string& bits, ValueType t);
 
+// The reduction template's accumulator (core/reduce_math.h) of reduction `op` over registers of
+// type `t`, as backends/cpu/kernels/reduce_ops.h picks it for the eager kernel; empty for a
+// non-reduction.
+std::string reduce_op_type(core::OpKind op, ValueType t);
+// The bits (as kernels pass scalars) of the result of accumulator `acc` of type `op_type` over
+// `count` elements, as kReduced instructions read it.
+std::string reduce_result_bits(core::OpKind op, const std::string& acc, const std::string& count,
+                               const std::string& op_type);
+
 // Whether op `k` can be computed in value type `t` (an instruction_line exists for it). The
 // interpreter's loops (backends/cpu/kernels ChunkOps::op) exist for the same pairs.
 bool has_form(core::OpKind k, ValueType t);

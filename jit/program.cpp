@@ -49,6 +49,8 @@ const char* anchor_kind_name(AnchorKind kind) {
   switch (kind) {
     case AnchorKind::kNone:
       return "none";
+    case AnchorKind::kReduce:
+      return "reduce";
   }
   return "?";
 }
@@ -91,10 +93,18 @@ std::uint64_t FusedProgram::hash() const {
         h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)));
     }
   }
-  h = core::hash_mix(h, static_cast<std::uint64_t>(anchor.kind));
+  h = core::hash_mix(h,
+                     static_cast<std::uint64_t>(anchor.kind) |
+                         (static_cast<std::uint64_t>(static_cast<std::uint8_t>(anchor.axis)) << 8) |
+                         (static_cast<std::uint64_t>(anchor.stages.size()) << 16));
+  for (const ReduceStage& st : anchor.stages)
+    h = core::hash_mix(
+        h, static_cast<std::uint64_t>(st.op) | (static_cast<std::uint64_t>(st.dtype) << 8) |
+               (static_cast<std::uint64_t>(static_cast<std::uint32_t>(st.input)) << 32));
   for (const ProgramOutput& o : outputs)
     h = core::hash_mix(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(o.reg)) |
-                              (static_cast<std::uint64_t>(o.dtype) << 32));
+                              (static_cast<std::uint64_t>(o.dtype) << 32) |
+                              (static_cast<std::uint64_t>(o.per_row) << 40));
   return core::hash_mix(h, static_cast<std::uint64_t>(num_registers));
 }
 
@@ -121,15 +131,27 @@ std::string FusedProgram::to_string() const {
       case InstrKind::kRound:
         os << "round r" << in.args[0] << " to " << dtype_name(in.round);
         break;
+      case InstrKind::kReduced:
+        os << "reduced stage" << in.index << " as " << value_type_name(in.type);
+        break;
     }
     os << '\n';
   };
   for (const Instruction& in : prologue) print(in);
-  if (anchor.kind != AnchorKind::kNone) os << "anchor " << anchor_kind_name(anchor.kind) << '\n';
+  if (anchor.kind != AnchorKind::kNone) {
+    os << "anchor " << anchor_kind_name(anchor.kind);
+    if (anchor.kind == AnchorKind::kReduce)
+      os << " axis "
+         << (anchor.axis == core::kAllAxes ? std::string("all") : std::to_string(anchor.axis));
+    os << '\n';
+    for (std::size_t k = 0; k < anchor.stages.size(); ++k)
+      os << "stage" << k << " = " << core::op_name(anchor.stages[k].op) << ' '
+         << dtype_name(anchor.stages[k].dtype) << " r" << anchor.stages[k].input << '\n';
+  }
   for (const Instruction& in : epilogue) print(in);
   for (std::size_t i = 0; i < outputs.size(); ++i)
-    os << "store out" << i << ':' << dtype_name(outputs[i].dtype) << " = r" << outputs[i].reg
-       << '\n';
+    os << "store out" << i << ':' << dtype_name(outputs[i].dtype)
+       << (outputs[i].per_row ? " per row" : "") << " = r" << outputs[i].reg << '\n';
   return os.str();
 }
 

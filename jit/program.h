@@ -1,11 +1,22 @@
 // FusedProgram: one fused kernel, as element-wise blocks of straight-line code over virtual
-// registers around an optional anchor. The block before the anchor is fused on read (a prologue:
-// computed as the anchor loads its input), the block after it on write (an epilogue: computed on
-// the anchor's result before it is stored). The anchor is none today: the prologue is the whole
-// computation over one iteration shape and the epilogue is empty; the reduction and matrix
-// product anchors come with their builders. Built by the fusion builders from the ops of a
-// segment; run by the interpreter or compiled to a kernel. It holds no sizes and no scalar
-// values, so one program serves every batch size and every constant.
+// registers around an optional anchor. Built by the fusion builders from the ops of a segment;
+// run by the interpreter or compiled to a kernel. It holds no sizes and no scalar values, so one
+// program serves every batch size and every constant.
+//
+// With no anchor, the prologue is the whole computation over one iteration shape and the
+// epilogue is empty.
+//
+// A reduction anchor (kReduce) reduces the iteration shape along one axis (or all of it) in
+// rows: a row is the elements that one position of the reduced shape covers. The prologue is
+// per-element code (registers hold one element of a row); the epilogue is per-row code
+// (registers hold one value per row: stage results, loads of inputs that do not vary along the
+// axis, ops on those). The anchor's stages reduce prologue registers, each over the whole row, in
+// order; stage k's result is read by kReduced instructions of the epilogue, and the prologue may
+// read any epilogue register (a row value broadcast along the axis). So a row runs: the
+// epilogue's code that needs no stage, the prologue's code for stage 0 over every element
+// (folded), the epilogue's code that needs stage 0, ..., then the prologue's code for the
+// outputs over every element. A per-element output has the iteration shape, a per-row output the
+// reduced shape (the axis of size 1).
 #pragma once
 
 #include <array>
@@ -33,7 +44,9 @@ enum class InstrKind : std::uint8_t {
   kOp,       // out = op(args...) computed in `type`; compare and logical ops give kBool
   kConvert,  // out = args[0] converted from its register's type to `type` (saturating, wrapping)
   kRound,    // out = args[0] (float) rounded to `round` (f16 or bf16)
+  kReduced,  // out = the result of the anchor's stage [index] for this row (kReduce epilogue)
 };
+inline constexpr unsigned kNumInstrKinds = 6;
 
 struct Instruction {
   InstrKind kind = InstrKind::kOp;
@@ -41,7 +54,7 @@ struct Instruction {
   ValueType type = ValueType::kFloat;    // kOp: the operands' type; others: the result's
   DType round = kF16;                    // kRound only
   std::int32_t out = 0;                  // register written
-  std::int32_t index = 0;                // kLoad: input; kScalar: scalar argument
+  std::int32_t index = 0;                // kLoad: input; kScalar: scalar argument; kReduced: stage
   std::int32_t args[3] = {-1, -1, -1};   // registers read
 
   friend bool operator==(const Instruction&, const Instruction&) = default;
@@ -64,17 +77,41 @@ struct ScalarArg {
 struct ProgramOutput {
   std::int32_t reg = 0;
   DType dtype = kF32;
+  // kReduce only: one value per row (of an epilogue register), stored in the reduced shape;
+  // otherwise one per element of the iteration shape.
+  bool per_row = false;
 
   friend bool operator==(const ProgramOutput&, const ProgramOutput&) = default;
 };
 
 // What a kernel is built around. kNone: every output is element-wise over the iteration shape.
-enum class AnchorKind : std::uint8_t { kNone };
-inline constexpr unsigned kNumAnchorKinds = 1;
+// kReduce: rows of the iteration shape reduced in stages (see the top of this file).
+enum class AnchorKind : std::uint8_t { kNone, kReduce };
+inline constexpr unsigned kNumAnchorKinds = 2;
 const char* anchor_kind_name(AnchorKind kind);
+
+// One reduction of a kReduce anchor: `op` (sum, mean, max, min or argmax) of prologue register
+// `input` over the row, as the unfused reduction of a tensor of dtype `dtype` holding those
+// values computes it (the dtype chooses the accumulator; the result has
+// core::reduced_dtype(op, dtype)).
+struct ReduceStage {
+  core::OpKind op = core::OpKind::kSum;
+  DType dtype = kF32;
+  std::int32_t input = 0;
+
+  friend bool operator==(const ReduceStage&, const ReduceStage&) = default;
+};
+
+// Stages of one anchor at most (softmax has two, layer_norm two; bounded so a program stays one
+// kernel a row's passes can keep in cache).
+inline constexpr std::size_t kMaxReduceStages = 8;
 
 struct Anchor {
   AnchorKind kind = AnchorKind::kNone;
+  // kReduce: the iteration shape's axis that rows run along, or core::kAllAxes (one row of
+  // every element, in row-major order).
+  std::int8_t axis = 0;
+  std::vector<ReduceStage> stages;  // kReduce: in the order they run
 
   friend bool operator==(const Anchor&, const Anchor&) = default;
 };
@@ -84,12 +121,21 @@ struct FusedProgram {
   std::vector<ScalarArg> scalars;      // values passed at launch
   std::vector<Instruction> prologue;   // fused on read; with no anchor, all the code
   Anchor anchor;                       // none: no anchor
-  std::vector<Instruction> epilogue;   // fused on write; empty with no anchor
-  std::vector<ProgramOutput> outputs;  // tensors written, all of the iteration shape
-  std::int32_t num_registers = 0;      // every register is written once, in block order
+  std::vector<Instruction> epilogue;   // fused on write (kReduce: per row); empty with no anchor
+  std::vector<ProgramOutput> outputs;  // tensors written (of the iteration shape, or per row)
+  std::int32_t num_registers = 0;      // every register is written once
 
-  // The blocks in the order they run (the prologue, then the epilogue).
-  std::array<const std::vector<Instruction>*, 2> blocks() const { return {&prologue, &epilogue}; }
+  // The blocks in an order where every register is written before it is read: the prologue
+  // then the epilogue, or with a reduction anchor the per-row epilogue first (it reads no
+  // per-element register; its kReduced instructions read stage results, not registers).
+  std::array<const std::vector<Instruction>*, 2> blocks() const {
+    if (anchor.kind == AnchorKind::kReduce) return {&epilogue, &prologue};
+    return {&prologue, &epilogue};
+  }
+  std::array<std::vector<Instruction>*, 2> blocks() {
+    if (anchor.kind == AnchorKind::kReduce) return {&epilogue, &prologue};
+    return {&prologue, &epilogue};
+  }
 
   // The type each register holds.
   std::vector<ValueType> register_types() const;

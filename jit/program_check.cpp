@@ -1,5 +1,6 @@
 #include "jit/program_check.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu/kernels/layout.h"
@@ -19,6 +20,7 @@ int arity(const Instruction& in) {
   switch (in.kind) {
     case InstrKind::kLoad:
     case InstrKind::kScalar:
+    case InstrKind::kReduced:
       return 0;
     case InstrKind::kOp:
       return core::op_info(in.op).arity;
@@ -90,6 +92,48 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
       if (in.type != ValueType::kFloat || (in.round != kF16 && in.round != kBF16))
         return at(i, "rounds to " + std::string(dtype_name(in.round)));
       break;
+    case InstrKind::kReduced: {
+      if (in.index < 0 || static_cast<std::size_t>(in.index) >= p.anchor.stages.size())
+        return at(i, "reads stage " + std::to_string(in.index));
+      const ReduceStage& st = p.anchor.stages[static_cast<std::size_t>(in.index)];
+      if (in.type != value_type_of(core::reduced_dtype(st.op, st.dtype)))
+        return at(i, "reads a stage result as " + std::string(value_type_name(in.type)));
+      break;
+    }
+  }
+  return {};
+}
+
+bool is_reduction(core::OpKind op) { return core::op_category(op) == core::OpCategory::kReduce; }
+
+// Why a kReduce program's stages do not fit its code, or empty: each reduces a per-element
+// register of its dtype's value type that needs only earlier stages' results, and kReduced
+// instructions are per-row code. `types` and `needs` (per register: how many stages must have
+// run before it can be computed) come from the instructions.
+std::string stage_problem(const FusedProgram& p, const std::vector<ValueType>& types,
+                          const std::vector<std::size_t>& needs) {
+  const auto& stages = p.anchor.stages;
+  if (stages.empty() || stages.size() > kMaxReduceStages)
+    return std::to_string(stages.size()) + " reduction stages";
+  if (p.anchor.axis < core::kAllAxes || p.anchor.axis >= kMaxRank)
+    return "reduction axis " + std::to_string(p.anchor.axis);
+  std::vector<char> per_element(static_cast<std::size_t>(p.num_registers), 0);
+  for (const Instruction& in : p.prologue) {
+    if (in.kind == InstrKind::kReduced) return "a stage result read per element";
+    per_element[static_cast<std::size_t>(in.out)] = 1;
+  }
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    const ReduceStage& st = stages[k];
+    const std::string which = "stage " + std::to_string(k);
+    if (!is_reduction(st.op)) return which + " is " + std::string(core::op_name(st.op));
+    if (st.input < 0 || st.input >= p.num_registers ||
+        !per_element[static_cast<std::size_t>(st.input)])
+      return which + " reduces register " + std::to_string(st.input) + ", not per-element code";
+    const auto r = static_cast<std::size_t>(st.input);
+    if (types[r] != value_type_of(st.dtype))
+      return which + " reduces a " + value_type_name(types[r]) + " register as " +
+             std::string(dtype_name(st.dtype));
+    if (needs[r] > k) return which + " reduces a value that needs its own or a later result";
   }
   return {};
 }
@@ -111,6 +155,9 @@ std::string program_problem(const FusedProgram& p) {
   switch (p.anchor.kind) {
     case AnchorKind::kNone:
       if (!p.epilogue.empty()) return "an epilogue with no anchor";
+      if (!p.anchor.stages.empty() || p.anchor.axis != 0) return "reduction stages with no anchor";
+      break;
+    case AnchorKind::kReduce:
       break;
   }
   for (std::size_t s = 0; s < p.scalars.size(); ++s) {
@@ -123,10 +170,16 @@ std::string program_problem(const FusedProgram& p) {
   const auto n = static_cast<std::size_t>(p.num_registers);
   std::vector<ValueType> types(n, ValueType::kFloat);
   std::vector<char> written(n, 0);
-  std::size_t i = 0;  // instructions are numbered through the blocks, in order
+  std::vector<std::size_t> needs(n, 0);  // stages that must have run (kReduce)
+  std::size_t i = 0;  // instructions are numbered through the blocks, in dependency order
   for (const std::vector<Instruction>* block : p.blocks()) {
     for (const Instruction& in : *block) {
       if (std::string why = instruction_problem(p, i, in, types, written); !why.empty()) return why;
+      std::size_t need =
+          in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
+      for (std::int32_t a : in.args)
+        if (a >= 0) need = std::max(need, needs[static_cast<std::size_t>(a)]);
+      needs[static_cast<std::size_t>(in.out)] = need;
       ValueType result = in.type;
       if (in.kind == InstrKind::kOp) {
         const core::OpCategory c = core::op_category(in.op);
@@ -138,12 +191,18 @@ std::string program_problem(const FusedProgram& p) {
       ++i;
     }
   }
+  if (p.anchor.kind == AnchorKind::kReduce)
+    if (std::string why = stage_problem(p, types, needs); !why.empty()) return why;
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];
     if (out.reg < 0 || static_cast<std::size_t>(out.reg) >= n ||
         !written[static_cast<std::size_t>(out.reg)])
       return "output " + std::to_string(o) + " reads register " + std::to_string(out.reg) +
              ", which nothing writes";
+    if (out.per_row && (p.anchor.kind != AnchorKind::kReduce ||
+                        std::none_of(p.epilogue.begin(), p.epilogue.end(),
+                                     [&](const Instruction& in) { return in.out == out.reg; })))
+      return "output " + std::to_string(o) + " is per row but not of per-row code";
     if (types[static_cast<std::size_t>(out.reg)] != value_type_of(out.dtype))
       return "output " + std::to_string(o) + " stores a " +
              value_type_name(types[static_cast<std::size_t>(out.reg)]) + " register as " +

@@ -30,7 +30,7 @@ std::vector<Instruction> get_block(In& in) {
   std::vector<Instruction> block;  // not reserved: a count that lies must not allocate
   for (std::uint32_t n = cache::get_size(in, kMaxInstructions, "instruction"); n > 0; --n) {
     Instruction i;
-    i.kind = cache::get_enum<InstrKind>(in, 5, "instruction kind");
+    i.kind = cache::get_enum<InstrKind>(in, kNumInstrKinds, "instruction kind");
     i.op = cache::get_enum<core::OpKind>(in, core::kNumOpKinds, "op kind");
     i.type = cache::get_enum<ValueType>(in, 4, "value type");
     i.round = cache::get_enum<DType>(in, kNumDTypes, "dtype");
@@ -54,11 +54,19 @@ void put_program(Out& out, const FusedProgram& p) {
   }
   put_block(out, p.prologue);
   cache::put_enum(out, p.anchor.kind);
+  out(p.anchor.axis);
+  out(static_cast<std::uint32_t>(p.anchor.stages.size()));
+  for (const ReduceStage& st : p.anchor.stages) {
+    cache::put_enum(out, st.op);
+    cache::put_enum(out, st.dtype);
+    out(st.input);
+  }
   put_block(out, p.epilogue);
   out(static_cast<std::uint32_t>(p.outputs.size()));
   for (const ProgramOutput& o : p.outputs) {
     out(o.reg);
     cache::put_enum(out, o.dtype);
+    out(static_cast<std::uint8_t>(o.per_row));
   }
   out(p.num_registers);
 }
@@ -76,11 +84,20 @@ FusedProgram get_program(In& in) {
   }
   p.prologue = get_block(in);
   p.anchor.kind = cache::get_enum<AnchorKind>(in, kNumAnchorKinds, "anchor kind");
+  in(p.anchor.axis);
+  for (std::uint32_t n = cache::get_size(in, kMaxReduceStages, "reduction stage"); n > 0; --n) {
+    ReduceStage st;
+    st.op = cache::get_enum<core::OpKind>(in, core::kNumOpKinds, "op kind");
+    st.dtype = cache::get_enum<DType>(in, kNumDTypes, "dtype");
+    in(st.input);
+    p.anchor.stages.push_back(st);
+  }
   p.epilogue = get_block(in);
   for (std::uint32_t n = cache::get_size(in, kMaxOperands, "program output"); n > 0; --n) {
     ProgramOutput o;
     in(o.reg);
     o.dtype = cache::get_enum<DType>(in, kNumDTypes, "dtype");
+    o.per_row = cache::get_bool(in, "per-row output");
     p.outputs.push_back(o);
   }
   in(p.num_registers);

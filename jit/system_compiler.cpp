@@ -163,8 +163,9 @@ void SystemCompiler::compile(const std::string& source_path, const std::string& 
 
 // Bump when the kernel calling convention (jit/kernel_abi.h), the prelude's meaning or the
 // encoding of kernel records changes: kernel files are named under it, so older ones are a clean
-// miss. 2: programs are blocks around an anchor.
-constexpr int kKernelAbiVersion = 2;
+// miss. 2: programs are blocks around an anchor. 3: reduction anchors (jit/kernel_abi.h's
+// CpuReduceKernelFn).
+constexpr int kKernelAbiVersion = 3;
 
 std::string kernel_fingerprint(int isa_level) {
   std::string compiler = "none";

@@ -5,6 +5,8 @@
 
 #include "fusion/builders/elementwise/builder.h"
 #include "fusion/builders/elementwise/codec.h"
+#include "fusion/builders/reduce/builder.h"
+#include "fusion/builders/reduce/codec.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::fusion {
@@ -19,6 +21,7 @@ std::unique_ptr<OptimizationBuilder> make() {
 std::vector<OptimizationKind> built_in() {
   return {
       {"elementwise", &make<ElementwiseBuilder>, &kElementwiseCodec},
+      {"reduce", &make<ReduceBuilder>, &kReduceCodec},
   };
 }
 

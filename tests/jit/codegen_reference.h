@@ -384,6 +384,8 @@ inline void evaluate(const Case& c, const std::vector<long long>& scalars,
         case InstrKind::kRound:
           out.f = in.round == kF16 ? sf_round_f16(arg(0).f) : sf_round_bf16(arg(0).f);
           break;
+        case InstrKind::kReduced:  // element-wise programs only
+          break;
       }
     }
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {

@@ -16,7 +16,7 @@
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/kernels/parallel.h"
-#include "core/reduce_math.h"  // after core/scalar_ops.h (elementwise_ops.h): prelude text
+#include "backends/cpu/kernels/reduce_ops.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
@@ -27,31 +27,11 @@ using core::OpKind;
 constexpr std::int64_t kBlock = SF_REDUCE_BLOCK;
 constexpr std::int64_t kColumns = 256;  // output positions accumulated together (column case)
 
-template <class S>
-constexpr bool kFloatStorage =
-    std::is_same_v<S, float> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
-// The prelude's integer value type of a storage type (std::int64_t is long here).
-template <class S>
-using int_value_t = std::conditional_t<std::is_same_v<S, std::int64_t>, long long, S>;
-
-// The accumulator (core/reduce_math.h) of each reduction on storage S.
-template <class S>
-using SumOp = std::conditional_t<kFloatStorage<S>, sf_sum_float, sf_sum_int>;
-template <class S, bool kMax>
-using ExtremeOp = std::conditional_t<kFloatStorage<S>, sf_extreme_float<kMax>,
-                                     sf_extreme_int<int_value_t<S>, kMax>>;
-template <class S>
-using ArgmaxOp =
-    std::conditional_t<kFloatStorage<S>, sf_argmax_float, sf_argmax_int<int_value_t<S>>>;
-
-// Element x read as Op's value type.
-template <class Op, class S>
-typename Op::value value_of(S x) {
-  if constexpr (kFloatStorage<S>)
-    return convert<float>(x);
-  else
-    return static_cast<typename Op::value>(x);
-}
+using reduce_ops::ArgmaxOp;
+using reduce_ops::ExtremeOp;
+using reduce_ops::kFloatStorage;
+using reduce_ops::SumOp;
+using reduce_ops::value_of;
 
 // Calls f(load_at) with load_at(offset) the load of a run at p + offset, elements `stride` apart,
 // as Op's value type (sf_reduce_block's LoadAt): a unit stride is told to the compiler, so the
@@ -102,7 +82,7 @@ auto finish(const typename Op::acc& acc, std::int64_t count) {
   if constexpr (K == core::OpKind::kArgmax)
     return acc.index;
   else if constexpr (K == core::OpKind::kMean)
-    return static_cast<double>(acc) / static_cast<double>(count);
+    return sf_reduce_mean<Op>(acc, count);
   else
     return acc;
 }

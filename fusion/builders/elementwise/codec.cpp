@@ -3,244 +3,43 @@
 #include <string>
 #include <vector>
 
-#include "cache/op_codec.h"
 #include "fusion/builders/elementwise/optimization.h"
-#include "jit/program_codec.h"
+#include "fusion/builders/traced_codec.h"
 
 namespace streamfuse::fusion {
 namespace {
 
-using fusion::ElementwiseKernel;
-using fusion::ElementwiseOptimization;
-using fusion::ScalarSource;
-using fusion::TensorSource;
-
-void put_source(cache::OutArchive& out, TensorSource s) { out(s.op, s.slot); }
-
-// The tensor a source names in the plan's ops (relative form); throws when it names none.
-const core::TensorDesc& tensor_at(std::span<const core::OpDesc> ops, TensorSource s) {
-  if (s.op >= ops.size()) cache::bad_payload("tensor source op " + std::to_string(s.op));
-  const core::OpDesc& op = ops[s.op];
-  if (s.slot < 0) {
-    if (s.slot != -1 || op.outputs.empty()) cache::bad_payload("tensor source output");
-    return op.outputs[0];
-  }
-  if (static_cast<std::size_t>(s.slot) >= op.inputs.size())
-    cache::bad_payload("tensor source slot");
-  return op.inputs[static_cast<std::size_t>(s.slot)];
+// What ElementwiseBuilder takes.
+bool takes(core::OpKind kind) {
+  return kind == core::OpKind::kDrop || kind == core::OpKind::kFull || core::is_elementwise(kind);
 }
 
-TensorSource get_source(cache::InArchive& in, std::span<const core::OpDesc> ops) {
-  TensorSource s;
-  in(s.op, s.slot);
-  tensor_at(ops, s);
-  return s;
-}
-
-std::uint32_t get_index(cache::InArchive& in, std::size_t bound, const char* what) {
-  std::uint32_t i = 0;
-  in(i);
-  if (i >= bound) cache::bad_payload(std::string(what) + " index " + std::to_string(i));
-  return i;
-}
-
-// Relative shapes hold size ids (0 is size 1): `s` broadcasts to `to` when, aligned from the
-// right, each of its dims is 0 or the same id.
-bool broadcasts_to(const Shape& s, const Shape& to) {
-  if (s.rank() > to.rank()) return false;
-  const int offset = to.rank() - s.rank();
-  for (int d = 0; d < s.rank(); ++d)
-    if (s[d] != 0 && s[d] != to[offset + d]) return false;
-  return true;
-}
-
-void encode(cache::OutArchive& out, const fusion::Optimization& optimization) {
+void encode(cache::OutArchive& out, const Optimization& optimization) {
   const auto& o = dynamic_cast<const ElementwiseOptimization&>(optimization);
   out(static_cast<std::uint64_t>(o.len()));
-  out(static_cast<std::uint32_t>(o.tensors().size()));
-  for (const ElementwiseOptimization::Tensor& t : o.tensors()) {
-    put_source(out, t.source);
-    out(t.publish, t.erase);
-  }
+  traced_codec::put_tensors(out, o.tensors());
   out(static_cast<std::uint32_t>(o.kernels().size()));
-  for (const ElementwiseKernel& k : o.kernels()) {
-    jit::put_program(out, k.program);
-    put_source(out, k.shape_source);
-    const auto put_list = [&](const auto& list) {
-      out(static_cast<std::uint32_t>(list.size()));
-      for (const auto& v : list) out(v);
-    };
-    put_list(k.inputs);
-    put_list(k.outputs);
-    out(static_cast<std::uint32_t>(k.scalars.size()));
-    for (const ScalarSource& s : k.scalars) out(s.op, s.slot);
-    put_list(k.lend);
-  }
+  for (const ElementwiseKernel& k : o.kernels()) traced_codec::put_block(out, k);
 }
 
-// Reads one kernel and checks it against the program and the plan's ops: every operand is a
-// tensor of the segment of the program's dtype, outputs have the iteration shape and inputs
-// broadcast to it, scalars exist. The launcher relies on all of it.
-ElementwiseKernel get_kernel(cache::InArchive& in, std::span<const core::OpDesc> ops,
-                             const std::vector<ElementwiseOptimization::Tensor>& tensors) {
-  ElementwiseKernel k;
-  k.program = jit::get_program(in);
-  k.facts = jit::ProgramFacts::of(k.program);
-  k.shape_source = get_source(in, ops);
-  const Shape& shape = tensor_at(ops, k.shape_source).shape;
-  const auto tensor = [&](std::uint32_t t) -> const core::TensorDesc& {
-    return tensor_at(ops, tensors[t].source);
-  };
-  const std::uint32_t num_inputs = cache::get_size(in, cache::kMaxItems, "kernel input");
-  if (num_inputs != k.program.inputs.size()) cache::bad_payload("kernel inputs");
-  for (std::uint32_t i = 0; i < num_inputs; ++i) {
-    k.inputs.push_back(get_index(in, tensors.size(), "kernel input"));
-    const core::TensorDesc& t = tensor(k.inputs.back());
-    if (t.dtype != k.program.inputs[i] || !broadcasts_to(t.shape, shape))
-      cache::bad_payload("kernel input " + std::to_string(i) + " does not fit its program");
-  }
-  const std::uint32_t num_outputs = cache::get_size(in, cache::kMaxItems, "kernel output");
-  if (num_outputs != k.program.outputs.size()) cache::bad_payload("kernel outputs");
-  for (std::uint32_t o = 0; o < num_outputs; ++o) {
-    k.outputs.push_back(get_index(in, tensors.size(), "kernel output"));
-    const core::TensorDesc& t = tensor(k.outputs.back());
-    if (t.dtype != k.program.outputs[o].dtype || t.shape != shape)
-      cache::bad_payload("kernel output " + std::to_string(o) + " does not fit its program");
-  }
-  const std::uint32_t num_scalars = cache::get_size(in, cache::kMaxItems, "kernel scalar");
-  if (num_scalars != k.program.scalars.size()) cache::bad_payload("kernel scalars");
-  for (std::uint32_t s = 0; s < num_scalars; ++s) {
-    ScalarSource source;
-    in(source.op, source.slot);
-    if (source.op >= ops.size() || source.slot >= ops[source.op].scalars.size())
-      cache::bad_payload("kernel scalar source");
-    k.scalars.push_back(source);
-  }
-  if (cache::get_size(in, cache::kMaxItems, "kernel lend") != num_outputs)
-    cache::bad_payload("kernel lends");
-  for (std::uint32_t o = 0; o < num_outputs; ++o) {
-    std::int32_t lend = 0;
-    in(lend);
-    if (lend < -1 || lend >= static_cast<std::int32_t>(num_inputs))
-      cache::bad_payload("kernel lend");
-    k.lend.push_back(lend);
-  }
-  return k;
-}
-
-// What the segment's ops say of each tensor (by relative id: the plan's ops are a relative form,
-// so ids are dense and each names one tensor).
-struct TensorFacts {
-  bool made = false;        // an op of the segment makes it (else it exists before)
-  bool dies = false;        // dropped, or moved into an op (its last use is in the segment)
-  std::int32_t entry = -1;  // its index in the optimization's tensors
-};
-
-std::vector<TensorFacts> tensor_facts(std::span<const core::OpDesc> ops) {
-  std::size_t descs = 0;
-  for (const core::OpDesc& op : ops) descs += op.inputs.size() + op.outputs.size();
-  std::vector<TensorFacts> facts;
-  const auto fact = [&](const core::TensorDesc& t) -> TensorFacts& {
-    // Dense ids (get_plan checked the relative form): fewer than the ops' tensors.
-    if (t.id >= descs) cache::bad_payload("tensor id " + std::to_string(t.id));
-    if (t.id >= facts.size()) facts.resize(static_cast<std::size_t>(t.id) + 1);
-    return facts[static_cast<std::size_t>(t.id)];
-  };
-  for (const core::OpDesc& op : ops) {
-    // Only what ElementwiseBuilder takes: a plan that says other ops run as kernels would skip
-    // them.
-    if (op.kind != core::OpKind::kDrop && op.kind != core::OpKind::kFull &&
-        !core::is_elementwise(op.kind))
-      cache::bad_payload("an elementwise optimization over " + std::string(core::op_name(op.kind)));
-    for (const core::TensorDesc& t : op.inputs)
-      if (op.kind == core::OpKind::kDrop || t.status == core::TensorStatus::kReadWrite)
-        fact(t).dies = true;
-      else
-        fact(t);
-    for (const core::TensorDesc& t : op.outputs) fact(t).made = true;
-  }
-  return facts;
-}
-
-// Checks what a run relies on beyond each kernel fitting its program (get_kernel), all of which
-// ElementwiseBuilder makes true: tensors name distinct tensors; kernels write only tensors the
-// segment makes, each tensor once, and read only tensors that exist before the segment or that an
-// earlier kernel wrote (else a run reads a buffer nothing wrote, or a handle that is not there);
-// the tensors the segment makes that outlive it are exactly those published, and the existing
-// ones whose last use is here exactly those erased (else a value is lost, or a handle leaks);
-// an input lent to an output dies here, is read by no later kernel, is lent once, and has the
-// output's dtype and shape (else a kernel writes past its buffer, or over a live tensor).
-void check_dataflow(std::span<const core::OpDesc> ops,
-                    const std::vector<ElementwiseOptimization::Tensor>& tensors,
-                    const std::vector<ElementwiseKernel>& kernels) {
-  std::vector<TensorFacts> facts = tensor_facts(ops);
-  const auto desc = [&](std::uint32_t t) -> const core::TensorDesc& {
-    return tensor_at(ops, tensors[t].source);
-  };
-  for (std::uint32_t t = 0; t < tensors.size(); ++t) {
-    TensorFacts& f = facts[static_cast<std::size_t>(desc(t).id)];
-    if (f.entry >= 0) cache::bad_payload("two tensors of the optimization are one tensor");
-    f.entry = static_cast<std::int32_t>(t);
-    if (tensors[t].publish != (f.made && !f.dies)) cache::bad_payload("tensor publish flag");
-    if (tensors[t].erase != (!f.made && f.dies)) cache::bad_payload("tensor erase flag");
-  }
-  for (const TensorFacts& f : facts)
-    if ((f.made && !f.dies) || (!f.made && f.dies))
-      if (f.entry < 0) cache::bad_payload("a tensor the segment publishes or erases is not listed");
-  std::vector<std::int32_t> writer(tensors.size(), -1);
-  std::vector<std::int32_t> last_reader(tensors.size(), -1);
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    for (std::uint32_t t : kernels[k].inputs) {
-      if (facts[static_cast<std::size_t>(desc(t).id)].made && writer[t] < 0)
-        cache::bad_payload("kernel " + std::to_string(k) +
-                           " reads a tensor no earlier kernel wrote");
-      last_reader[t] = static_cast<std::int32_t>(k);
-    }
-    for (std::uint32_t t : kernels[k].outputs) {
-      if (!facts[static_cast<std::size_t>(desc(t).id)].made || writer[t] >= 0)
-        cache::bad_payload("kernel " + std::to_string(k) + " writes a tensor that is not its own");
-      writer[t] = static_cast<std::int32_t>(k);
-    }
-  }
-  for (std::size_t t = 0; t < tensors.size(); ++t)
-    if (tensors[t].publish && writer[t] < 0)
-      cache::bad_payload("a published tensor nothing writes");
-  // Lent inputs, by tensor: a tensor listed twice among a kernel's inputs is still lent once.
-  std::vector<char> lent(tensors.size(), 0);
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    const ElementwiseKernel& kernel = kernels[k];
-    for (std::size_t o = 0; o < kernel.outputs.size(); ++o) {
-      if (kernel.lend[o] < 0) continue;
-      const std::uint32_t from = kernel.inputs[static_cast<std::size_t>(kernel.lend[o])];
-      const TensorFacts& f = facts[static_cast<std::size_t>(desc(from).id)];
-      const core::TensorDesc& in = desc(from);
-      const core::TensorDesc& out = desc(kernel.outputs[o]);
-      if (lent[from]++ || f.made || !f.dies || last_reader[from] != static_cast<std::int32_t>(k) ||
-          in.dtype != out.dtype || in.shape != out.shape)
-        cache::bad_payload("kernel " + std::to_string(k) + " lends an input it may not");
-    }
-  }
-}
-
-std::shared_ptr<fusion::Optimization> decode(cache::InArchive& in,
-                                             std::span<const core::OpDesc> ops) {
+std::shared_ptr<Optimization> decode(cache::InArchive& in, std::span<const core::OpDesc> ops) {
   std::uint64_t len = 0;
   in(len);
   if (len != ops.size())
     cache::bad_payload("elementwise optimization covers " + std::to_string(len) +
                        " of the plan's " + std::to_string(ops.size()) + " ops");
-  // One by one: a count that lies about a short payload fails before it allocates.
-  std::vector<ElementwiseOptimization::Tensor> tensors;
-  for (std::uint32_t n = cache::get_size(in, cache::kMaxItems, "tensor"); n > 0; --n) {
-    ElementwiseOptimization::Tensor& t = tensors.emplace_back();
-    t.source = get_source(in, ops);
-    t.publish = cache::get_bool(in, "publish");
-    t.erase = cache::get_bool(in, "erase");
-  }
+  std::vector<TracedTensor> tensors = traced_codec::get_tensors(in, ops);
+  // Outputs have the iteration shape.
+  const auto fits = [](const jit::ProgramOutput& o, const Shape& out, const Shape& shape) {
+    return !o.per_row && out == shape;
+  };
   std::vector<ElementwiseKernel> kernels;
-  for (std::uint32_t n = cache::get_size(in, cache::kMaxItems, "kernel"); n > 0; --n)
-    kernels.push_back(get_kernel(in, ops, tensors));
-  check_dataflow(ops, tensors, kernels);
+  for (std::uint32_t n = cache::get_size(in, cache::kMaxItems, "kernel"); n > 0; --n) {
+    kernels.push_back(traced_codec::get_block(in, ops, tensors, fits));
+    if (kernels.back().program.anchor.kind != jit::AnchorKind::kNone)
+      cache::bad_payload("an elementwise kernel with an anchor");
+  }
+  traced_codec::check_dataflow(ops, tensors, kernels, &takes, "elementwise");
   return std::make_shared<ElementwiseOptimization>(static_cast<std::size_t>(len),
                                                    std::move(tensors), std::move(kernels));
 }

@@ -1,0 +1,120 @@
+#include "fusion/builders/reduce/optimization.h"
+
+#include <boost/container/small_vector.hpp>
+
+#include "backends/backend.h"
+#include "jit/reduce_layout.h"
+
+namespace streamfuse::fusion {
+namespace {
+
+const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
+  const core::OpDesc& op = context.op(s.op);
+  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
+}
+
+struct Value {
+  const core::TensorDesc* desc = nullptr;
+  backends::TensorHandle handle;
+  core::Failure failure;
+};
+
+}  // namespace
+
+ReduceOptimization::ReduceOptimization(std::size_t len, std::vector<Tensor> tensors,
+                                       TracedBlock kernel)
+    : len_(len), tensors_(std::move(tensors)), kernel_(std::move(kernel)) {}
+
+std::string ReduceOptimization::describe() const {
+  const jit::FusedProgram& p = kernel_.program;
+  std::string stages;
+  for (const jit::ReduceStage& st : p.anchor.stages)
+    stages += (stages.empty() ? "" : " ") + std::string(core::op_name(st.op));
+  return "reduce: 1 kernel, " + std::to_string(p.anchor.stages.size()) + " stage(s) (" + stages +
+         ") over " +
+         (p.anchor.axis == core::kAllAxes ? std::string("all")
+                                          : "axis " + std::to_string(p.anchor.axis)) +
+         ", " + std::to_string(p.prologue.size() + p.epilogue.size()) + " instructions";
+}
+
+void ReduceOptimization::read_ahead(jit::KernelCache& kernels) const {
+  kernels.read_ahead(kernel_.facts.hash, kernel_.program);
+}
+
+bool ReduceOptimization::order_holds(ExecutionContext& context) const {
+  const jit::FusedProgram& p = kernel_.program;
+  if (p.anchor.axis != core::kAllAxes) return true;  // the stride along the axis decides lanes
+  for (std::size_t k = 0; k < p.anchor.stages.size(); ++k) {
+    const int in = jit::stage_input_load(p, k);
+    if (in < 0) continue;
+    const core::TensorDesc& d =
+        desc_at(context, tensors_[kernel_.inputs[static_cast<std::size_t>(in)]].source);
+    core::Failure failure;
+    const backends::TensorHandle h = context.handle(d.id, &failure);
+    if (!failure && !backends::is_contiguous(h, d.shape)) return false;
+  }
+  return true;
+}
+
+// All or nothing, as the element-wise optimization: outputs are allocated before the kernel
+// runs and published after it; inputs are never written (nothing is lent).
+void ReduceOptimization::execute(ExecutionContext& context) {
+  if (!order_holds(context)) {
+    for (std::size_t i = 0; i < len_; ++i) context.run_operation(i);
+    return;
+  }
+  std::vector<Value> values(tensors_.size());
+  for (std::size_t t = 0; t < tensors_.size(); ++t)
+    values[t].desc = &desc_at(context, tensors_[t].source);
+  const jit::FusedProgram& p = kernel_.program;
+  const Shape& shape = desc_at(context, kernel_.shape_source).shape;
+  // Per-row outputs are written as the reduced shape with the axis kept (of size 1): the same
+  // memory as without it.
+  Shape rows = shape;
+  for (int d = 0; d < rows.rank(); ++d)
+    if (p.anchor.axis == core::kAllAxes || d == p.anchor.axis) rows[d] = 1;
+
+  boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
+  boost::container::small_vector<backends::TensorHandle, 4> row_handles(kernel_.outputs.size());
+  core::Failure failed;
+  for (std::uint32_t t : kernel_.inputs) {
+    Value& v = values[t];
+    v.handle = context.handle(v.desc->id, &v.failure);
+    if (v.failure && !failed) failed = v.failure;
+    ins.push_back({&v.handle, v.desc->shape, v.desc->dtype});
+  }
+  if (!failed) {
+    for (std::size_t o = 0; o < kernel_.outputs.size(); ++o) {
+      Value& v = values[kernel_.outputs[o]];
+      v.handle = context.backend().allocate(v.desc->shape, v.desc->dtype);
+      if (p.outputs[o].per_row) {
+        row_handles[o] = v.handle;
+        row_handles[o].strides = backends::contiguous_strides(rows);
+        outs.push_back({&row_handles[o], rows, v.desc->dtype});
+      } else {
+        outs.push_back({&v.handle, shape, v.desc->dtype});
+      }
+    }
+    boost::container::small_vector<std::int64_t, 8> scalars;
+    for (std::size_t s = 0; s < kernel_.scalars.size(); ++s) {
+      const Scalar& value = context.op(kernel_.scalars[s].op).scalars[kernel_.scalars[s].slot];
+      scalars.push_back(jit::scalar_bits(p.scalars[s], value));
+    }
+    context.launcher().launch(p, kernel_.facts, shape, ins, outs, scalars);
+  } else {
+    for (std::uint32_t t : kernel_.outputs) values[t].failure = failed;
+  }
+
+  for (std::size_t t = 0; t < tensors_.size(); ++t) {
+    Value& v = values[t];
+    if (tensors_[t].publish) {
+      if (v.failure)
+        context.set_failed(v.desc->id, v.failure);
+      else
+        context.set_handle(v.desc->id, std::move(v.handle));
+    }
+    if (tensors_[t].erase) context.erase(v.desc->id);
+  }
+}
+
+}  // namespace streamfuse::fusion

@@ -1,0 +1,327 @@
+// C++ for programs with a reduction anchor: one extern "C" function with the CpuReduceLaunch ABI
+// (jit/kernel_abi.h). Each row: its per-row code as locals, each stage's per-element code over
+// the row in chunks that the reduction template's fold (core/reduce_math.h: the eager kernel's
+// order) consumes, then the outputs. The same text runs a whole row or, for long rows, the part
+// of one that a call's mode asks for.
+#include <string>
+#include <vector>
+
+#include "jit/cpp_codegen.h"
+#include "jit/kernel_expressions.h"
+
+namespace streamfuse::jit {
+namespace {
+
+// The ABI struct, once per translation unit (a unit holds many kernels).
+constexpr const char* kLaunchStruct = R"(#ifndef SF_REDUCE_LAUNCH_DECLARED
+#define SF_REDUCE_LAUNCH_DECLARED
+struct sf_reduce_launch {
+  char* const* data;
+  const long long* sizes;
+  const long long* strides;
+  const long long* scalars;
+  const int* lanes;
+  long long n;
+  long long row_begin, row_end;
+  long long begin, end;
+  int mode;
+  int stage;
+  void* partials;
+  long long* results;
+};
+#endif
+)";
+
+constexpr int kChunk = 1024;  // elements a stage's code computes before the fold takes them
+
+class ReduceSource {
+ public:
+  ReduceSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
+      : p_(p), key_(key), name_(name), types_(p.register_types()) {
+    rank_ = key.rank;
+    inner_rank_ = p.anchor.axis == core::kAllAxes ? rank_ : 1;
+    outer_rank_ = rank_ - inner_rank_;
+    if (outer_rank_ < 0) fail_generation(name, "a reduction key of rank 0");
+    const std::size_t n = static_cast<std::size_t>(p.num_registers);
+    needs_.assign(n, 0);
+    for (const std::vector<Instruction>* block : p.blocks())
+      for (const Instruction& in : *block) {
+        std::size_t need =
+            in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
+        for (std::int32_t a : in.args)
+          if (a >= 0) need = std::max(need, needs_[static_cast<std::size_t>(a)]);
+        needs_[static_cast<std::size_t>(in.out)] = need;
+      }
+  }
+
+  std::string text() {
+    const std::size_t ni = p_.inputs.size(), count = ni + p_.outputs.size();
+    std::string s =
+        std::string(kLaunchStruct) + "// " + std::string(name_) + ": " + key_.to_string() + "\n";
+    s += "extern \"C\" void " + std::string(name_) + "(const sf_reduce_launch* L) {\n";
+    s += "  const long long* scalars = L->scalars;\n  (void)scalars;\n";
+    s += "  const long long n = L->n;\n";
+    for (const std::vector<Instruction>* block : p_.blocks())
+      for (const Instruction& in : *block)
+        if (in.kind == InstrKind::kScalar) s += "  " + scalar_line(p_, in, "scalars") + "\n";
+    for (int d = 0; d < rank_; ++d)
+      s += "  const long long " + size(d) + " = L->sizes[" + std::to_string(d) + "];\n";
+    for (std::size_t k = 0; k < count; ++k)
+      for (int d = 0; d < rank_; ++d)
+        if (cls(k, d) == StrideClass::kArgument)
+          s += "  const long long " + stride_arg(k, d) + " = L->strides[" +
+               std::to_string(k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)) +
+               "];\n";
+    s += "  for (long long row = L->row_begin; row < L->row_end; ++row) {\n";
+    // The row's position, and each operand's pointer at the row's first element.
+    if (outer_rank_ > 0) {
+      s += "    long long rest = row;\n";
+      for (int d = outer_rank_ - 1; d > 0; --d)
+        s += "    const long long o" + std::to_string(d) + " = rest % " + size(d) + ";\n" +
+             "    rest /= " + size(d) + ";\n";
+      s += "    const long long o0 = rest;\n";
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+      std::string offset;
+      for (int d = 0; d < outer_rank_; ++d) {
+        const std::string st = stride(k, d);
+        if (st.empty()) continue;
+        offset += (offset.empty() ? "" : " + ") + ("o" + std::to_string(d)) + " * " + st;
+      }
+      const bool out = k >= ni;
+      const char* t = out ? storage_c_type(p_.outputs[k - ni].dtype) : storage_c_type(p_.inputs[k]);
+      s += std::string("    ") + (out ? "" : "const ") + t + "* const b" + std::to_string(k) +
+           " = (" + (out ? "" : "const ") + t + "*)L->data[" + std::to_string(k) + "]" +
+           (offset.empty() ? "" : " + (" + offset + ")") + ";\n";
+    }
+    s += "    long long res[" + std::to_string(p_.anchor.stages.size()) + "] = {0};\n";
+    s += "    if (L->mode != 0)\n      for (int k = 0; k < " +
+         std::to_string(p_.anchor.stages.size()) + "; ++k) res[k] = L->results[k];\n";
+    s += "    (void)res;\n";
+    for (std::size_t k = 0; k < p_.anchor.stages.size(); ++k) {
+      s += row_group(k);
+      s += stage(k);
+    }
+    s += row_group(p_.anchor.stages.size());
+    s += outputs();
+    s += "  }\n}\n";
+    return s;
+  }
+
+ private:
+  StrideClass cls(std::size_t k, int d) const {
+    const std::size_t ni = key_.inputs.size();
+    const OperandKey& ok = k < ni ? key_.inputs[k] : key_.outputs[k - ni];
+    return ok.strides[static_cast<std::size_t>(d)];
+  }
+  static std::string size(int d) { return "n" + std::to_string(d); }
+  static std::string stride_arg(std::size_t k, int d) {
+    return "s" + std::to_string(k) + "_" + std::to_string(d);
+  }
+  // Operand k's stride along dimension d as an expression, or empty for zero.
+  std::string stride(std::size_t k, int d) const {
+    switch (cls(k, d)) {
+      case StrideClass::kZero:
+        return {};
+      case StrideClass::kArgument:
+        return stride_arg(k, d);
+      case StrideClass::kContiguous: {
+        std::string product;
+        for (int e = d + 1; e < rank_; ++e) product += (product.empty() ? "" : " * ") + size(e);
+        return product.empty() ? "1" : "(" + product + ")";
+      }
+    }
+    return {};
+  }
+
+  // The per-row code that needs exactly `group` stages.
+  std::string row_group(std::size_t group) const {
+    std::string s;
+    for (const Instruction& in : p_.epilogue) {
+      if (needs_[static_cast<std::size_t>(in.out)] != group || in.kind == InstrKind::kScalar)
+        continue;
+      s += "    " +
+           instruction_line(
+               p_, in, types_, [&](std::size_t j) { return "b" + std::to_string(j) + "[0]"; },
+               name_) +
+           "\n    (void)" + register_name(in.out) + ";\n";
+    }
+    return s;
+  }
+
+  // The prologue instructions `roots` need, in order.
+  std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots) const {
+    std::vector<char> need(static_cast<std::size_t>(p_.num_registers), 0);
+    for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
+    std::vector<const Instruction*> code;
+    for (auto it = p_.prologue.rbegin(); it != p_.prologue.rend(); ++it) {
+      if (!need[static_cast<std::size_t>(it->out)]) continue;
+      code.insert(code.begin(), &*it);
+      for (std::int32_t a : it->args)
+        if (a >= 0) need[static_cast<std::size_t>(a)] = 1;
+    }
+    return code;
+  }
+
+  // A walk over elements [j0, j1) of the row, as runs along the innermost dimension: `body` is
+  // the inner loop's statements over element i of a run, with q<k> each operand's pointer at the
+  // run's start; `after_run` runs after each run (len: its length).
+  std::string walk(const std::string& j0, const std::string& j1, const std::string& body,
+                   const std::string& after_run, const std::string& indent) const {
+    const std::size_t count = key_.inputs.size() + key_.outputs.size();
+    const int last = rank_ - 1;
+    std::string s = indent + "{\n";
+    const std::string in = indent + "  ";
+    s += in + "long long j = " + j0 + ";\n";
+    // The inner index of j.
+    s += in + "long long rest = j;\n";
+    for (int d = last; d > outer_rank_; --d)
+      s += in + "long long e" + std::to_string(d) + " = rest % " + size(d) + ";\n" + in +
+           "rest /= " + size(d) + ";\n";
+    s += in + "long long e" + std::to_string(outer_rank_) + " = rest;\n";
+    s += in + "while (j < " + j1 + ") {\n";
+    const std::string body_indent = in + "  ";
+    const std::string left = size(last) + " - e" + std::to_string(last);
+    s += body_indent + "const long long len = " + left + " < " + j1 + " - j ? " + left + " : " +
+         j1 + " - j;\n";
+    for (std::size_t k = 0; k < count; ++k) {
+      std::string offset;
+      for (int d = outer_rank_; d < rank_; ++d) {
+        const std::string st = stride(k, d);
+        if (st.empty()) continue;
+        offset += (offset.empty() ? "" : " + ") + ("e" + std::to_string(d)) + " * " + st;
+      }
+      s += body_indent + "const auto q" + std::to_string(k) + " = b" + std::to_string(k) +
+           (offset.empty() ? "" : " + (" + offset + ")") + ";\n" + body_indent + "(void)q" +
+           std::to_string(k) + ";\n";
+    }
+    s += body_indent + "for (long long i = 0; i < len; ++i) {\n" + body + body_indent + "}\n";
+    s += after_run;
+    s += body_indent + "j += len;\n" + body_indent + "e" + std::to_string(last) + " += len;\n";
+    for (int d = last; d > outer_rank_; --d)
+      s += body_indent + "if (e" + std::to_string(d) + " == " + size(d) + ") { e" +
+           std::to_string(d) + " = 0; ++e" + std::to_string(d - 1) + "; }\n";
+    s += in + "}\n" + indent + "}\n";
+    return s;
+  }
+
+  // Element i of input j inside a walk.
+  std::string element(std::size_t j) const {
+    const int last = rank_ - 1;
+    switch (cls(j, last)) {
+      case StrideClass::kZero:
+        return "q" + std::to_string(j) + "[0]";
+      case StrideClass::kArgument:
+        return "q" + std::to_string(j) + "[i * " + stride_arg(j, last) + "]";
+      case StrideClass::kContiguous:
+        break;
+    }
+    return "q" + std::to_string(j) + "[i]";
+  }
+
+  std::string lines(const std::vector<const Instruction*>& code, const std::string& indent) const {
+    std::string s;
+    for (const Instruction* in : code)
+      if (in->kind != InstrKind::kScalar)
+        s += indent +
+             instruction_line(
+                 p_, *in, types_, [&](std::size_t j) { return element(j); }, name_) +
+             "\n";
+    return s;
+  }
+
+  std::string stage(std::size_t k) const {
+    const ReduceStage& st = p_.anchor.stages[k];
+    const std::string ks = std::to_string(k);
+    const ValueType vt = types_[static_cast<std::size_t>(st.input)];
+    const std::string op = "Op" + ks;
+    std::string s = "    typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
+    s += "    if (L->mode == 0 || (L->mode == 1 && L->stage == " + ks + ")) {\n";
+    s += "      " + op + "::acc acc = " + op + "::identity();\n";
+    s += "      const long long blk_begin = L->mode == 0 ? 0 : L->begin;\n";
+    s += "      const long long blk_end = L->mode == 0 ? sf_reduce_blocks(n) : L->end;\n";
+    s += "      for (long long blk = blk_begin; blk < blk_end; ++blk) {\n";
+    s += "        const long long start = blk * SF_REDUCE_BLOCK, blen = sf_reduce_block_len(n, "
+         "blk);\n";
+    s += "        sf_reduce_fold<" + op + "> f;\n";
+    s += "        f.begin(L->lanes[" + ks + "], blen, start);\n";
+    s += "        for (long long c = 0; c < blen; c += " + std::to_string(kChunk) + ") {\n";
+    s += "          const long long m = blen - c < " + std::to_string(kChunk) +
+         " ? blen - c : " + std::to_string(kChunk) + ";\n";
+    s += std::string("          ") + c_type(vt) + " tmp[" + std::to_string(kChunk) + "];\n";
+    s += "          long long t = 0;\n";
+    const std::string body = lines(closure({st.input}), "              ") +
+                             "              tmp[t + i] = " + register_name(st.input) + ";\n";
+    s += walk("start + c", "start + c + m", body, "            t += len;\n", "          ");
+    s += "          f.push([&](long long i) -> " + op + "::value { return tmp[i]; }, m);\n";
+    s += "        }\n";
+    s += "        if (L->mode == 0) acc = " + op + "::merge(acc, f.result());\n";
+    s += "        else ((" + op + "::acc*)L->partials)[blk] = f.result();\n";
+    s += "      }\n";
+    s += "      if (L->mode == 1) return;\n";
+    s += "      res[" + ks + "] = " + reduce_result_bits(st.op, "acc", "n", op) + ";\n";
+    s += "    }\n";
+    s += "    if (L->mode == 2 && L->stage == " + ks + ") {\n";
+    s += "      " + op + "::acc acc = " + op + "::identity();\n";
+    s += "      for (long long blk = 0; blk < sf_reduce_blocks(n); ++blk)\n";
+    s += "        acc = " + op + "::merge(acc, ((const " + op + "::acc*)L->partials)[blk]);\n";
+    s += "      L->results[" + ks + "] = " + reduce_result_bits(st.op, "acc", "n", op) + ";\n";
+    s += "      return;\n    }\n";
+    return s;
+  }
+
+  std::string outputs() const {
+    const std::size_t ni = p_.inputs.size();
+    std::vector<std::int32_t> roots;
+    for (const ProgramOutput& o : p_.outputs)
+      if (!o.per_row) roots.push_back(o.reg);
+    std::string s = "    {\n";
+    s += "      const long long j0 = L->mode == 0 ? 0 : L->begin;\n";
+    s += "      const long long j1 = L->mode == 0 ? n : L->end;\n";
+    if (!roots.empty()) {
+      std::string body = lines(closure(roots), "          ");
+      for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+        const ProgramOutput& out = p_.outputs[o];
+        if (out.per_row) continue;
+        const std::size_t k = ni + o;
+        const int last = rank_ - 1;
+        const std::string at = cls(k, last) == StrideClass::kArgument
+                                   ? "q" + std::to_string(k) + "[i * " + stride_arg(k, last) + "]"
+                                   : "q" + std::to_string(k) + "[i]";
+        body += "          " + at + " = " +
+                store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
+                            out.dtype) +
+                ";\n";
+      }
+      s += walk("j0", "j1", body, "", "      ");
+    }
+    s += "      if (j0 == 0) {\n";
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      const ProgramOutput& out = p_.outputs[o];
+      if (!out.per_row) continue;
+      s += "        b" + std::to_string(ni + o) + "[0] = " +
+           store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
+                       out.dtype) +
+           ";\n";
+    }
+    s += "      }\n    }\n";
+    return s;
+  }
+
+  const FusedProgram& p_;
+  const SpecializationKey& key_;
+  std::string_view name_;
+  std::vector<ValueType> types_;
+  std::vector<std::size_t> needs_;
+  int rank_ = 0, inner_rank_ = 1, outer_rank_ = 0;
+};
+
+}  // namespace
+
+std::string cpu_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
+                                     std::string_view name) {
+  check_program(program, key, name);
+  return ReduceSource(program, key, name).text();
+}
+
+}  // namespace streamfuse::jit

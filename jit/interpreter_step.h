@@ -1,0 +1,46 @@
+// One instruction of a fused program over a chunk of values, as both interpreters run it (the
+// element-wise one, jit/interpreter.cpp, and the reduction one, jit/reduce_interpreter.cpp):
+// registers live in slots of values, ops run the eager kernels' own loops.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernels/kernels.h"
+#include "jit/program.h"
+
+namespace streamfuse::jit {
+
+// Runs `in` (not kLoad, kScalar or kReduced: their values come from outside) over n values:
+// `fn` is its op's loop (kOp), reg(r) the slot of register r.
+template <class Reg>
+void run_step(const Instruction& in, backends::cpu::ChunkFn fn,
+              const backends::cpu::ChunkOps& chunk, const std::vector<ValueType>& types,
+              const Reg& reg, std::int64_t n) {
+  switch (in.kind) {
+    case InstrKind::kOp: {
+      const void* args[3] = {};
+      for (int a = 0; a < 3 && in.args[a] >= 0; ++a) args[a] = reg(in.args[a]);
+      fn(args, reg(in.out), n);
+      break;
+    }
+    case InstrKind::kConvert:
+      chunk.convert(storage_dtype_of(types[static_cast<std::size_t>(in.args[0])]),
+                    storage_dtype_of(in.type), reg(in.args[0]), reg(in.out), n);
+      break;
+    case InstrKind::kRound: {
+      float* out = reinterpret_cast<float*>(reg(in.out));
+      if (reg(in.args[0]) != reg(in.out))
+        std::memcpy(out, reg(in.args[0]), static_cast<std::size_t>(n) * sizeof(float));
+      chunk.round(in.round, out, n);
+      break;
+    }
+    case InstrKind::kLoad:
+    case InstrKind::kScalar:
+    case InstrKind::kReduced:
+      break;
+  }
+}
+
+}  // namespace streamfuse::jit

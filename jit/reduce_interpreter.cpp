@@ -1,0 +1,418 @@
+// The interpreter of programs with a reduction anchor: rows of the iteration, each run as the
+// program says (per-row code, per-element code over L1-sized chunks of the row folded into each
+// stage's accumulator, then the outputs), through the eager kernels' own loops and the one
+// reduction template, so results equal unfused ones bit for bit.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/kernels/reduce_ops.h"
+#include "jit/interpreter.h"
+#include "jit/interpreter_step.h"
+#include "jit/kernel_abi.h"
+#include "streamfuse/error.h"
+
+namespace streamfuse::jit {
+
+using backends::cpu::ChunkFn;
+using backends::cpu::Iteration;
+using backends::cpu::Operand;
+
+namespace {
+
+constexpr std::int64_t kChunk = 1024;           // values per register slot
+constexpr std::size_t kSlotBytes = kChunk * 8;  // the widest value type
+
+std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
+
+// One stage's accumulator, type-erased: its fold state (sf_reduce_fold) and accumulators live in
+// raw memory of kFoldBytes and kCpuReduceAccBytes.
+constexpr std::size_t kFoldBytes = 512;
+struct FoldFns {
+  void (*begin)(void* state, int lanes, std::int64_t n, std::int64_t index0);
+  void (*push)(void* state, const void* values, std::int64_t m);
+  void (*result)(const void* state, void* acc);
+  void (*identity)(void* acc);
+  void (*merge)(void* acc, const void* part);
+  // The stage's result from its accumulator over `count` elements, as kReduced reads it.
+  std::int64_t (*finish)(const void* acc, std::int64_t count);
+};
+
+// Stage op K with accumulator Op over registers holding S (the storage of their value type).
+template <core::OpKind K, class Op, class S>
+FoldFns fold_fns() {
+  using Fold = sf_reduce_fold<Op>;
+  using Acc = typename Op::acc;
+  static_assert(sizeof(Fold) <= kFoldBytes && sizeof(Acc) <= kCpuReduceAccBytes);
+  FoldFns f;
+  f.begin = [](void* s, int lanes, std::int64_t n, std::int64_t index0) {
+    static_cast<Fold*>(s)->begin(lanes, n, index0);
+  };
+  f.push = [](void* s, const void* values, std::int64_t m) {
+    const S* x = static_cast<const S*>(values);
+    static_cast<Fold*>(s)->push(
+        [x](long long i) { return backends::cpu::reduce_ops::value_of<Op>(x[i]); }, m);
+  };
+  f.result = [](const void* s, void* acc) {
+    *static_cast<Acc*>(acc) = static_cast<const Fold*>(s)->result();
+  };
+  f.identity = [](void* acc) { *static_cast<Acc*>(acc) = Op::identity(); };
+  f.merge = [](void* acc, const void* part) {
+    Acc* a = static_cast<Acc*>(acc);
+    *a = Op::merge(*a, *static_cast<const Acc*>(part));
+  };
+  f.finish = [](const void* acc, std::int64_t count) -> std::int64_t {
+    const Acc& a = *static_cast<const Acc*>(acc);
+    if constexpr (K == core::OpKind::kMean)
+      return sf_reduce_bits(sf_reduce_out(sf_reduce_mean<Op>(a, count)));
+    else
+      return sf_reduce_bits(sf_reduce_out(a));
+  };
+  return f;
+}
+
+template <class S>
+FoldFns fold_of_storage(core::OpKind op) {
+  namespace r = backends::cpu::reduce_ops;
+  switch (op) {
+    case core::OpKind::kSum:
+      return fold_fns<core::OpKind::kSum, r::SumOp<S>, S>();
+    case core::OpKind::kMean:
+      return fold_fns<core::OpKind::kMean, r::SumOp<S>, S>();
+    case core::OpKind::kMax:
+      return fold_fns<core::OpKind::kMax, r::ExtremeOp<S, true>, S>();
+    case core::OpKind::kMin:
+      return fold_fns<core::OpKind::kMin, r::ExtremeOp<S, false>, S>();
+    case core::OpKind::kArgmax:
+      return fold_fns<core::OpKind::kArgmax, r::ArgmaxOp<S>, S>();
+    default:
+      throw Error("internal error: " + std::string(core::op_name(op)) + " is not a reduction");
+  }
+}
+
+FoldFns fold_of(const ReduceStage& st) {
+  switch (value_type_of(st.dtype)) {
+    case ValueType::kFloat:
+      return fold_of_storage<float>(st.op);
+    case ValueType::kI32:
+      return fold_of_storage<std::int32_t>(st.op);
+    case ValueType::kI64:
+      return fold_of_storage<std::int64_t>(st.op);
+    case ValueType::kBool:
+      return fold_of_storage<backends::cpu::BoolStorage>(st.op);
+  }
+  throw Error("internal error: a reduction of no value type");
+}
+
+// What a program's rows run, worked out once per launch.
+struct Plan {
+  std::vector<ValueType> types;                      // per register
+  std::vector<std::size_t> needs;                    // per register: stages that must have run
+  std::vector<ChunkFn> prologue_fns;                 // per prologue instruction (kOp)
+  std::vector<ChunkFn> epilogue_fns;                 // per epilogue instruction (kOp)
+  std::vector<std::vector<std::size_t>> stage_code;  // per stage: prologue instructions
+  std::vector<std::size_t> output_code;              // prologue instructions of the outputs
+  std::vector<std::vector<std::size_t>> row_code;    // per group g: epilogue instructions
+  std::vector<FoldFns> folds;                        // per stage
+};
+
+ChunkFn op_fn(const Instruction& in, const backends::cpu::KernelTable& kernels) {
+  if (in.kind != InstrKind::kOp) return nullptr;
+  ChunkFn fn = kernels.chunk.op(in.op, storage_dtype_of(in.type));
+  if (!fn)
+    throw Error(std::string("internal error: no interpreter loop for ") +
+                std::string(core::op_name(in.op)) + " on " + value_type_name(in.type));
+  return fn;
+}
+
+// The prologue instructions that `roots` need, in program order.
+std::vector<std::size_t> closure(const FusedProgram& p, std::vector<std::int32_t> roots) {
+  std::vector<char> need(static_cast<std::size_t>(p.num_registers), 0);
+  for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
+  std::vector<std::size_t> code;
+  for (std::size_t i = p.prologue.size(); i-- > 0;) {
+    const Instruction& in = p.prologue[i];
+    if (!need[static_cast<std::size_t>(in.out)]) continue;
+    code.push_back(i);
+    for (std::int32_t a : in.args)
+      if (a >= 0) need[static_cast<std::size_t>(a)] = 1;
+  }
+  std::reverse(code.begin(), code.end());
+  return code;
+}
+
+Plan make_plan(const FusedProgram& p, const backends::cpu::KernelTable& kernels) {
+  Plan plan;
+  plan.types = p.register_types();
+  plan.needs.assign(static_cast<std::size_t>(p.num_registers), 0);
+  for (const std::vector<Instruction>* block : p.blocks())
+    for (const Instruction& in : *block) {
+      std::size_t need =
+          in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
+      for (std::int32_t a : in.args)
+        if (a >= 0) need = std::max(need, plan.needs[static_cast<std::size_t>(a)]);
+      plan.needs[static_cast<std::size_t>(in.out)] = need;
+    }
+  for (const Instruction& in : p.prologue) plan.prologue_fns.push_back(op_fn(in, kernels));
+  for (const Instruction& in : p.epilogue) plan.epilogue_fns.push_back(op_fn(in, kernels));
+  for (const ReduceStage& st : p.anchor.stages) {
+    plan.stage_code.push_back(closure(p, {st.input}));
+    plan.folds.push_back(fold_of(st));
+  }
+  std::vector<std::int32_t> outs;
+  for (const ProgramOutput& o : p.outputs)
+    if (!o.per_row) outs.push_back(o.reg);
+  plan.output_code = closure(p, outs);
+  plan.row_code.resize(p.anchor.stages.size() + 1);
+  for (std::size_t i = 0; i < p.epilogue.size(); ++i)
+    plan.row_code[plan.needs[static_cast<std::size_t>(p.epilogue[i].out)]].push_back(i);
+  return plan;
+}
+
+// One thread's registers and the operands of the row it works on.
+class RowRunner {
+  unsigned char* reg(std::int32_t r) const {
+    return base_ + static_cast<std::size_t>(r) * kSlotBytes;
+  }
+  auto reg_fn() const {
+    return [this](std::int32_t r) { return reg(r); };
+  }
+
+ public:
+  RowRunner(const FusedProgram& p, const Plan& plan, const ReduceLayout& layout,
+            std::span<const Operand> operands, std::span<const std::int64_t> scalars,
+            const backends::cpu::ChunkOps& chunk)
+      : p_(p),
+        plan_(plan),
+        layout_(layout),
+        operands_(operands),
+        chunk_(chunk),
+        row_ops_(operands.begin(), operands.end()),
+        storage_(static_cast<std::size_t>(p.num_registers) * kSlotBytes + 64) {
+    base_ = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<std::uintptr_t>(storage_.data()) + 63) & ~std::uintptr_t{63});
+    // The rows' inner dimensions, for gathers and scatters along a row.
+    inner_.rank = layout.inner_rank;
+    inner_.num_operands = static_cast<int>(operands.size());
+    inner_.numel = layout.n;
+    for (int d = 0; d < layout.inner_rank; ++d) {
+      const auto from = static_cast<std::size_t>(layout.outer_rank + d);
+      inner_.sizes[static_cast<std::size_t>(d)] = layout.it.sizes[from];
+      for (std::size_t k = 0; k < operands.size(); ++k)
+        inner_.strides[k][static_cast<std::size_t>(d)] = layout.it.strides[k][from];
+    }
+    for (const std::vector<Instruction>* block : p.blocks())
+      for (const Instruction& in : *block)
+        if (in.kind == InstrKind::kScalar)
+          splat(in.out, &scalars[static_cast<std::size_t>(in.index)]);
+  }
+
+  void set_row(std::int64_t row) {
+    std::int64_t rest = row;
+    std::int64_t index[kMaxRank] = {};
+    for (int d = layout_.outer_rank - 1; d >= 0; --d) {
+      const std::int64_t size = layout_.it.sizes[static_cast<std::size_t>(d)];
+      index[d] = rest % size;
+      rest /= size;
+    }
+    for (std::size_t k = 0; k < operands_.size(); ++k) {
+      std::int64_t offset = 0;
+      for (int d = 0; d < layout_.outer_rank; ++d)
+        offset += index[d] * layout_.it.strides[k][static_cast<std::size_t>(d)];
+      row_ops_[k].data =
+          operands_[k].data + offset * static_cast<std::int64_t>(element_size(operands_[k].dtype));
+    }
+  }
+
+  // The per-row code that needs exactly `group` stages, given their results.
+  void row_group(std::size_t group, const std::int64_t* results) {
+    for (std::size_t i : plan_.row_code[group]) {
+      const Instruction& in = p_.epilogue[i];
+      switch (in.kind) {
+        case InstrKind::kScalar:
+          break;
+        case InstrKind::kReduced:
+          splat(in.out, &results[in.index]);
+          break;
+        case InstrKind::kLoad:
+          chunk_.gather(inner_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                        storage_dtype_of(in.type), 0, 1, reg(in.out));
+          splat(in.out, reg(in.out));
+          break;
+        default:
+          run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), 1);
+          splat(in.out, reg(in.out));
+          break;
+      }
+    }
+  }
+  void row_groups(std::size_t upto, const std::int64_t* results) {
+    for (std::size_t g = 0; g <= upto; ++g) row_group(g, results);
+  }
+
+  // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
+  void fold_block(std::size_t k, std::int64_t b, void* acc) {
+    const FoldFns& f = plan_.folds[k];
+    const std::int64_t start = b * SF_REDUCE_BLOCK, len = sf_reduce_block_len(layout_.n, b);
+    alignas(64) unsigned char state[kFoldBytes];
+    f.begin(state, layout_.lanes[k], len, start);
+    const std::int32_t input = p_.anchor.stages[k].input;
+    for (std::int64_t c = 0; c < len; c += kChunk) {
+      const std::int64_t m = std::min(kChunk, len - c);
+      pass(plan_.stage_code[k], start + c, m);
+      f.push(state, reg(input), m);
+    }
+    f.result(state, acc);
+  }
+
+  // Stage k of the row, every block, into results[k].
+  void stage(std::size_t k, std::int64_t* results) {
+    const FoldFns& f = plan_.folds[k];
+    alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
+    f.identity(acc);
+    for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
+      fold_block(k, b, part);
+      f.merge(acc, part);
+    }
+    results[k] = f.finish(acc, layout_.n);
+  }
+
+  // Per-element outputs of elements [begin, end) of the row (every row group has run).
+  void outputs(std::int64_t begin, std::int64_t end) {
+    const std::size_t ni = p_.inputs.size();
+    for (std::int64_t j = begin; j < end; j += kChunk) {
+      const std::int64_t m = std::min(kChunk, end - j);
+      pass(plan_.output_code, j, m);
+      for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+        if (p_.outputs[o].per_row) continue;
+        const int k = static_cast<int>(ni + o);
+        chunk_.scatter(inner_, row_ops_[static_cast<std::size_t>(k)], k,
+                       storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]),
+                       j, m, reg(p_.outputs[o].reg));
+      }
+    }
+  }
+  void row_outputs() {
+    const std::size_t ni = p_.inputs.size();
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      if (!p_.outputs[o].per_row) continue;
+      const int k = static_cast<int>(ni + o);
+      chunk_.scatter(inner_, row_ops_[static_cast<std::size_t>(k)], k,
+                     storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
+                     1, reg(p_.outputs[o].reg));
+    }
+  }
+
+  void whole_row(std::int64_t row) {
+    set_row(row);
+    std::int64_t results[kMaxReduceStages] = {};
+    const std::size_t stages = p_.anchor.stages.size();
+    for (std::size_t k = 0; k < stages; ++k) {
+      row_group(k, results);
+      stage(k, results);
+    }
+    row_group(stages, results);
+    outputs(0, layout_.n);
+    row_outputs();
+  }
+
+ private:
+  // Register r holds `value` (of its type) in every position.
+  void splat(std::int32_t r, const void* value) {
+    const std::size_t size = value_size(plan_.types[static_cast<std::size_t>(r)]);
+    unsigned char* dst = reg(r);
+    unsigned char v[8];
+    std::memcpy(v, value, size);
+    for (std::int64_t i = 0; i < kChunk; ++i)
+      std::memcpy(dst + i * static_cast<std::int64_t>(size), v, size);
+  }
+  // Per-element instructions `code` for elements [j, j + m) of the row.
+  void pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m) {
+    for (std::size_t i : code) {
+      const Instruction& in = p_.prologue[i];
+      if (in.kind == InstrKind::kLoad)
+        chunk_.gather(inner_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                      storage_dtype_of(in.type), j, m, reg(in.out));
+      else if (in.kind != InstrKind::kScalar)
+        run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), m);
+    }
+  }
+
+  const FusedProgram& p_;
+  const Plan& plan_;
+  const ReduceLayout& layout_;
+  std::span<const Operand> operands_;
+  const backends::cpu::ChunkOps& chunk_;
+  std::vector<Operand> row_ops_;
+  Iteration inner_;
+  std::vector<unsigned char> storage_;
+  unsigned char* base_ = nullptr;
+};
+
+class Interpreted final : public ReduceExecutor {
+ public:
+  Interpreted(const FusedProgram& p, const ReduceLayout& layout, std::span<const Operand> operands,
+              std::span<const std::int64_t> scalars, const backends::cpu::KernelTable& kernels)
+      : p_(p),
+        layout_(layout),
+        operands_(operands),
+        scalars_(scalars),
+        kernels_(kernels),
+        plan_(make_plan(p, kernels)) {}
+
+  void whole_rows(std::int64_t begin, std::int64_t end) override {
+    RowRunner run = runner();
+    for (std::int64_t row = begin; row < end; ++row) run.whole_row(row);
+  }
+  void stage_blocks(std::int64_t row, int stage, std::int64_t begin, std::int64_t end,
+                    void* partials, const std::int64_t* results) override {
+    RowRunner run = runner();
+    run.set_row(row);
+    run.row_groups(static_cast<std::size_t>(stage), results);
+    for (std::int64_t b = begin; b < end; ++b)
+      run.fold_block(static_cast<std::size_t>(stage), b,
+                     static_cast<unsigned char*>(partials) + b * kCpuReduceAccBytes);
+  }
+  void merge_stage(std::int64_t, int stage, const void* partials, std::int64_t* results) override {
+    const FoldFns& f = plan_.folds[static_cast<std::size_t>(stage)];
+    alignas(16) unsigned char acc[kCpuReduceAccBytes];
+    f.identity(acc);
+    for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b)
+      f.merge(acc, static_cast<const unsigned char*>(partials) + b * kCpuReduceAccBytes);
+    results[stage] = f.finish(acc, layout_.n);
+  }
+  void outputs(std::int64_t row, std::int64_t begin, std::int64_t end,
+               const std::int64_t* results) override {
+    RowRunner run = runner();
+    run.set_row(row);
+    run.row_groups(p_.anchor.stages.size(), results);
+    run.outputs(begin, end);
+    if (begin == 0) run.row_outputs();
+  }
+
+ private:
+  RowRunner runner() const {
+    return RowRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk);
+  }
+
+  const FusedProgram& p_;
+  const ReduceLayout& layout_;
+  std::span<const Operand> operands_;
+  std::span<const std::int64_t> scalars_;
+  const backends::cpu::KernelTable& kernels_;
+  Plan plan_;
+};
+
+}  // namespace
+
+void interpret_reduce(const FusedProgram& program, const ReduceLayout& layout,
+                      std::span<const Operand> operands, std::span<const std::int64_t> scalars,
+                      const backends::cpu::KernelTable& kernels, int num_threads) {
+  if (program.anchor.kind != AnchorKind::kReduce)
+    throw Error("internal error: a program with no reduction interpreted by rows");
+  Interpreted executor(program, layout, operands, scalars, kernels);
+  run_reduce(layout, program.anchor.stages.size(), num_threads, executor);
+}
+
+}  // namespace streamfuse::jit

@@ -1,0 +1,274 @@
+// Fusion through reductions (fusion/builders/reduce): the chains models are made of run as one
+// kernel, and give the unfused bits in every mode (fused-interpreted, fused-compiled), for short
+// and long rows (longer than a reduction block, so the split path runs), inner axes, every
+// element, keepdim both ways and every dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "jit/kernel_cache.h"
+#include "runtime/device_runtime.h"
+#include "streamfuse/streamfuse.h"
+#include "tests/reference.h"
+
+namespace sf = streamfuse;
+using sf::Tensor;
+
+namespace {
+
+// The bytes of every element (a sync point).
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  std::vector<unsigned char> out;
+  auto append = [&](const auto& v) {
+    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+    out.insert(out.end(), p, p + v.size() * sizeof(v[0]));
+  };
+  switch (t.dtype()) {
+    case sf::kF32:
+      append(t.to_vector<float>());
+      break;
+    case sf::kF16:
+      append(t.to_vector<sf::Half>());
+      break;
+    case sf::kBF16:
+      append(t.to_vector<sf::BFloat16>());
+      break;
+    case sf::kI32:
+      append(t.to_vector<std::int32_t>());
+      break;
+    case sf::kI64:
+      append(t.to_vector<std::int64_t>());
+      break;
+    case sf::kBool:
+      for (bool b : t.to_vector<bool>()) out.push_back(b);
+      break;
+  }
+  return out;
+}
+
+enum Mode { kUnfused, kInterpreted, kCompiled };
+
+struct ChainRun {
+  std::vector<std::vector<unsigned char>> results;  // per output of the last iteration
+  std::int64_t launches_last = 0;                   // fused launches of the last iteration
+  std::int64_t compiled_last = 0;
+};
+
+// Runs `chain` over `inputs` several times in `mode`; the last iteration runs plans (and, in the
+// compiled mode, kernels) made by the earlier ones.
+ChainRun run(Mode mode, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& chain,
+             const std::vector<Tensor>& inputs) {
+  sf::Config c = sf::config();
+  c.fusion = mode != kUnfused;
+  c.jit = mode == kCompiled ? sf::JitMode::kCompile : sf::JitMode::kInterpret;
+  sf::set_config(c);
+  ChainRun r;
+  for (int i = 0; i < 4; ++i) {
+    sf::synchronize();
+    if (auto* cache = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).kernel_cache())
+      cache->wait_idle();
+    const sf::FusionStats before = sf::fusion_stats();
+    std::vector<Tensor> outs = chain(inputs);
+    r.results.clear();
+    for (const Tensor& t : outs) r.results.push_back(bytes_of(t));
+    const sf::FusionStats after = sf::fusion_stats();
+    r.launches_last = after.compiled_launches + after.interpreted_launches -
+                      before.compiled_launches - before.interpreted_launches;
+    r.compiled_last = after.compiled_launches - before.compiled_launches;
+  }
+  return r;
+}
+
+class ReduceFusionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { saved_ = sf::config(); }
+  void TearDown() override { sf::set_config(saved_); }
+
+  // Every mode gives the unfused bits, and the fused modes run `kernels` launches per iteration
+  // (1: the whole chain is one kernel).
+  void check(const std::string& what,
+             const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& chain,
+             const std::vector<Tensor>& inputs, std::int64_t kernels = 1) {
+    SCOPED_TRACE(what);
+    for (const Tensor& t : inputs) (void)bytes_of(t);  // made before the chain's segments
+    const ChainRun unfused = run(kUnfused, chain, inputs);
+    EXPECT_EQ(unfused.launches_last, 0);
+    const ChainRun interpreted = run(kInterpreted, chain, inputs);
+    EXPECT_EQ(interpreted.results, unfused.results) << "fused, interpreted";
+    EXPECT_EQ(interpreted.launches_last, kernels) << "fused kernels per iteration";
+    const ChainRun compiled = run(kCompiled, chain, inputs);
+    EXPECT_EQ(compiled.results, unfused.results) << "fused, compiled";
+    EXPECT_EQ(compiled.launches_last, kernels);
+    if (sf::fusion_stats().kernels_failed == 0 && sf::fusion_stats().kernels_compiled > 0)
+      EXPECT_EQ(compiled.compiled_last, kernels) << "the compiled kernel ran";
+  }
+
+  sf::Config saved_;
+};
+
+Tensor random_tensor(sf::Shape shape, sf::DType dtype, double lo, double hi, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return sf::testing::tensor_of(
+      sf::testing::random_values(static_cast<std::size_t>(shape.numel()), dtype, lo, hi, rng),
+      shape, dtype);
+}
+
+std::vector<Tensor> softmax(const std::vector<Tensor>& in) { return {sf::nn::softmax(in[0], -1)}; }
+
+TEST_F(ReduceFusionTest, SoftmaxIsOneKernelInEveryRowLength) {
+  for (std::int64_t n : {1, 7, 63, 64, 100, 1000, 70000}) {
+    const Tensor x = random_tensor({n > 10000 ? 3 : 40, n}, sf::kF32, -8, 8, 10 + n);
+    check("softmax rows of " + std::to_string(n), softmax, {x});
+  }
+}
+
+TEST_F(ReduceFusionTest, LongRowsSplitOverBlocksGiveTheSameBits) {
+  // One row of more than two blocks: each stage's blocks are folded on their own and merged.
+  const Tensor x = random_tensor({1, 3 * 65536 + 77}, sf::kF32, -4, 4, 3);
+  check("softmax of one long row", softmax, {x});
+  check("x - mean(x) over every element",
+        [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] - sf::mean(in[0])}; },
+        {x});
+}
+
+TEST_F(ReduceFusionTest, NormalizationsAreOneKernel) {
+  const Tensor x = random_tensor({64, 96}, sf::kF32, -6, 6, 4);
+  const Tensor w = random_tensor({96}, sf::kF32, 0.5, 1.5, 5);
+  const Tensor b = random_tensor({96}, sf::kF32, -1, 1, 6);
+  check("layer_norm",
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::nn::layer_norm(in[0], {96}, in[1], in[2])};
+        },
+        {x, w, b});
+  check("rms_norm",
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::nn::rms_norm(in[0], {96}, in[1])};
+        },
+        {x, w});
+  check("log_softmax",
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::nn::log_softmax(in[0] * 0.5f)};
+        },
+        {x});
+  check("logsumexp",
+        [](const std::vector<Tensor>& in) {
+          const Tensor m = sf::max(in[0], -1, true);
+          return std::vector<Tensor>{sf::log(sf::sum(sf::exp(in[0] - m), -1, true)) + m};
+        },
+        {x});
+  check(
+      "sum of squares",
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sf::sum(in[0] * in[0], -1)}; },
+      {x});
+}
+
+TEST_F(ReduceFusionTest, InnerAxesAndEveryElement) {
+  const Tensor x = random_tensor({6, 50, 9}, sf::kF32, -3, 3, 7);
+  for (int axis : {0, 1, 2}) {
+    for (bool keepdim : {false, true}) {
+      check("softmax axis " + std::to_string(axis),
+            [axis](const std::vector<Tensor>& in) {
+              return std::vector<Tensor>{sf::nn::softmax(in[0], axis)};
+            },
+            {x});
+      check("sum, max, argmax axis " + std::to_string(axis) + (keepdim ? " keepdim" : ""),
+            [axis, keepdim](const std::vector<Tensor>& in) {
+              const Tensor y = in[0] * 2.0f + 1.0f;
+              return std::vector<Tensor>{sf::sum(y, axis, keepdim), sf::max(y, axis, keepdim),
+                                         sf::argmax(y, axis, keepdim)};
+            },
+            {x});
+    }
+  }
+  check("every element",
+        [](const std::vector<Tensor>& in) {
+          const Tensor y = sf::exp(in[0] * 0.25f);
+          return std::vector<Tensor>{y / sf::sum(y), sf::min(y)};
+        },
+        {x});
+}
+
+// Floats summed in double are exact, whatever the order, unless some cancel what came before
+// them: these rows have pairs of +2^80 and -2^80 planted among small values, so each sum below
+// depends on the order its elements are folded in (lanes of a contiguous row, blocks, in order
+// along a strided one), which fused must keep.
+Tensor with_cancellations(sf::Shape shape, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> small(-1, 1);
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (float& x : v) x = small(rng);
+  for (std::size_t i = 5; i + 1 < v.size(); i += 37) {
+    v[i] = std::ldexp(1.0f, 80);
+    v[i + 1] = -std::ldexp(1.0f, 80);
+  }
+  return sf::from_vector(v, shape);
+}
+
+TEST_F(ReduceFusionTest, SumsFoldInTheUnfusedOrder) {
+  for (std::int64_t n : {40, 64, 1000, 140000}) {
+    const Tensor x = with_cancellations({n > 10000 ? 1 : 8, n}, 20 + n);
+    check("sum of rows of " + std::to_string(n),
+          [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{sf::sum(in[0] * 3.0f, -1), sf::mean(in[0] - 1.0f, -1, true)};
+          },
+          {x});
+    check("sum of every element of " + std::to_string(n),
+          [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sf::sum(in[0] * 3.0f)}; },
+          {x});
+  }
+  const Tensor y = with_cancellations({5, 300, 7}, 30);
+  for (int axis : {0, 1, 2})
+    check("sum along axis " + std::to_string(axis),
+          [axis](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{sf::sum(in[0] * 3.0f, axis)};
+          },
+          {y});
+  // Reduced as it is (no op before it): the tensor's own layout decides the order.
+  check("sum of an input",
+        [](const std::vector<Tensor>& in) {
+          const Tensor s = sf::sum(in[0], -1, true);
+          return std::vector<Tensor>{in[0] / s};
+        },
+        {with_cancellations({4, 5000}, 31)});
+  // A transposed view: along the reduced axis its elements are strided, so the unfused sum folds
+  // them in order, no lanes.
+  check("sum of a transposed input",
+        [](const std::vector<Tensor>& in) {
+          const Tensor t = sf::transpose(in[0], 0, 1);
+          return std::vector<Tensor>{t / sf::sum(t, -1, true)};
+        },
+        {with_cancellations({3000, 6}, 32)});
+  // Every element of a view: the eager kernel folds it run by run, an order the fused kernel
+  // does not follow, so the segment runs op by op (no fused launch) and still gives its bits.
+  check(
+      "sum of every element of a transposed input",
+      [](const std::vector<Tensor>& in) {
+        const Tensor t = sf::transpose(in[0], 0, 1);
+        return std::vector<Tensor>{t * sf::sum(t)};
+      },
+      {with_cancellations({300, 70}, 33)}, 0);
+}
+
+TEST_F(ReduceFusionTest, EveryDtype) {
+  for (sf::DType dtype : {sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool}) {
+    const Tensor x = random_tensor({33, 130}, dtype, -50, 50, 8);
+    check(
+        std::string("sum, mean, max, min, argmax of ") + std::string(sf::dtype_name(dtype)),
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::sum(in[0], -1), sf::mean(in[0], 1, true),
+                                     sf::max(in[0], -1), sf::min(in[0], 0), sf::argmax(in[0], -1)};
+        },
+        // One kernel: sum, mean and max of axis 1; min over axis 0 and argmax after it are
+        // lone reductions, which fusing saves nothing (they run as eager kernels).
+        {x}, 1);
+  }
+  const Tensor h = random_tensor({16, 200}, sf::kF16, -6, 6, 9);
+  check("f16 softmax", softmax, {h});
+}
+
+}  // namespace
