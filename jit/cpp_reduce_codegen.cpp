@@ -32,7 +32,9 @@ struct sf_reduce_launch {
 #endif
 )";
 
-constexpr int kChunk = 1024;  // elements a stage's code computes before the fold takes them
+// Elements a stage's code computes before the fold takes them (and a row that the outputs read
+// from the stages' buffers is at most this long).
+constexpr int kChunk = 2048;
 
 class ReduceSource {
  public:
@@ -149,18 +151,33 @@ class ReduceSource {
     return s;
   }
 
-  // The prologue instructions `roots` need, in order.
-  std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots) const {
+  // The prologue instructions `roots` need, in order; registers in `leaves` (per register) are
+  // needed but not what they are computed from.
+  std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots,
+                                          const std::vector<char>& leaves = {}) const {
     std::vector<char> need(static_cast<std::size_t>(p_.num_registers), 0);
     for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
     std::vector<const Instruction*> code;
     for (auto it = p_.prologue.rbegin(); it != p_.prologue.rend(); ++it) {
-      if (!need[static_cast<std::size_t>(it->out)]) continue;
+      const auto out = static_cast<std::size_t>(it->out);
+      if (!need[out]) continue;
       code.insert(code.begin(), &*it);
+      if (!leaves.empty() && leaves[out]) continue;
       for (std::int32_t a : it->args)
         if (a >= 0) need[static_cast<std::size_t>(a)] = 1;
     }
     return code;
+  }
+
+  // The stage whose values (kept in its row buffer) register r is, or -1: a stage input the
+  // program computes (a plain load is as cheap to read again).
+  int cached_stage(std::int32_t r) const {
+    for (std::size_t k = 0; k < p_.anchor.stages.size(); ++k) {
+      if (p_.anchor.stages[k].input != r) continue;
+      for (const Instruction& in : p_.prologue)
+        if (in.out == r) return in.kind == InstrKind::kLoad ? -1 : static_cast<int>(k);
+    }
+    return -1;
   }
 
   // A walk over elements [j0, j1) of the row, as runs along the innermost dimension: `body` is
@@ -219,14 +236,24 @@ class ReduceSource {
     return "q" + std::to_string(j) + "[i]";
   }
 
-  std::string lines(const std::vector<const Instruction*>& code, const std::string& indent) const {
+  // The instructions' lines; with `from_rows`, a stage input reads the stage's row buffer at the
+  // element's index in the row (t + i) instead of being computed again.
+  std::string lines(const std::vector<const Instruction*>& code, const std::string& indent,
+                    bool from_rows = false) const {
     std::string s;
-    for (const Instruction* in : code)
-      if (in->kind != InstrKind::kScalar)
-        s += indent +
-             instruction_line(
-                 p_, *in, types_, [&](std::size_t j) { return element(j); }, name_) +
-             "\n";
+    for (const Instruction* in : code) {
+      if (in->kind == InstrKind::kScalar) continue;
+      const int k = from_rows ? cached_stage(in->out) : -1;
+      if (k >= 0) {
+        s += indent + "const " + c_type(types_[static_cast<std::size_t>(in->out)]) + " " +
+             register_name(in->out) + " = tmp" + std::to_string(k) + "[t + i];\n";
+        continue;
+      }
+      s += indent +
+           instruction_line(
+               p_, *in, types_, [&](std::size_t j) { return element(j); }, name_) +
+           "\n";
+    }
     return s;
   }
 
@@ -235,7 +262,11 @@ class ReduceSource {
     const std::string ks = std::to_string(k);
     const ValueType vt = types_[static_cast<std::size_t>(st.input)];
     const std::string op = "Op" + ks;
-    std::string s = "    typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
+    // The row buffer: a chunk of the stage's values; with a row of one chunk, all of them, which
+    // the outputs then read instead of computing them again.
+    std::string s = std::string("    ") + c_type(vt) + " tmp" + ks + "[" +
+                    std::to_string(kChunk) + "];\n";
+    s += "    typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
     s += "    if (L->mode == 0 || (L->mode == 1 && L->stage == " + ks + ")) {\n";
     s += "      " + op + "::acc acc = " + op + "::identity();\n";
     s += "      const long long blk_begin = L->mode == 0 ? 0 : L->begin;\n";
@@ -248,12 +279,12 @@ class ReduceSource {
     s += "        for (long long c = 0; c < blen; c += " + std::to_string(kChunk) + ") {\n";
     s += "          const long long m = blen - c < " + std::to_string(kChunk) +
          " ? blen - c : " + std::to_string(kChunk) + ";\n";
-    s += std::string("          ") + c_type(vt) + " tmp[" + std::to_string(kChunk) + "];\n";
     s += "          long long t = 0;\n";
     const std::string body = lines(closure({st.input}), "              ") +
-                             "              tmp[t + i] = " + register_name(st.input) + ";\n";
+                             "              tmp" + ks + "[t + i] = " + register_name(st.input) +
+                             ";\n";
     s += walk("start + c", "start + c + m", body, "            t += len;\n", "          ");
-    s += "          f.push([&](long long i) -> " + op + "::value { return tmp[i]; }, m);\n";
+    s += "          f.push([&](long long i) -> " + op + "::value { return tmp" + ks + "[i]; }, m);\n";
     s += "        }\n";
     s += "        if (L->mode == 0) acc = " + op + "::merge(acc, f.result());\n";
     s += "        else ((" + op + "::acc*)L->partials)[blk] = f.result();\n";
@@ -279,7 +310,7 @@ class ReduceSource {
     s += "      const long long j0 = L->mode == 0 ? 0 : L->begin;\n";
     s += "      const long long j1 = L->mode == 0 ? n : L->end;\n";
     if (!roots.empty()) {
-      std::string body = lines(closure(roots), "          ");
+      std::string stores;
       for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
         const ProgramOutput& out = p_.outputs[o];
         if (out.per_row) continue;
@@ -288,12 +319,24 @@ class ReduceSource {
         const std::string at = cls(k, last) == StrideClass::kArgument
                                    ? "q" + std::to_string(k) + "[i * " + stride_arg(k, last) + "]"
                                    : "q" + std::to_string(k) + "[i]";
-        body += "          " + at + " = " +
-                store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
-                            out.dtype) +
-                ";\n";
+        stores += "          " + at + " = " +
+                  store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
+                              out.dtype) +
+                  ";\n";
       }
-      s += walk("j0", "j1", body, "", "      ");
+      std::vector<char> leaves(static_cast<std::size_t>(p_.num_registers), 0);
+      bool any_cached = false;
+      for (std::size_t r = 0; r < leaves.size(); ++r)
+        if (cached_stage(static_cast<std::int32_t>(r)) >= 0) leaves[r] = 1, any_cached = true;
+      if (any_cached) {
+        // A whole row of one chunk, whose stages' values are all in their buffers.
+        s += "      if (L->mode == 0 && n <= " + std::to_string(kChunk) + ") {\n";
+        s += "        long long t = 0;\n";
+        s += walk("j0", "j1", lines(closure(roots, leaves), "          ", true) + stores,
+                  "          t += len;\n", "        ");
+        s += "      } else\n";
+      }
+      s += walk("j0", "j1", lines(closure(roots), "          ") + stores, "", "      ");
     }
     s += "      if (j0 == 0) {\n";
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
