@@ -264,8 +264,8 @@ class ReduceSource {
     const std::string op = "Op" + ks;
     // The row buffer: a chunk of the stage's values; with a row of one chunk, all of them, which
     // the outputs then read instead of computing them again.
-    std::string s = std::string("    ") + c_type(vt) + " tmp" + ks + "[" +
-                    std::to_string(kChunk) + "];\n";
+    std::string s =
+        std::string("    ") + c_type(vt) + " tmp" + ks + "[" + std::to_string(kChunk) + "];\n";
     s += "    typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
     s += "    if (L->mode == 0 || (L->mode == 1 && L->stage == " + ks + ")) {\n";
     s += "      " + op + "::acc acc = " + op + "::identity();\n";
@@ -280,11 +280,11 @@ class ReduceSource {
     s += "          const long long m = blen - c < " + std::to_string(kChunk) +
          " ? blen - c : " + std::to_string(kChunk) + ";\n";
     s += "          long long t = 0;\n";
-    const std::string body = lines(closure({st.input}), "              ") +
-                             "              tmp" + ks + "[t + i] = " + register_name(st.input) +
-                             ";\n";
+    const std::string body = lines(closure({st.input}), "              ") + "              tmp" +
+                             ks + "[t + i] = " + register_name(st.input) + ";\n";
     s += walk("start + c", "start + c + m", body, "            t += len;\n", "          ");
-    s += "          f.push([&](long long i) -> " + op + "::value { return tmp" + ks + "[i]; }, m);\n";
+    s += "          f.push([&](long long i) -> " + op + "::value { return tmp" + ks +
+         "[i]; }, m);\n";
     s += "        }\n";
     s += "        if (L->mode == 0) acc = " + op + "::merge(acc, f.result());\n";
     s += "        else ((" + op + "::acc*)L->partials)[blk] = f.result();\n";

@@ -203,12 +203,12 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
 
 std::string cuda_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                                std::string_view name) {
-  if (program.anchor.kind != AnchorKind::kNone)
-    fail_generation(name, std::string("no CUDA kernel for a ") +
-                              anchor_kind_name(program.anchor.kind) + " anchor yet");
-  if (key.scalar_classes.empty() && key.exact_reciprocals == 0)
-    return emit_kernel(program, key, name);
-  return emit_kernel(specialize(program, key, name), key, name);
+  const auto emit = [&](const FusedProgram& p) {
+    return p.anchor.kind == AnchorKind::kReduce ? cuda_reduce_kernel_source(p, key, name)
+                                                : emit_kernel(p, key, name);
+  };
+  if (key.scalar_classes.empty() && key.exact_reciprocals == 0) return emit(program);
+  return emit(specialize(program, key, name));
 }
 
 const std::string& cuda_kernel_prelude() {

@@ -25,6 +25,12 @@ namespace streamfuse::jit {
 std::string cuda_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                                std::string_view function_name);
 
+// The same for a program with a reduction anchor (jit/cuda_reduce_codegen.cpp): a block per
+// row; its argument struct adds the row length and each stage's lanes flag to CudaArgsLayout's
+// words (numel counting rows).
+std::string cuda_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
+                                      std::string_view function_name);
+
 // The text every CUDA translation unit of kernels starts with: the same prelude as the CPU's
 // (core/scalar_ops.h, vector_math.h, op_math.h and reduce_math.h in their CUDA form) and the
 // vector type.

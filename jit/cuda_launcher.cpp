@@ -1,5 +1,7 @@
 #include "jit/cuda_launcher.h"
 
+#include <algorithm>
+
 #include <boost/container/small_vector.hpp>
 
 #include "backends/cpu/kernels/layout.h"
@@ -7,6 +9,7 @@
 #include "jit/cuda_kernel_abi.h"
 #include "jit/cuda_launch_args.h"
 #include "jit/launch_key.h"
+#include "jit/reduce_layout.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -18,6 +21,7 @@ CudaLauncher::CudaLauncher(std::shared_ptr<const backends::cuda::DeviceContext> 
 struct CudaLauncher::Prepared {
   boost::container::small_vector<backends::cpu::Operand, 16> ops;
   backends::cpu::Iteration it;
+  std::optional<ReduceLayout> reduce;  // a program with a reduction anchor: its rows
   std::optional<ReadyKernel> kernel;
 };
 
@@ -35,10 +39,16 @@ CudaLauncher::Prepared CudaLauncher::prepare(const FusedProgram& program, const 
   for (std::span<const LaunchOperand> list : {inputs, outputs})
     for (const LaunchOperand& o : list)
       p.ops.push_back(backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
-  const backends::cpu::Strides* strides[backends::cpu::kMaxOperands];
-  for (std::size_t k = 0; k < n; ++k) strides[k] = &p.ops[k].strides;
-  p.it = backends::cpu::make_iteration(shape, strides, static_cast<int>(n));
-  if (p.it.numel == 0) return p;
+  if (program.anchor.kind == AnchorKind::kReduce) {
+    p.reduce = make_reduce_layout(program, shape, p.ops);
+    p.it = p.reduce->it;
+    if (p.reduce->rows == 0) return p;
+  } else {
+    const backends::cpu::Strides* strides[backends::cpu::kMaxOperands];
+    for (std::size_t k = 0; k < n; ++k) strides[k] = &p.ops[k].strides;
+    p.it = backends::cpu::make_iteration(shape, strides, static_cast<int>(n));
+    if (p.it.numel == 0) return p;
+  }
 
   const SpecializationKey key = launch_key(program, facts, p.it, p.ops, inputs, outputs, scalars);
   p.kernel = cache_.wait_for(facts.hash, program, key);
@@ -62,8 +72,18 @@ void CudaLauncher::launch(const FusedProgram& program, const ProgramFacts& facts
   const Prepared p = prepare(program, facts, shape, inputs, outputs, scalars);
   if (!p.kernel) return;  // nothing to compute
   std::vector<long long> args = cuda_launch_args(p.it, p.ops, scalars);
+  unsigned blocks = 0;
+  if (p.reduce) {  // a block per row: numel counts rows, then the row length and lanes flags
+    const CudaArgsLayout l{p.ops.size(), static_cast<std::size_t>(p.it.rank), scalars.size()};
+    args[l.numel()] = p.reduce->rows;
+    args.push_back(p.reduce->n);
+    for (int lanes : p.reduce->lanes) args.push_back(lanes);
+    blocks = static_cast<unsigned>(std::min<std::int64_t>(
+        p.reduce->rows, std::int64_t{32} * device_->properties().multiprocessors));
+  } else {
+    blocks = cuda_grid_blocks(p.it.numel, device_->properties().multiprocessors);
+  }
   void* params[] = {args.data()};  // one parameter: the argument struct, by value
-  const unsigned blocks = cuda_grid_blocks(p.it.numel, device_->properties().multiprocessors);
   const backends::cuda::Driver& d = device_->driver();
   device_->make_current();
   d.check(d.launch_kernel(static_cast<CUfunction>(p.kernel->entry), blocks, 1, 1, kCudaBlockSize, 1,

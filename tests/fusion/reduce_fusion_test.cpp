@@ -271,4 +271,52 @@ TEST_F(ReduceFusionTest, EveryDtype) {
   check("f16 softmax", softmax, {h});
 }
 
+// On cuda:0 (a GPU, or the emulated one in CI): the fused reduction kernels give the CPU's bits,
+// lanes, blocks and strided rows alike. Skips without a device.
+TEST_F(ReduceFusionTest, CudaGivesTheCpusBits) {
+  try {
+    sf::synchronize(sf::Device::cuda(0));
+  } catch (const sf::DeviceError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  using Chain = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  const std::vector<std::pair<std::string, Chain>> chains = {
+      {"softmax", softmax},
+      {"layer_norm of the row",
+       [](const std::vector<Tensor>& in) {
+         const sf::Shape s = in[0].shape();
+         return std::vector<Tensor>{sf::nn::layer_norm(in[0], {s[s.rank() - 1]})};
+       }},
+      {"sums and argmax",
+       [](const std::vector<Tensor>& in) {
+         const Tensor y = in[0] * 3.0f;
+         return std::vector<Tensor>{sf::sum(y, -1, true), sf::argmax(y, -1), sf::sum(y)};
+       }},
+      {"inner axis",
+       [](const std::vector<Tensor>& in) {
+         return std::vector<Tensor>{in[0] - sf::mean(in[0] * 2.0f, 0, true)};
+       }},
+  };
+  const std::vector<Tensor> inputs = {with_cancellations({6, 100}, 40),
+                                      with_cancellations({2, 70000}, 41),
+                                      random_tensor({5, 33}, sf::kF32, -3, 3, 42)};
+  sf::Config c = sf::config();
+  c.fusion = true;
+  sf::set_config(c);
+  for (const auto& [name, chain] : chains) {
+    for (const Tensor& x : inputs) {
+      SCOPED_TRACE(name + " of " + std::to_string(x.shape().numel()) + " elements");
+      const Tensor on_gpu = x.to(sf::Device::cuda(0));
+      std::vector<std::vector<unsigned char>> cpu, gpu;
+      for (int i = 0; i < 3; ++i) {  // plans made, then matched
+        cpu.clear();
+        gpu.clear();
+        for (const Tensor& t : chain({x})) cpu.push_back(bytes_of(t));
+        for (const Tensor& t : chain({on_gpu})) gpu.push_back(bytes_of(t.to(sf::Device::cpu())));
+      }
+      EXPECT_EQ(gpu, cpu);
+    }
+  }
+}
+
 }  // namespace

@@ -14,6 +14,7 @@
 #include "jit/cuda_codegen.h"
 #include "jit/cuda_kernel_abi.h"
 #include "jit/nvrtc.h"
+#include "jit/program_check.h"
 #include "streamfuse/error.h"
 #include "tests/jit/codegen_cases.h"
 
@@ -74,6 +75,53 @@ TEST_F(CudaCodegenTest, EveryCaseCompilesForSm80AndSm90) {
       EXPECT_FALSE(out.is_ptx);
       EXPECT_GT(out.image.size(), 1000u) << "sm_" << arch;
       EXPECT_EQ(out.image.substr(1, 3), "ELF") << "a cubin is an ELF image";
+      EXPECT_EQ(out.log, "") << "generated kernels compile without warnings";
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << "sm_" << arch << ": " << e.what();
+    }
+  }
+}
+
+// Kernels with a reduction anchor: every stage op over every value type, a row per block along
+// an axis and over every element, with per-element and per-row outputs.
+TEST_F(CudaCodegenTest, ReductionKernelsCompileForSm80AndSm90) {
+  std::string source = cuda_kernel_prelude();
+  int n = 0;
+  for (DType dtype : {kF32, kF16, kI32, kI64, kBool}) {
+    for (core::OpKind op : {core::OpKind::kSum, core::OpKind::kMean, core::OpKind::kMax,
+                            core::OpKind::kMin, core::OpKind::kArgmax}) {
+      const DType result = core::reduced_dtype(op, dtype);
+      FusedProgram p;
+      p.inputs = {dtype};
+      p.prologue.push_back({.kind = InstrKind::kLoad, .type = value_type_of(dtype), .out = 0});
+      p.anchor = {AnchorKind::kReduce, 1, {{op, dtype, 0}}};
+      p.epilogue.push_back(
+          {.kind = InstrKind::kReduced, .type = value_type_of(result), .out = 1, .index = 0});
+      p.outputs = {{0, dtype, false}, {1, result, true}};
+      p.num_registers = 2;
+      ASSERT_EQ(program_problem(p), "");
+      for (bool all : {false, true}) {
+        p.anchor.axis = all ? core::kAllAxes : 1;
+        SpecializationKey key;
+        key.rank = all ? 1 : 2;
+        OperandKey in{.dtype = dtype}, out{.dtype = dtype}, row{.dtype = result};
+        if (!all) {
+          row.strides[0] = StrideClass::kArgument;
+          row.strides[1] = StrideClass::kZero;
+        } else {
+          row.strides[0] = StrideClass::kZero;
+        }
+        key.inputs.push_back(in);
+        key.outputs.push_back(out);
+        key.outputs.push_back(row);
+        const std::string name = "r" + std::to_string(n++);
+        source += cuda_reduce_kernel_source(p, key, name);
+      }
+    }
+  }
+  for (int arch : {80, 90}) {
+    try {
+      const NvrtcOutput out = Nvrtc::get()->compile(source, "reductions", arch, false, options());
       EXPECT_EQ(out.log, "") << "generated kernels compile without warnings";
     } catch (const CompileError& e) {
       ADD_FAILURE() << "sm_" << arch << ": " << e.what();

@@ -1,0 +1,279 @@
+// CUDA C++ for programs with a reduction anchor: a block per row (grid-stride over rows). Each
+// stage folds in the CPU's order (core/reduce_math.h), so CUDA gives the CPU's bits: a thread
+// per lane of a reduction block (sf_reduce_lane) where the unfused reduction folds lanes, a
+// thread per reduction block where it folds in order, partial accumulators in shared memory
+// merged by thread 0 in block order (with the lanes' tails). Not a shared-memory tree: a tree
+// adds in another order, and results would differ from the CPU's and the eager kernels'. The
+// outputs then run a thread per element of the row.
+#include <string>
+#include <vector>
+
+#include "jit/cuda_codegen.h"
+#include "jit/cuda_kernel_abi.h"
+#include "jit/kernel_expressions.h"
+
+namespace streamfuse::jit {
+namespace {
+
+class CudaReduceSource {
+ public:
+  CudaReduceSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
+      : p_(p), key_(key), name_(name), types_(p.register_types()) {
+    rank_ = key.rank;
+    inner_rank_ = p.anchor.axis == core::kAllAxes ? rank_ : 1;
+    outer_rank_ = rank_ - inner_rank_;
+    if (outer_rank_ < 0) fail_generation(name, "a reduction key of rank 0");
+    needs_.assign(static_cast<std::size_t>(p.num_registers), 0);
+    for (const std::vector<Instruction>* block : p.blocks())
+      for (const Instruction& in : *block) {
+        std::size_t need =
+            in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
+        for (std::int32_t a : in.args)
+          if (a >= 0) need = std::max(need, needs_[static_cast<std::size_t>(a)]);
+        needs_[static_cast<std::size_t>(in.out)] = need;
+      }
+  }
+
+  std::string text() const {
+    const std::string fn(name_);
+    const std::size_t count = key_.inputs.size() + key_.outputs.size();
+    const CudaArgsLayout layout{count, static_cast<std::size_t>(rank_), p_.scalars.size()};
+    const std::size_t stages = p_.anchor.stages.size();
+    // The argument struct: CudaArgsLayout's words (numel is the number of rows), then the row
+    // length and each stage's lanes flag.
+    std::string s = "// " + fn + ": " + key_.to_string() + "\nstruct " + fn + "_args {\n";
+    s += "  char* data[" + std::to_string(layout.operands) + "];\n";
+    s += "  long long sizes[" + std::to_string(layout.rank) + "];\n";
+    s += "  long long strides[" + std::to_string(layout.operands * layout.rank) + "];\n";
+    if (layout.scalars > 0) s += "  long long scalars[" + std::to_string(layout.scalars) + "];\n";
+    s += "  long long numel;\n  long long narrow;\n  long long n;\n";
+    s += "  long long lanes[" + std::to_string(stages) + "];\n};\n";
+
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kCudaBlockSize) + ") " +
+         fn + "(const " + fn + "_args a) {\n";
+    for (const std::vector<Instruction>* block : p_.blocks())
+      for (const Instruction& in : *block)
+        if (in.kind == InstrKind::kScalar) s += "  " + scalar_line(p_, in, "a.scalars") + "\n";
+    s += "  const long long rows = a.numel, n = a.n;\n";
+    s += "  __shared__ unsigned long long sf_shared[" + std::to_string(2 * kCudaBlockSize) +
+         "];  // an accumulator of 16 bytes per thread\n";
+    s += "  __shared__ long long sf_results[" + std::to_string(stages) + "];\n";
+    s += "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n";
+    if (outer_rank_ > 0) {
+      s += "    long long rest = row;\n";
+      for (int d = outer_rank_ - 1; d > 0; --d)
+        s += "    const long long o" + std::to_string(d) + " = rest % a.sizes[" +
+             std::to_string(d) + "];\n    rest /= a.sizes[" + std::to_string(d) + "];\n";
+      s += "    const long long o0 = rest;\n";
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+      std::string offset;
+      for (int d = 0; d < outer_rank_; ++d) {
+        const std::string st = stride(k, d);
+        if (!st.empty())
+          offset += (offset.empty() ? "" : " + ") + ("o" + std::to_string(d)) + " * " + st;
+      }
+      s += "    const long long off" + std::to_string(k) + " = " + (offset.empty() ? "0" : offset) +
+           ";\n";
+    }
+    s += "    long long res[" + std::to_string(stages) + "];\n    (void)res;\n";
+    for (std::size_t k = 0; k < stages; ++k) {
+      s += row_group(k);
+      s += stage(k);
+    }
+    s += row_group(stages);
+    s += outputs();
+    s += "    __syncthreads();  // the next row's stages reuse the shared accumulators\n";
+    s += "  }\n}\n";
+    return s;
+  }
+
+ private:
+  StrideClass cls(std::size_t k, int d) const {
+    const std::size_t ni = key_.inputs.size();
+    const OperandKey& ok = k < ni ? key_.inputs[k] : key_.outputs[k - ni];
+    return ok.strides[static_cast<std::size_t>(d)];
+  }
+  // Operand k's stride along dimension d, or empty for zero.
+  std::string stride(std::size_t k, int d) const {
+    switch (cls(k, d)) {
+      case StrideClass::kZero:
+        return {};
+      case StrideClass::kArgument:
+        return "a.strides[" +
+               std::to_string(k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)) +
+               "]";
+      case StrideClass::kContiguous: {
+        std::string product;
+        for (int e = d + 1; e < rank_; ++e)
+          product += (product.empty() ? "" : " * ") + ("a.sizes[" + std::to_string(e) + "]");
+        return product.empty() ? "1" : "(" + product + ")";
+      }
+    }
+    return {};
+  }
+  std::string pointer(std::size_t k) const {
+    const std::size_t ni = key_.inputs.size();
+    const bool out = k >= ni;
+    const DType d = out ? key_.outputs[k - ni].dtype : key_.inputs[k].dtype;
+    return std::string("((") + (out ? "" : "const ") + storage_c_type(d) + "*)a.data[" +
+           std::to_string(k) + "])";
+  }
+  // Operand k at element `j` (a variable) of the row: its inner index, then the offset.
+  std::string at(std::size_t k) const {
+    std::string offset = "off" + std::to_string(k);
+    for (int d = outer_rank_; d < rank_; ++d) {
+      const std::string st = stride(k, d);
+      if (!st.empty()) offset += " + e" + std::to_string(d) + " * " + st;
+    }
+    return pointer(k) + "[" + offset + "]";
+  }
+  // The inner index of `j`: e<d> for the inner dimensions.
+  std::string inner_index(const std::string& indent) const {
+    std::string s = indent + "long long rest_j = j;\n";
+    for (int d = rank_ - 1; d > outer_rank_; --d)
+      s += indent + "const long long e" + std::to_string(d) + " = rest_j % a.sizes[" +
+           std::to_string(d) + "];\n" + indent + "rest_j /= a.sizes[" + std::to_string(d) + "];\n";
+    s += indent + "const long long e" + std::to_string(outer_rank_) + " = rest_j;\n";
+    return s;
+  }
+
+  std::string row_group(std::size_t group) const {
+    std::string s;
+    for (const Instruction& in : p_.epilogue) {
+      if (needs_[static_cast<std::size_t>(in.out)] != group || in.kind == InstrKind::kScalar)
+        continue;
+      s +=
+          "    " +
+          instruction_line(
+              p_, in, types_,
+              [&](std::size_t j) { return pointer(j) + "[off" + std::to_string(j) + "]"; }, name_) +
+          "\n    (void)" + register_name(in.out) + ";\n";
+    }
+    return s;
+  }
+
+  std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots) const {
+    std::vector<char> need(static_cast<std::size_t>(p_.num_registers), 0);
+    for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
+    std::vector<const Instruction*> code;
+    for (auto it = p_.prologue.rbegin(); it != p_.prologue.rend(); ++it) {
+      if (!need[static_cast<std::size_t>(it->out)]) continue;
+      code.insert(code.begin(), &*it);
+      for (std::int32_t arg : it->args)
+        if (arg >= 0) need[static_cast<std::size_t>(arg)] = 1;
+    }
+    return code;
+  }
+  std::string lines(const std::vector<const Instruction*>& code, const std::string& indent) const {
+    std::string s;
+    for (const Instruction* in : code)
+      if (in->kind != InstrKind::kScalar)
+        s += indent +
+             instruction_line(
+                 p_, *in, types_, [&](std::size_t j) { return at(j); }, name_) +
+             "\n";
+    return s;
+  }
+
+  std::string stage(std::size_t k) const {
+    const ReduceStage& st = p_.anchor.stages[k];
+    const std::string ks = std::to_string(k), op = "Op" + ks;
+    const ValueType vt = types_[static_cast<std::size_t>(st.input)];
+    const std::string B = std::to_string(kCudaBlockSize);
+    std::string s = "    {\n";
+    s += "      typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
+    s += "      " + op + "::acc* const part = (" + op + "::acc*)sf_shared;\n";
+    // The stage's value at element j of the row.
+    s += "      const auto load = [&](long long j) -> " + op + "::value {\n";
+    s += inner_index("        ");
+    s += lines(closure({st.input}), "        ");
+    s += "        return " + register_name(st.input) + ";\n      };\n";
+    s += "      const int lanes = (int)a.lanes[" + ks + "];\n";
+    s += "      const long long blocks = sf_reduce_blocks(n);\n";
+    // A round: 16 reduction blocks a lane per thread, or " + B + " blocks a thread each.
+    s += "      const long long per_round = lanes ? " + B + " / SF_REDUCE_LANES : " + B + ";\n";
+    s += "      " + op + "::acc total = " + op + "::identity();\n";
+    s += "      for (long long g = 0; g < blocks; g += per_round) {\n";
+    s += "        const long long b = g + (lanes ? threadIdx.x / SF_REDUCE_LANES : threadIdx.x);\n";
+    s += "        if (b < blocks) {\n";
+    s +=
+        "          const long long start = b * SF_REDUCE_BLOCK, len = sf_reduce_block_len(n, b);\n";
+    s += "          part[threadIdx.x] = lanes ? sf_reduce_lane<" + op +
+         ">(load, start, sf_reduce_lane_span(1, len), start, (int)(threadIdx.x % "
+         "SF_REDUCE_LANES))\n";
+    s += "                                    : sf_reduce_run<" + op +
+         ">(load, start, len, 0, start, " + op + "::identity());\n";
+    s += "        }\n        __syncthreads();\n";
+    s += "        if (threadIdx.x == 0) {\n";
+    s += "          for (long long bb = g; bb < blocks && bb < g + per_round; ++bb) {\n";
+    s += "            " + op + "::acc block = " + op + "::identity();\n";
+    s += "            if (lanes) {\n";
+    s += "              const long long start = bb * SF_REDUCE_BLOCK, len = sf_reduce_block_len(n, "
+         "bb);\n";
+    s += "              for (int l = 0; l < SF_REDUCE_LANES; ++l)\n";
+    s +=
+        "                block = " + op + "::merge(block, part[(bb - g) * SF_REDUCE_LANES + l]);\n";
+    s += "              block = sf_reduce_tail<" + op +
+         ">(load, start, sf_reduce_lane_span(1, len), len, start, block);\n";
+    s += "            } else {\n              block = part[bb - g];\n            }\n";
+    s += "            total = " + op + "::merge(total, block);\n";
+    s += "          }\n        }\n        __syncthreads();\n      }\n";
+    s += "      if (threadIdx.x == 0) sf_results[" + ks +
+         "] = " + reduce_result_bits(st.op, "total", "n", op) + ";\n";
+    s += "      __syncthreads();\n";
+    s += "      res[" + ks + "] = sf_results[" + ks + "];\n";
+    s += "    }\n";
+    return s;
+  }
+
+  std::string outputs() const {
+    const std::size_t ni = p_.inputs.size();
+    std::vector<std::int32_t> roots;
+    for (const ProgramOutput& o : p_.outputs)
+      if (!o.per_row) roots.push_back(o.reg);
+    std::string s;
+    if (!roots.empty()) {
+      s += "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {\n";
+      s += inner_index("      ");
+      s += lines(closure(roots), "      ");
+      for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+        const ProgramOutput& out = p_.outputs[o];
+        if (out.per_row) continue;
+        s += "      " + at(ni + o) + " = " +
+             store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
+                         out.dtype) +
+             ";\n";
+      }
+      s += "    }\n";
+    }
+    s += "    if (threadIdx.x == 0) {\n";
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      const ProgramOutput& out = p_.outputs[o];
+      if (!out.per_row) continue;
+      s += "      " + pointer(ni + o) + "[off" + std::to_string(ni + o) + "] = " +
+           store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
+                       out.dtype) +
+           ";\n";
+    }
+    s += "    }\n";
+    return s;
+  }
+
+  const FusedProgram& p_;
+  const SpecializationKey& key_;
+  std::string_view name_;
+  std::vector<ValueType> types_;
+  std::vector<std::size_t> needs_;
+  int rank_ = 0, inner_rank_ = 1, outer_rank_ = 0;
+};
+
+}  // namespace
+
+std::string cuda_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
+                                      std::string_view name) {
+  check_program(program, key, name);
+  return CudaReduceSource(program, key, name).text();
+}
+
+}  // namespace streamfuse::jit
