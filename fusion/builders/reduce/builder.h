@@ -10,7 +10,8 @@
 // An element-wise op of shape S may read both (a per-row value broadcast along a, as keepdim
 // results broadcast); an op of the reduced shape reads per-row values and inputs that do not
 // vary along a. Anything else closes the builder: the element-wise builder and this one compete,
-// and the explorer keeps the one that saves more memory traffic.
+// and the explorer keeps the one that saves more memory traffic. Reductions over an axis with
+// dimensions of more than one element after it are not taken (see take_reduce).
 #pragma once
 
 #include <cstddef>

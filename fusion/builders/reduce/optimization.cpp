@@ -1,5 +1,7 @@
 #include "fusion/builders/reduce/optimization.h"
 
+#include <vector>
+
 #include <boost/container/small_vector.hpp>
 
 #include "backends/backend.h"
@@ -41,17 +43,28 @@ void ReduceOptimization::read_ahead(jit::KernelCache& kernels) const {
   kernels.read_ahead(kernel_.facts.hash, kernel_.program);
 }
 
-bool ReduceOptimization::order_holds(ExecutionContext& context) const {
+bool ReduceOptimization::fits(ExecutionContext& context) const {
   const jit::FusedProgram& p = kernel_.program;
-  if (p.anchor.axis != core::kAllAxes) return true;  // the stride along the axis decides lanes
-  for (std::size_t k = 0; k < p.anchor.stages.size(); ++k) {
-    const int in = jit::stage_input_load(p, k);
-    if (in < 0) continue;
-    const core::TensorDesc& d =
-        desc_at(context, tensors_[kernel_.inputs[static_cast<std::size_t>(in)]].source);
+  const Shape& shape = desc_at(context, kernel_.shape_source).shape;
+  std::vector<char> reduced_as_is(kernel_.inputs.size(), 0);
+  for (std::size_t k = 0; k < p.anchor.stages.size(); ++k)
+    if (const int in = jit::stage_input_load(p, k); in >= 0)
+      reduced_as_is[static_cast<std::size_t>(in)] = 1;
+  for (std::size_t i = 0; i < kernel_.inputs.size(); ++i) {
+    const core::TensorDesc& d = desc_at(context, tensors_[kernel_.inputs[i]].source);
     core::Failure failure;
     const backends::TensorHandle h = context.handle(d.id, &failure);
-    if (!failure && !backends::is_contiguous(h, d.shape)) return false;
+    if (failure) continue;  // the kernel does not run: its outputs fail
+    if (p.anchor.axis == core::kAllAxes) {
+      if (reduced_as_is[i] && !backends::is_contiguous(h, d.shape)) return false;
+      continue;
+    }
+    // The input's stride along the axis (aligned from the right with the shape): 0 (broadcast)
+    // or 1 walks memory as the unfused kernels do.
+    const int axis = p.anchor.axis - (shape.rank() - d.shape.rank());
+    if (axis < 0 || d.shape[axis] == 1) continue;
+    const std::int64_t stride = h.strides[static_cast<std::size_t>(axis)];
+    if (stride != 0 && stride != 1) return false;
   }
   return true;
 }
@@ -59,7 +72,7 @@ bool ReduceOptimization::order_holds(ExecutionContext& context) const {
 // All or nothing, as the element-wise optimization: outputs are allocated before the kernel
 // runs and published after it; inputs are never written (nothing is lent).
 void ReduceOptimization::execute(ExecutionContext& context) {
-  if (!order_holds(context)) {
+  if (!fits(context)) {
     for (std::size_t i = 0; i < len_; ++i) context.run_operation(i);
     return;
   }

@@ -30,10 +30,12 @@ class ReduceOptimization final : public Optimization {
   const TracedBlock& kernel() const { return kernel_; }
 
  private:
-  // Whether the kernel folds in the unfused order for these inputs: a reduction of every element
-  // of a tensor read as it is needs the tensor contiguous (else the eager kernel folds it run by
-  // run, an order the kernel does not follow).
-  bool order_holds(ExecutionContext& context) const;
+  // Whether the kernel suits these inputs; else the ops run one by one. A reduction of every
+  // element of a tensor read as it is needs the tensor contiguous (else the eager kernel folds it
+  // run by run, an order the kernel does not follow); along an axis, every input must be
+  // contiguous or broadcast along it (a view strided along the rows, a transpose, would be read
+  // a cache line per element, many times slower than unfused).
+  bool fits(ExecutionContext& context) const;
 
   std::size_t len_;
   std::vector<Tensor> tensors_;
