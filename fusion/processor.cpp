@@ -15,32 +15,23 @@ bool logging() { return core::log_enabled(core::LogChannel::kFusion); }
 
 void log(const std::string& line) { core::log_line(core::LogChannel::kFusion, line); }
 
-// Kinds a log line lists before it leaves out the middle of a long plan: the first
-// kListedHead and the last kListedTail.
-constexpr std::size_t kListedHead = 8;
-constexpr std::size_t kListedTail = 3;
-
-// "mul, erf, add; 2 drops": the kinds of a plan's ops in order, its drops counted apart (they
-// free memory and compute nothing), the middle of a long plan left out ("..., 40 more, ...").
+// "mul, erf x2, add; 2 drops": the kinds of every op of a plan in order (a run of one kind
+// counted), its drops counted apart (they free memory and compute nothing).
 std::string op_kinds(const std::vector<core::OpDesc>& ops) {
-  std::vector<std::string_view> kinds;
-  std::size_t drops = 0;
-  for (const core::OpDesc& op : ops) {
-    if (op.kind == core::OpKind::kDrop)
-      ++drops;
-    else
-      kinds.push_back(core::op_name(op.kind));
-  }
   std::string s;
-  const bool cut = kinds.size() > kListedHead + kListedTail + 1;
-  for (std::size_t i = 0; i < kinds.size(); ++i) {
-    if (cut && i == kListedHead) {
-      s += ", " + std::to_string(kinds.size() - kListedHead - kListedTail) + " more";
-      i = kinds.size() - kListedTail - 1;
+  std::size_t drops = 0;
+  for (std::size_t i = 0; i < ops.size();) {
+    if (ops[i].kind == core::OpKind::kDrop) {
+      ++drops;
+      ++i;
       continue;
     }
-    if (i) s += ", ";
-    s += kinds[i];
+    std::size_t run = 1;
+    while (i + run < ops.size() && ops[i + run].kind == ops[i].kind) ++run;
+    if (!s.empty()) s += ", ";
+    s += core::op_name(ops[i].kind);
+    if (run > 1) s += " x" + std::to_string(run);
+    i += run;
   }
   if (drops == 1 && s.empty()) return "drop";
   if (drops)
