@@ -96,7 +96,7 @@ void ReduceOptimization::execute(ExecutionContext& context) {
     if (v.failure && !failed) failed = v.failure;
     ins.push_back({&v.handle, v.desc->shape, v.desc->dtype});
   }
-  if (!failed) {
+  if (!failed && !kernel_.outputs.empty()) {  // nothing to compute when every result died
     for (std::size_t o = 0; o < kernel_.outputs.size(); ++o) {
       Value& v = values[kernel_.outputs[o]];
       v.handle = context.backend().allocate(v.desc->shape, v.desc->dtype);
@@ -114,7 +114,7 @@ void ReduceOptimization::execute(ExecutionContext& context) {
       scalars.push_back(jit::scalar_bits(p.scalars[s], value));
     }
     context.launcher().launch(p, kernel_.facts, shape, ins, outs, scalars);
-  } else {
+  } else if (failed) {
     for (std::uint32_t t : kernel_.outputs) values[t].failure = failed;
   }
 

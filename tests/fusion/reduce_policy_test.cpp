@@ -1,0 +1,130 @@
+// The policy with both builders competing (element-wise and reduce): which plan the explorer
+// keeps for the segments models are made of, read from STREAMFUSE_LOG=fusion's "explored plan"
+// lines (a plan's op kinds and its kind).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "streamfuse/streamfuse.h"
+
+namespace sf = streamfuse;
+using sf::Tensor;
+
+namespace {
+
+// The plans' "N ops (kinds) -> kind: ..." parts, explored or matched (an earlier test may have
+// explored them), while `body` runs (fusion on,
+// interpreted: nothing waits for a compiler); what it returns is held until it synchronized, as
+// a model holds its results.
+template <class F>
+std::vector<std::string> explored(F&& body) {
+  const sf::Config saved = sf::config();
+  sf::Config c = saved;
+  c.fusion = true;
+  c.jit = sf::JitMode::kInterpret;
+  sf::set_config(c);
+  sf::core::set_log_mask(sf::core::parse_log_channels("fusion"));
+  ::testing::internal::CaptureStderr();
+  {
+    const std::vector<Tensor> held = body();
+    sf::synchronize();
+  }
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  sf::core::set_log_mask(0);
+  sf::set_config(saved);
+  std::vector<std::string> plans;
+  for (std::size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const std::string line = out.substr(at, nl - at);
+    std::size_t p = line.find("explored plan: ");
+    if (p == std::string::npos) p = line.find("matched plan: ");
+    if (p == std::string::npos) continue;
+    const std::string plan = line.substr(line.find(": ", p) + 2);
+    if (plan.find("(drop)") == std::string::npos)
+      plans.push_back(plan.substr(0, plan.find("; first")));
+  }
+  return plans;
+}
+
+bool has(const std::vector<std::string>& plans, const std::string& part) {
+  return std::any_of(plans.begin(), plans.end(),
+                     [&](const std::string& p) { return p.find(part) != std::string::npos; });
+}
+
+std::string all(const std::vector<std::string>& plans) {
+  std::string s;
+  for (const std::string& p : plans) s += p + "\n";
+  return s;
+}
+
+Tensor input(sf::Shape shape) {
+  Tensor x = sf::randn(shape);
+  sf::synchronize();
+  return x;
+}
+
+TEST(ReducePolicyTest, SoftmaxIsOneReducePlan) {
+  const Tensor x = input({16, 64});
+  const auto plans = explored([&] { return std::vector<Tensor>{sf::nn::softmax(x, -1)}; });
+  EXPECT_TRUE(has(plans,
+                  "(max, sub, exp, sum, div) -> reduce: 1 kernel, 2 stage(s) (max sum) "
+                  "over axis 1"))
+      << all(plans);
+}
+
+TEST(ReducePolicyTest, ElementWiseChainsStayElementWise) {
+  const Tensor x = input({16, 64});
+  const auto plans = explored([&] { return std::vector<Tensor>{sf::exp(x * 2.0f + 1.0f)}; });
+  EXPECT_TRUE(has(plans, "(mul, add, exp) -> elementwise")) << all(plans);
+  EXPECT_FALSE(has(plans, "-> reduce")) << all(plans);
+}
+
+TEST(ReducePolicyTest, ALoneReductionRunsAsItIs) {
+  const Tensor x = input({16, 64});
+  const auto plans = explored([&] { return std::vector<Tensor>{sf::sum(x, -1)}; });
+  EXPECT_TRUE(has(plans, "1 op (sum) -> operations")) << all(plans);
+}
+
+TEST(ReducePolicyTest, AReductionAfterElementWiseOpsTakesThem) {
+  const Tensor x = input({16, 64}), w = input({64, 8});
+  const auto plans = explored([&] {
+    const Tensor s = sf::sum(x * x, -1, true);
+    return std::vector<Tensor>{sf::matmul(x / s, w)};
+  });
+  EXPECT_TRUE(has(plans, "(mul, sum, div) -> reduce")) << all(plans);
+}
+
+// layer_norm then softmax over the same axis: one kernel of four stages (mean, variance, max,
+// sum), each reading the values the one before it made.
+TEST(ReducePolicyTest, ChainsOfReductionsOverOneAxisAreOneKernel) {
+  const Tensor x = input({16, 64});
+  const auto plans = explored(
+      [&] { return std::vector<Tensor>{sf::nn::softmax(sf::nn::layer_norm(x, {64}), -1)}; });
+  EXPECT_TRUE(has(plans, "-> reduce: 1 kernel, 4 stage(s) (mean mean max sum) over axis 1"))
+      << all(plans);
+}
+
+// A reduction over another axis ends the kernel (which takes the element-wise op before it): the
+// next segment starts with it.
+TEST(ReducePolicyTest, AnotherAxisEndsTheKernel) {
+  const Tensor x = input({16, 64});
+  const auto plans = explored([&] {
+    const Tensor y = sf::nn::softmax(x, -1);
+    return std::vector<Tensor>{y, sf::sum(y * 2.0f, 0)};
+  });
+  EXPECT_TRUE(has(plans, "(max, sub, exp, sum, div, mul) -> reduce: 1 kernel, 2 stage(s)"))
+      << all(plans);
+  EXPECT_TRUE(has(plans, "1 op (sum) -> operations")) << all(plans);
+}
+
+// Along an inner axis the reduction is not fused (see ReduceBuilder): the element-wise ops
+// around it fuse on their own.
+TEST(ReducePolicyTest, InnerAxesAreNotFused) {
+  const Tensor x = input({16, 64, 8});
+  const auto plans = explored([&] { return std::vector<Tensor>{sf::nn::softmax(x * 2.0f, 1)}; });
+  EXPECT_FALSE(has(plans, "-> reduce")) << all(plans);
+}
+
+}  // namespace
