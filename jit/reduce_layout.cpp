@@ -6,6 +6,7 @@
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/kernels/reduce_ops.h"
 #include "jit/kernel_abi.h"
+#include "streamfuse/error.h"
 
 namespace streamfuse::jit {
 
@@ -25,6 +26,9 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
   ReduceLayout layout;
   const int count = static_cast<int>(operands.size());
   const int axis = program.anchor.axis;
+  if (axis != core::kAllAxes && (axis < 0 || axis >= shape.rank()))
+    throw Error("internal error: a reduction over axis " + std::to_string(axis) + " of a rank " +
+                std::to_string(shape.rank()) + " shape");
   const Strides* strides[backends::cpu::kMaxOperands];
   for (int k = 0; k < count; ++k) strides[k] = &operands[static_cast<std::size_t>(k)].strides;
   if (axis == core::kAllAxes) {

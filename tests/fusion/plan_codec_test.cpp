@@ -8,6 +8,8 @@
 
 #include "bench/gelu_variants.h"
 #include "fusion/builders/elementwise/optimization.h"
+#include "fusion/builders/reduce/builder.h"
+#include "fusion/builders/reduce/optimization.h"
 #include "fusion/plan_codec.h"
 #include "tests/fusion/recorded_segment.h"
 
@@ -79,6 +81,64 @@ TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
   again.triggers = back.triggers;
   again.successors = back.successors;
   EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+}
+
+// The reduce plan of a layer_norm followed by a softmax (four stages, per-row code, broadcast
+// weights) and a per-row output.
+std::shared_ptr<fusion::ExecutionPlan> norm_plan() {
+  const sf::Tensor x = sf::randn({4, 64}), w = sf::randn({64});
+  sf::Tensor y, s;
+  const streamfuse::testing::RecordedOps ops = streamfuse::testing::record_without_running([&] {
+    y = sf::nn::softmax(sf::nn::layer_norm(x, {64}, w), -1);
+    s = sf::sum(y * y, -1);
+  });
+  fusion::ReduceBuilder builder;
+  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
+       ++i)
+    builder.register_op(ops.relative[i], ops.global[i]);
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops.assign(ops.relative.begin(), ops.relative.begin() + builder.len());
+  plan->optimization = builder.build();
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  return plan;
+}
+
+TEST(PlanCodec, ReducePlansRoundTripExactly) {
+  const auto plan = norm_plan();
+  const auto& built = static_cast<const fusion::ReduceOptimization&>(*plan->optimization);
+  ASSERT_EQ(built.kernel().program.anchor.stages.size(), 5u) << built.kernel().program.to_string();
+  const std::string bytes = fusion::encode_plan(*plan);
+  const fusion::PlanDraft back = fusion::decode_plan(bytes);
+  EXPECT_EQ(back.ops, plan->ops);
+  const auto* opt = dynamic_cast<const fusion::ReduceOptimization*>(back.optimization.get());
+  ASSERT_NE(opt, nullptr);
+  EXPECT_EQ(opt->len(), built.len());
+  EXPECT_EQ(opt->kernel().program, built.kernel().program);
+  EXPECT_EQ(opt->kernel().facts.hash, built.kernel().facts.hash);
+  EXPECT_EQ(opt->kernel().inputs, built.kernel().inputs);
+  EXPECT_EQ(opt->kernel().outputs, built.kernel().outputs);
+  fusion::ExecutionPlan again;
+  again.ops = back.ops;
+  again.optimization = back.optimization;
+  again.triggers = back.triggers;
+  EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+}
+
+TEST(PlanCodec, ReducePlansTruncatedOrFlippedAreFormatErrorsOrCheckedPlans) {
+  const std::string bytes = fusion::encode_plan(*norm_plan());
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(fusion::decode_plan(std::string_view(bytes).substr(0, n)), FormatError) << n;
+  int errors = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    try {
+      EXPECT_FALSE(fusion::decode_plan(bad).ops.empty());
+    } catch (const FormatError&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, static_cast<int>(bytes.size() / 2));
 }
 
 TEST(PlanCodec, OperationsPlansHaveNoOptimization) {

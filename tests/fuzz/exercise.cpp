@@ -55,8 +55,14 @@ void use_program(const jit::FusedProgram& p) {
     fail("simplify() made a well-formed program ill formed: " + why);
 
   // Over [3, 5]: odd inputs broadcast along the outer dimension, the others full; buffers of
-  // exactly their size, so AddressSanitizer sees every access past them.
+  // exactly their size, so AddressSanitizer sees every access past them. A reduction's per-row
+  // outputs have its reduced shape.
   const Shape shape{3, 5}, row{5};
+  const bool reduce = p.anchor.kind == jit::AnchorKind::kReduce;
+  if (reduce && p.anchor.axis != core::kAllAxes && p.anchor.axis >= shape.rank()) return;
+  Shape reduced = shape;
+  for (int d = 0; d < shape.rank(); ++d)
+    if (reduce && (p.anchor.axis == core::kAllAxes || d == p.anchor.axis)) reduced[d] = 1;
   const std::size_t n = p.inputs.size() + p.outputs.size();
   std::vector<std::vector<unsigned char>> buffers(n);
   std::vector<backends::cpu::Operand> operands(n);
@@ -65,11 +71,18 @@ void use_program(const jit::FusedProgram& p) {
     const bool out = k >= p.inputs.size();
     const DType dtype = out ? p.outputs[k - p.inputs.size()].dtype : p.inputs[k];
     const bool broadcast = !out && k % 2 == 1;
-    buffers[k].assign((broadcast ? 5 : 15) * element_size(dtype), 1);  // 1s: valid in every dtype
+    const bool per_row = out && p.outputs[k - p.inputs.size()].per_row;
+    const Shape& own = broadcast ? row : per_row ? reduced : shape;
+    buffers[k].assign(static_cast<std::size_t>(own.numel()) * element_size(dtype), 1);  // 1s: valid
     operands[k] = {reinterpret_cast<char*>(buffers[k].data()), dtype, {}};
-    operands[k].strides[0] = broadcast ? 0 : 5;
-    operands[k].strides[1] = 1;
-    (out ? outputs : inputs).push_back({nullptr, broadcast ? row : shape, dtype});
+    if (per_row) {  // [3, 1]: a stride per row; [1, 5]: one per column; [1, 1]: none
+      operands[k].strides[0] = reduced[0] == 1 ? 0 : reduced[1];
+      operands[k].strides[1] = reduced[1] == 1 ? 0 : 1;
+    } else {
+      operands[k].strides[0] = broadcast ? 0 : 5;
+      operands[k].strides[1] = 1;
+    }
+    (out ? outputs : inputs).push_back({nullptr, own, dtype});
   }
   std::vector<const backends::cpu::Strides*> strides;
   for (const backends::cpu::Operand& o : operands) strides.push_back(&o.strides);
@@ -79,6 +92,12 @@ void use_program(const jit::FusedProgram& p) {
   std::vector<std::int64_t> scalars;
   for (std::size_t s = 0; s < p.scalars.size(); ++s)
     scalars.push_back(jit::scalar_bits(p.scalars[s], s % 3 == 0 ? Scalar(2.0) : Scalar(1.5)));
+  if (reduce) {
+    const jit::ReduceLayout layout = jit::make_reduce_layout(p, shape, operands);
+    jit::interpret_reduce(p, layout, operands, scalars, backends::cpu::kernels(), 1);
+    generate(p, jit::launch_key(p, facts, layout.it, operands, inputs, outputs, scalars));
+    return;
+  }
   jit::interpret(p, it, operands, scalars, backends::cpu::kernels(), 1);
   generate(p, jit::launch_key(p, facts, it, operands, inputs, outputs, scalars));
 }

@@ -87,8 +87,15 @@ class CheckingLauncher final : public jit::KernelLauncher {
       check_operand(inputs[i], shape, false);
       if (inputs[i].dtype != program.inputs[i]) fail("a kernel input of another dtype");
     }
+    // Per-row outputs of a reduction have the launch's shape with the reduced axis (or every
+    // axis) of size 1.
+    Shape rows = shape;
+    for (int d = 0; d < rows.rank(); ++d)
+      if (program.anchor.kind == jit::AnchorKind::kReduce &&
+          (program.anchor.axis == core::kAllAxes || d == program.anchor.axis))
+        rows[d] = 1;
     for (std::size_t o = 0; o < outputs.size(); ++o) {
-      check_operand(outputs[o], shape, true);
+      check_operand(outputs[o], program.outputs[o].per_row ? rows : shape, true);
       if (outputs[o].dtype != program.outputs[o].dtype) fail("a kernel output of another dtype");
     }
     if (facts.hash != program.hash()) fail("program facts of another program");

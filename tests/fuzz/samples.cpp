@@ -10,8 +10,10 @@
 #include "core/hash_mix.h"
 #include "core/relative.h"
 #include "fusion/builders/elementwise/builder.h"
+#include "fusion/builders/reduce/builder.h"
 #include "jit/cpp_codegen.h"
 #include "jit/launch_key.h"
+#include "jit/reduce_layout.h"
 #include "tests/fusion/recorded_segment.h"
 #include "tests/fuzz/plan_runner.h"
 
@@ -22,12 +24,13 @@ namespace sf = streamfuse;
 namespace streamfuse::fuzz {
 namespace {
 
-// The plan the explorer makes of `program`'s ops: the element-wise builder's optimization over
-// the ops it takes, triggered by the next ops (or at a sync when it took them all), with the
-// next segment's first op as successor.
+// The plan the explorer makes of `program`'s ops with `Builder` (the element-wise or the reduce
+// one): its optimization over the ops it takes, triggered by the next ops (or at a sync when it
+// took them all), with the next segment's first op as successor.
+template <class Builder = fusion::ElementwiseBuilder>
 std::shared_ptr<fusion::ExecutionPlan> elementwise_plan(const std::function<void()>& program) {
   const testing::RecordedOps ops = testing::record_without_running(program);
-  fusion::ElementwiseBuilder builder;
+  Builder builder;
   for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
        ++i)
     builder.register_op(ops.relative[i], ops.global[i]);
@@ -90,6 +93,23 @@ std::vector<std::shared_ptr<fusion::ExecutionPlan>> make_plans() {
       dropped = sf::Tensor();
     }));
   }
+  // Reductions with element-wise code around them: softmax (two stages, per-element outputs),
+  // layer_norm with weights and a bias (broadcast inputs, per-row code), and per-row outputs
+  // of every reduction kind with keepdim both ways, over every element too, on f16.
+  plans.push_back(elementwise_plan<fusion::ReduceBuilder>([&] { keep1 = sf::nn::softmax(x, -1); }));
+  const sf::Tensor half_bias = bias * 0.5f;
+  plans.push_back(elementwise_plan<fusion::ReduceBuilder>(
+      [&] { keep1 = sf::nn::layer_norm(x * 2.0f, {64}, bias, half_bias); }));
+  plans.push_back(elementwise_plan<fusion::ReduceBuilder>([&] {
+    const sf::Tensor t = h * 2.0f;
+    keep1 = sf::sum(t, 1, true) + sf::max(t, -1, true);
+    keep2 = sf::argmax(t, 1);
+    keep3 = sf::mean(t, 1) - sf::min(t, 1);
+  }));
+  plans.push_back(elementwise_plan<fusion::ReduceBuilder>([&] {
+    const sf::Tensor e = sf::exp(a);
+    keep1 = e / sf::sum(e);
+  }));
   // The Operations strategy: no optimization.
   auto operations = std::make_shared<fusion::ExecutionPlan>();
   operations->ops = {plans.back()->ops.front()};
@@ -133,7 +153,9 @@ std::vector<jit::KernelRecord> make_kernels() {
       std::vector<const backends::cpu::Strides*> strides;
       for (const backends::cpu::Operand& o : ops) strides.push_back(&o.strides);
       const backends::cpu::Iteration it =
-          backends::cpu::make_iteration(shape, strides.data(), static_cast<int>(ops.size()));
+          program.anchor.kind == jit::AnchorKind::kReduce
+              ? jit::make_reduce_layout(program, shape, ops).it
+              : backends::cpu::make_iteration(shape, strides.data(), static_cast<int>(ops.size()));
       ours.push_back({facts.hash, program,
                       jit::launch_key(program, facts, it, ops, inputs, outputs, scalars),
                       "sf_fuzz_kernel_" + std::to_string(kernels.size() + ours.size()), nullptr});

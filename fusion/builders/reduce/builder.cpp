@@ -6,6 +6,7 @@
 #include "fusion/builders/reduce/optimization.h"
 #include "jit/op_instructions.h"
 #include "jit/program_optimizer.h"
+#include "streamfuse/error.h"
 
 namespace streamfuse::fusion {
 
@@ -300,6 +301,8 @@ std::int64_t ReduceBuilder::score() const {
 }
 
 std::unique_ptr<Optimization> ReduceBuilder::build() const {
+  // Without a reduction there is no kernel to build (and score() is 0: the explorer never asks).
+  if (!anchored_) throw Error("internal error: a reduce plan without a reduction");
   TracedBlock k;
   k.program = program_;
   std::vector<TracedTensor> tensors;
