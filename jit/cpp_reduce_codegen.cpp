@@ -8,6 +8,7 @@
 
 #include "jit/cpp_codegen.h"
 #include "jit/kernel_expressions.h"
+#include "jit/reduce_program.h"
 
 namespace streamfuse::jit {
 namespace {
@@ -44,16 +45,7 @@ class ReduceSource {
     inner_rank_ = p.anchor.axis == core::kAllAxes ? rank_ : 1;
     outer_rank_ = rank_ - inner_rank_;
     if (outer_rank_ < 0) fail_generation(name, "a reduction key of rank 0");
-    const std::size_t n = static_cast<std::size_t>(p.num_registers);
-    needs_.assign(n, 0);
-    for (const std::vector<Instruction>* block : p.blocks())
-      for (const Instruction& in : *block) {
-        std::size_t need =
-            in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
-        for (std::int32_t a : in.args)
-          if (a >= 0) need = std::max(need, needs_[static_cast<std::size_t>(a)]);
-        needs_[static_cast<std::size_t>(in.out)] = need;
-      }
+    needs_ = stages_needed(p);
   }
 
   std::string text() {
@@ -151,21 +143,11 @@ class ReduceSource {
     return s;
   }
 
-  // The prologue instructions `roots` need, in order; registers in `leaves` (per register) are
-  // needed but not what they are computed from.
+  // The prologue instructions `roots` need, in order (registers in `leaves` taken as they are).
   std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots,
                                           const std::vector<char>& leaves = {}) const {
-    std::vector<char> need(static_cast<std::size_t>(p_.num_registers), 0);
-    for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
     std::vector<const Instruction*> code;
-    for (auto it = p_.prologue.rbegin(); it != p_.prologue.rend(); ++it) {
-      const auto out = static_cast<std::size_t>(it->out);
-      if (!need[out]) continue;
-      code.insert(code.begin(), &*it);
-      if (!leaves.empty() && leaves[out]) continue;
-      for (std::int32_t a : it->args)
-        if (a >= 0) need[static_cast<std::size_t>(a)] = 1;
-    }
+    for (std::size_t i : prologue_closure(p_, roots, leaves)) code.push_back(&p_.prologue[i]);
     return code;
   }
 

@@ -11,6 +11,7 @@
 #include "jit/cuda_codegen.h"
 #include "jit/cuda_kernel_abi.h"
 #include "jit/kernel_expressions.h"
+#include "jit/reduce_program.h"
 
 namespace streamfuse::jit {
 namespace {
@@ -23,15 +24,7 @@ class CudaReduceSource {
     inner_rank_ = p.anchor.axis == core::kAllAxes ? rank_ : 1;
     outer_rank_ = rank_ - inner_rank_;
     if (outer_rank_ < 0) fail_generation(name, "a reduction key of rank 0");
-    needs_.assign(static_cast<std::size_t>(p.num_registers), 0);
-    for (const std::vector<Instruction>* block : p.blocks())
-      for (const Instruction& in : *block) {
-        std::size_t need =
-            in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
-        for (std::int32_t a : in.args)
-          if (a >= 0) need = std::max(need, needs_[static_cast<std::size_t>(a)]);
-        needs_[static_cast<std::size_t>(in.out)] = need;
-      }
+    needs_ = stages_needed(p);
   }
 
   std::string text() const {
@@ -154,15 +147,8 @@ class CudaReduceSource {
   }
 
   std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots) const {
-    std::vector<char> need(static_cast<std::size_t>(p_.num_registers), 0);
-    for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
     std::vector<const Instruction*> code;
-    for (auto it = p_.prologue.rbegin(); it != p_.prologue.rend(); ++it) {
-      if (!need[static_cast<std::size_t>(it->out)]) continue;
-      code.insert(code.begin(), &*it);
-      for (std::int32_t arg : it->args)
-        if (arg >= 0) need[static_cast<std::size_t>(arg)] = 1;
-    }
+    for (std::size_t i : prologue_closure(p_, roots)) code.push_back(&p_.prologue[i]);
     return code;
   }
   std::string lines(const std::vector<const Instruction*>& code, const std::string& indent) const {

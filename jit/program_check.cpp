@@ -5,6 +5,7 @@
 
 #include "backends/cpu/kernels/layout.h"
 #include "jit/kernel_expressions.h"
+#include "jit/reduce_program.h"
 
 namespace streamfuse::jit {
 namespace {
@@ -170,16 +171,10 @@ std::string program_problem(const FusedProgram& p) {
   const auto n = static_cast<std::size_t>(p.num_registers);
   std::vector<ValueType> types(n, ValueType::kFloat);
   std::vector<char> written(n, 0);
-  std::vector<std::size_t> needs(n, 0);  // stages that must have run (kReduce)
   std::size_t i = 0;  // instructions are numbered through the blocks, in dependency order
   for (const std::vector<Instruction>* block : p.blocks()) {
     for (const Instruction& in : *block) {
       if (std::string why = instruction_problem(p, i, in, types, written); !why.empty()) return why;
-      std::size_t need =
-          in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
-      for (std::int32_t a : in.args)
-        if (a >= 0) need = std::max(need, needs[static_cast<std::size_t>(a)]);
-      needs[static_cast<std::size_t>(in.out)] = need;
       ValueType result = in.type;
       if (in.kind == InstrKind::kOp) {
         const core::OpCategory c = core::op_category(in.op);
@@ -192,7 +187,7 @@ std::string program_problem(const FusedProgram& p) {
     }
   }
   if (p.anchor.kind == AnchorKind::kReduce)
-    if (std::string why = stage_problem(p, types, needs); !why.empty()) return why;
+    if (std::string why = stage_problem(p, types, stages_needed(p)); !why.empty()) return why;
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];
     if (out.reg < 0 || static_cast<std::size_t>(out.reg) >= n ||

@@ -11,6 +11,7 @@
 #include "jit/interpreter.h"
 #include "jit/interpreter_step.h"
 #include "jit/kernel_abi.h"
+#include "jit/reduce_program.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -126,44 +127,20 @@ ChunkFn op_fn(const Instruction& in, const backends::cpu::KernelTable& kernels) 
   return fn;
 }
 
-// The prologue instructions that `roots` need, in program order.
-std::vector<std::size_t> closure(const FusedProgram& p, std::vector<std::int32_t> roots) {
-  std::vector<char> need(static_cast<std::size_t>(p.num_registers), 0);
-  for (std::int32_t r : roots) need[static_cast<std::size_t>(r)] = 1;
-  std::vector<std::size_t> code;
-  for (std::size_t i = p.prologue.size(); i-- > 0;) {
-    const Instruction& in = p.prologue[i];
-    if (!need[static_cast<std::size_t>(in.out)]) continue;
-    code.push_back(i);
-    for (std::int32_t a : in.args)
-      if (a >= 0) need[static_cast<std::size_t>(a)] = 1;
-  }
-  std::reverse(code.begin(), code.end());
-  return code;
-}
-
 Plan make_plan(const FusedProgram& p, const backends::cpu::KernelTable& kernels) {
   Plan plan;
   plan.types = p.register_types();
-  plan.needs.assign(static_cast<std::size_t>(p.num_registers), 0);
-  for (const std::vector<Instruction>* block : p.blocks())
-    for (const Instruction& in : *block) {
-      std::size_t need =
-          in.kind == InstrKind::kReduced ? static_cast<std::size_t>(in.index) + 1 : 0;
-      for (std::int32_t a : in.args)
-        if (a >= 0) need = std::max(need, plan.needs[static_cast<std::size_t>(a)]);
-      plan.needs[static_cast<std::size_t>(in.out)] = need;
-    }
+  plan.needs = stages_needed(p);
   for (const Instruction& in : p.prologue) plan.prologue_fns.push_back(op_fn(in, kernels));
   for (const Instruction& in : p.epilogue) plan.epilogue_fns.push_back(op_fn(in, kernels));
   for (const ReduceStage& st : p.anchor.stages) {
-    plan.stage_code.push_back(closure(p, {st.input}));
+    plan.stage_code.push_back(prologue_closure(p, std::span(&st.input, 1)));
     plan.folds.push_back(fold_of(st));
   }
   std::vector<std::int32_t> outs;
   for (const ProgramOutput& o : p.outputs)
     if (!o.per_row) outs.push_back(o.reg);
-  plan.output_code = closure(p, outs);
+  plan.output_code = prologue_closure(p, outs);
   plan.row_code.resize(p.anchor.stages.size() + 1);
   for (std::size_t i = 0; i < p.epilogue.size(); ++i)
     plan.row_code[plan.needs[static_cast<std::size_t>(p.epilogue[i].out)]].push_back(i);

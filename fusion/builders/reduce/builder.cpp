@@ -4,6 +4,7 @@
 
 #include "backends/cpu/kernels/layout.h"
 #include "fusion/builders/reduce/optimization.h"
+#include "fusion/builders/reduce/reduced_shape.h"
 #include "jit/op_instructions.h"
 #include "jit/program_optimizer.h"
 #include "streamfuse/error.h"
@@ -61,25 +62,6 @@ bool ReduceBuilder::take(const core::OpDesc& rel, const core::OpDesc& real) {
     default:
       return core::is_elementwise(rel.kind) && take_elementwise(rel, real);
   }
-}
-
-bool ReduceBuilder::is_row_shape(const Shape& s) const {
-  const int axis = program_.anchor.axis;
-  if (axis == core::kAllAxes) {
-    if (s.rank() != 0 && s.rank() != shape_.rank()) return false;
-    return std::all_of(s.begin(), s.end(), [](std::int64_t d) { return d == 0; });
-  }
-  if (s.rank() == shape_.rank()) {  // keepdim: S with the axis of size 1 (relative size id 0)
-    for (int d = 0; d < s.rank(); ++d)
-      if (s[d] != (d == axis ? 0 : shape_[d])) return false;
-    return true;
-  }
-  if (s.rank() + 1 != shape_.rank()) return false;
-  for (int d = 0, e = 0; d < shape_.rank(); ++d) {
-    if (d == axis) continue;
-    if (s[e++] != shape_[d]) return false;
-  }
-  return true;
 }
 
 bool ReduceBuilder::row_broadcasts(const Shape& s) const {
@@ -171,7 +153,7 @@ bool ReduceBuilder::take_elementwise(const core::OpDesc& rel, const core::OpDesc
     }
   } else if (out == shape_) {
     per_row = false;
-  } else if (is_row_shape(out)) {
+  } else if (is_reduced_shape(out, shape_, program_.anchor.axis)) {
     per_row = true;
   } else {
     return false;

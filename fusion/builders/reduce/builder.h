@@ -54,8 +54,6 @@ class ReduceBuilder final : public OptimizationBuilder {
   Value& value(const core::TensorDesc& rel, const core::TensorDesc& real, TensorSource source);
   // Whether a per-row value of shape `s` broadcasts into S as the row it belongs to.
   bool row_broadcasts(const Shape& s) const;
-  // Whether `s` is a shape of per-row values (S with the axis of size 1, or removed).
-  bool is_row_shape(const Shape& s) const;
   std::int32_t emit(bool per_row, jit::Instruction in, jit::ValueType type);
   std::int32_t operand(bool per_row, core::TensorId id, jit::ValueType type);
   std::int32_t scalar(TensorSource op_source, jit::ScalarArg arg);

@@ -1,10 +1,10 @@
 #include "fusion/builders/reduce/codec.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "fusion/builders/reduce/optimization.h"
+#include "fusion/builders/reduce/reduced_shape.h"
 #include "fusion/builders/traced_codec.h"
 
 namespace streamfuse::fusion {
@@ -14,23 +14,6 @@ namespace {
 bool takes(core::OpKind kind) {
   return kind == core::OpKind::kDrop || core::is_elementwise(kind) ||
          core::op_category(kind) == core::OpCategory::kReduce;
-}
-
-// Whether relative shape `out` is the reduced shape of `shape` along `axis`: with the axis of
-// size 1 (size id 0) or without it.
-bool is_reduced_shape(const Shape& out, const Shape& shape, int axis) {
-  if (axis == core::kAllAxes)
-    return (out.rank() == 0 || out.rank() == shape.rank()) &&
-           std::all_of(out.begin(), out.end(), [](std::int64_t d) { return d == 0; });
-  if (out.rank() == shape.rank()) {
-    for (int d = 0; d < shape.rank(); ++d)
-      if (out[d] != (d == axis ? 0 : shape[d])) return false;
-    return true;
-  }
-  if (out.rank() + 1 != shape.rank()) return false;
-  for (int d = 0, e = 0; d < shape.rank(); ++d)
-    if (d != axis && out[e++] != shape[d]) return false;
-  return true;
 }
 
 void encode(cache::OutArchive& out, const Optimization& optimization) {
