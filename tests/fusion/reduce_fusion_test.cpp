@@ -172,6 +172,24 @@ TEST_F(ReduceFusionTest, NormalizationsAreOneKernel) {
 // Along the last axis (or one with only size-1 dimensions after it) a chain is one kernel; along
 // an inner axis the reduction stays unfused (a row-by-row kernel would read a cache line per
 // element), and the element-wise ops around it fuse on their own. Same bits either way.
+TEST_F(ReduceFusionTest, MaskedSoftmaxAndConstants) {
+  const Tensor s = random_tensor({24, 24}, sf::kF32, -5, 5, 13);
+  check("causal softmax",
+        [](const std::vector<Tensor>& in) {
+          const Tensor mask = sf::unsqueeze(sf::arange(24), 1) < sf::unsqueeze(sf::arange(24), 0);
+          return std::vector<Tensor>{sf::nn::softmax(sf::where(mask, -INFINITY, in[0]), -1)};
+        },
+        {s});
+  // A constant a handle still holds is written by the kernel: of the full shape and per row.
+  check("constants kept",
+        [](const std::vector<Tensor>& in) {
+          const Tensor c = sf::full({24, 24}, 0.25f), r = sf::full({24, 1}, 2.0f);
+          const Tensor m = sf::max(in[0] * c, -1, true);
+          return std::vector<Tensor>{c, in[0] - m * r, r + m};
+        },
+        {s});
+}
+
 TEST_F(ReduceFusionTest, InnerAxesAndEveryElement) {
   const Tensor x = random_tensor({6, 50, 9}, sf::kF32, -3, 3, 7);
   for (int axis : {0, 1, 2}) {
@@ -235,11 +253,12 @@ TEST_F(ReduceFusionTest, SumsFoldInTheUnfusedOrder) {
   }
   const Tensor y = with_cancellations({5, 300, 7}, 30);
   for (int axis : {0, 1, 2})
-    check("sum along axis " + std::to_string(axis),
-          [axis](const std::vector<Tensor>& in) {
-            return std::vector<Tensor>{sf::sum(in[0] * 3.0f, axis)};
-          },
-          {y}, axis == 2 ? 1 : -1);  // inner axes stay unfused
+    check(
+        "sum along axis " + std::to_string(axis),
+        [axis](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::sum(in[0] * 3.0f, axis)};
+        },
+        {y}, axis == 2 ? 1 : -1);  // inner axes stay unfused
   // Reduced as it is (no op before it): the tensor's own layout decides the order.
   check("sum of an input",
         [](const std::vector<Tensor>& in) {

@@ -4,16 +4,31 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/log.h"
 #include "streamfuse/streamfuse.h"
+#include "tests/temp_dir.h"
 
 namespace sf = streamfuse;
 using sf::Tensor;
 
 namespace {
+
+// A cache directory of its own, empty: plans another build or test stored (a cache directory
+// outlives builds) would be matched instead of explored, and a plan from a build whose builders
+// differed is still a valid plan. Set before any device starts (they read it once).
+const streamfuse::testing::TempDir& own_cache_dir() {
+  static const auto* dir = [] {
+    auto* d = new streamfuse::testing::TempDir;
+    setenv("STREAMFUSE_CACHE_DIR", d->path().c_str(), 1);
+    return d;
+  }();
+  return *dir;
+}
+[[maybe_unused]] const auto& kOwnCacheDir = own_cache_dir();
 
 // The plans' "N ops (kinds) -> kind: ..." parts, explored or matched (an earlier test may have
 // explored them), while `body` runs (fusion on,
@@ -94,6 +109,18 @@ TEST(ReducePolicyTest, AReductionAfterElementWiseOpsTakesThem) {
     return std::vector<Tensor>{sf::matmul(x / s, w)};
   });
   EXPECT_TRUE(has(plans, "(mul, sum, div) -> reduce")) << all(plans);
+}
+
+// Attention scores as users mask them: the comparison, the constant and the where fuse into the
+// softmax's kernel.
+TEST(ReducePolicyTest, AMaskedSoftmaxIsOneKernel) {
+  const Tensor s = input({16, 16});
+  const auto plans = explored([&] {
+    const Tensor mask = sf::unsqueeze(sf::arange(16), 1) < sf::unsqueeze(sf::arange(16), 0);
+    return std::vector<Tensor>{sf::nn::softmax(sf::where(mask, -INFINITY, s), -1)};
+  });
+  EXPECT_TRUE(has(plans, "(lt, full, where, max, sub, exp, sum, div; 2 drops) -> reduce"))
+      << all(plans);
 }
 
 // layer_norm then softmax over the same axis: one kernel of four stages (mean, variance, max,

@@ -59,6 +59,8 @@ bool ReduceBuilder::take(const core::OpDesc& rel, const core::OpDesc& real) {
       return true;
     case core::OpCategory::kReduce:
       return take_reduce(rel, real);
+    case core::OpCategory::kCreation:
+      return rel.kind == core::OpKind::kFull && take_full(rel, real);
     default:
       return core::is_elementwise(rel.kind) && take_elementwise(rel, real);
   }
@@ -139,6 +141,20 @@ std::int32_t ReduceBuilder::scalar(TensorSource op_source, jit::ScalarArg arg) {
   return r;
 }
 
+// A constant is a scalar argument wherever it is read (of any shape: the same value everywhere);
+// one a handle still holds is written as an output, so it must then have the shape the rows are
+// cut from or the reduced shape (see storable()).
+bool ReduceBuilder::take_full(const core::OpDesc& rel, const core::OpDesc& real) {
+  const auto index = static_cast<std::uint32_t>(len_);
+  if (operand_limit_reached(1)) return false;
+  Value& v = value(rel.outputs[0], real.outputs[0], {index, -1});
+  v.level = Level::kConstant;
+  const DType dtype = rel.outputs[0].dtype;
+  v.reg = scalar({index, -1}, {jit::ScalarArg::Mode::kFill, jit::value_type_of(dtype), dtype});
+  unfused_bytes_ += v.bytes;
+  return true;
+}
+
 bool ReduceBuilder::take_elementwise(const core::OpDesc& rel, const core::OpDesc& real) {
   const auto index = static_cast<std::uint32_t>(len_);
   const Shape& out = rel.outputs[0].shape;
@@ -169,6 +185,7 @@ bool ReduceBuilder::take_elementwise(const core::OpDesc& rel, const core::OpDesc
       continue;
     }
     const Value& v = it->second;
+    if (v.level == Level::kConstant) continue;  // the same value everywhere
     if (per_row && (v.level != Level::kRow || v.shape != out)) return false;
     if (!per_row && v.level == Level::kRow && !row_broadcasts(v.shape)) return false;
   }
@@ -261,8 +278,18 @@ bool ReduceBuilder::take_reduce(const core::OpDesc& rel, const core::OpDesc& rea
   return true;
 }
 
+bool ReduceBuilder::storable() const {
+  for (const auto& [id, v] : values_)
+    if (v.level == Level::kConstant && !v.dies && v.shape != shape_ &&
+        !is_reduced_shape(v.shape, shape_, program_.anchor.axis))
+      return false;
+  return true;
+}
+
 std::int64_t ReduceBuilder::score() const {
-  if (!anchored_) return 0;  // nothing this builder does better than the element-wise one
+  // Nothing this builder does better than the element-wise one without a reduction; and a
+  // constant a handle holds in a shape the kernel does not write is the element-wise builder's.
+  if (!anchored_ || !storable()) return 0;
   std::int64_t read = 0, written = 0, element_read = 0;
   for (core::TensorId id : inputs_) {
     const Value& v = values_.at(id);
@@ -284,7 +311,10 @@ std::int64_t ReduceBuilder::score() const {
 
 std::unique_ptr<Optimization> ReduceBuilder::build() const {
   // Without a reduction there is no kernel to build (and score() is 0: the explorer never asks).
-  if (!anchored_) throw Error("internal error: a reduce plan without a reduction");
+  if (!anchored_ || !storable())
+    throw Error(
+        "internal error: a reduce plan without a reduction, or with a constant it cannot "
+        "write");
   TracedBlock k;
   k.program = program_;
   std::vector<TracedTensor> tensors;
@@ -301,7 +331,9 @@ std::unique_ptr<Optimization> ReduceBuilder::build() const {
   for (core::TensorId id : order_) {
     const Value& v = values_.at(id);
     if (v.level == Level::kExternal || v.dies) continue;
-    k.program.outputs.push_back({v.reg, v.dtype, v.level == Level::kRow});
+    const bool per_row =
+        v.level == Level::kRow || (v.level == Level::kConstant && v.shape != shape_);
+    k.program.outputs.push_back({v.reg, v.dtype, per_row});
     k.outputs.push_back(tensor_index(id));
     k.lend.push_back(-1);
   }

@@ -36,10 +36,11 @@ class ReduceBuilder final : public OptimizationBuilder {
   void reset() override;
 
  private:
-  enum class Level : std::uint8_t { kExternal, kElement, kRow };
+  // kConstant: made by full() in the segment, a scalar argument wherever it is read.
+  enum class Level : std::uint8_t { kExternal, kElement, kRow, kConstant };
   struct Value {
     Level level = Level::kExternal;
-    std::int32_t reg = -1;  // kElement, kRow: its register
+    std::int32_t reg = -1;  // kElement, kRow, kConstant: its register
     DType dtype = kF32;
     Shape shape;             // relative sizes
     std::int64_t bytes = 0;  // at the sizes explored
@@ -51,6 +52,7 @@ class ReduceBuilder final : public OptimizationBuilder {
   bool take(const core::OpDesc& rel, const core::OpDesc& real);
   bool take_reduce(const core::OpDesc& rel, const core::OpDesc& real);
   bool take_elementwise(const core::OpDesc& rel, const core::OpDesc& real);
+  bool take_full(const core::OpDesc& rel, const core::OpDesc& real);
   Value& value(const core::TensorDesc& rel, const core::TensorDesc& real, TensorSource source);
   // Whether a per-row value of shape `s` broadcasts into S as the row it belongs to.
   bool row_broadcasts(const Shape& s) const;
@@ -58,6 +60,8 @@ class ReduceBuilder final : public OptimizationBuilder {
   std::int32_t operand(bool per_row, core::TensorId id, jit::ValueType type);
   std::int32_t scalar(TensorSource op_source, jit::ScalarArg arg);
   bool operand_limit_reached(std::size_t more) const;
+  // Whether every constant a handle still holds has a shape the kernel writes (S or reduced).
+  bool storable() const;
 
   BuilderStatus status_ = BuilderStatus::kOpen;
   std::size_t len_ = 0;

@@ -12,7 +12,7 @@ namespace {
 
 // What ReduceBuilder takes.
 bool takes(core::OpKind kind) {
-  return kind == core::OpKind::kDrop || core::is_elementwise(kind) ||
+  return kind == core::OpKind::kDrop || kind == core::OpKind::kFull || core::is_elementwise(kind) ||
          core::op_category(kind) == core::OpCategory::kReduce;
 }
 
