@@ -8,7 +8,7 @@
 
 #include "jit/cpp_codegen.h"
 #include "jit/kernel_expressions.h"
-#include "jit/reduce_program.h"
+#include "jit/reduce_source.h"
 
 namespace streamfuse::jit {
 namespace {
@@ -37,16 +37,10 @@ struct sf_reduce_launch {
 // from the stages' buffers is at most this long).
 constexpr int kChunk = 2048;
 
-class ReduceSource {
+class CppReduceSource final : public ReduceSource {
  public:
-  ReduceSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
-      : p_(p), key_(key), name_(name), types_(p.register_types()) {
-    rank_ = key.rank;
-    inner_rank_ = p.anchor.axis == core::kAllAxes ? rank_ : 1;
-    outer_rank_ = rank_ - inner_rank_;
-    if (outer_rank_ < 0) fail_generation(name, "a reduction key of rank 0");
-    needs_ = stages_needed(p);
-  }
+  CppReduceSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
+      : ReduceSource(p, key, name) {}
 
   std::string text() {
     const std::size_t ni = p_.inputs.size(), count = ni + p_.outputs.size();
@@ -103,53 +97,11 @@ class ReduceSource {
   }
 
  private:
-  StrideClass cls(std::size_t k, int d) const {
-    const std::size_t ni = key_.inputs.size();
-    const OperandKey& ok = k < ni ? key_.inputs[k] : key_.outputs[k - ni];
-    return ok.strides[static_cast<std::size_t>(d)];
-  }
-  static std::string size(int d) { return "n" + std::to_string(d); }
-  static std::string stride_arg(std::size_t k, int d) {
+  std::string size(int d) const override { return "n" + std::to_string(d); }
+  std::string stride_arg(std::size_t k, int d) const override {
     return "s" + std::to_string(k) + "_" + std::to_string(d);
   }
-  // Operand k's stride along dimension d as an expression, or empty for zero.
-  std::string stride(std::size_t k, int d) const {
-    switch (cls(k, d)) {
-      case StrideClass::kZero:
-        return {};
-      case StrideClass::kArgument:
-        return stride_arg(k, d);
-      case StrideClass::kContiguous: {
-        std::string product;
-        for (int e = d + 1; e < rank_; ++e) product += (product.empty() ? "" : " * ") + size(e);
-        return product.empty() ? "1" : "(" + product + ")";
-      }
-    }
-    return {};
-  }
-
-  // The per-row code that needs exactly `group` stages.
-  std::string row_group(std::size_t group) const {
-    std::string s;
-    for (const Instruction& in : p_.epilogue) {
-      if (needs_[static_cast<std::size_t>(in.out)] != group || in.kind == InstrKind::kScalar)
-        continue;
-      s += "    " +
-           instruction_line(
-               p_, in, types_, [&](std::size_t j) { return "b" + std::to_string(j) + "[0]"; },
-               name_) +
-           "\n    (void)" + register_name(in.out) + ";\n";
-    }
-    return s;
-  }
-
-  // The prologue instructions `roots` need, in order (registers in `leaves` taken as they are).
-  std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots,
-                                          const std::vector<char>& leaves = {}) const {
-    std::vector<const Instruction*> code;
-    for (std::size_t i : prologue_closure(p_, roots, leaves)) code.push_back(&p_.prologue[i]);
-    return code;
-  }
+  std::string row_element(std::size_t j) const override { return "b" + std::to_string(j) + "[0]"; }
 
   // The stage whose values (kept in its row buffer) register r is, or -1: a stage input the
   // program computes (a plain load is as cheap to read again).
@@ -301,10 +253,7 @@ class ReduceSource {
         const std::string at = cls(k, last) == StrideClass::kArgument
                                    ? "q" + std::to_string(k) + "[i * " + stride_arg(k, last) + "]"
                                    : "q" + std::to_string(k) + "[i]";
-        stores += "          " + at + " = " +
-                  store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
-                              out.dtype) +
-                  ";\n";
+        stores += "          " + store_line(out, at);
       }
       std::vector<char> leaves(static_cast<std::size_t>(p_.num_registers), 0);
       bool any_cached = false;
@@ -324,29 +273,18 @@ class ReduceSource {
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       const ProgramOutput& out = p_.outputs[o];
       if (!out.per_row) continue;
-      s += "        b" + std::to_string(ni + o) + "[0] = " +
-           store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
-                       out.dtype) +
-           ";\n";
+      s += "        " + store_line(out, row_element(ni + o));
     }
     s += "      }\n    }\n";
     return s;
   }
-
-  const FusedProgram& p_;
-  const SpecializationKey& key_;
-  std::string_view name_;
-  std::vector<ValueType> types_;
-  std::vector<std::size_t> needs_;
-  int rank_ = 0, inner_rank_ = 1, outer_rank_ = 0;
 };
 
 }  // namespace
 
 std::string cpu_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                                      std::string_view name) {
-  check_program(program, key, name);
-  return ReduceSource(program, key, name).text();
+  return CppReduceSource(program, key, name).text();
 }
 
 }  // namespace streamfuse::jit

@@ -11,21 +11,15 @@
 #include "jit/cuda_codegen.h"
 #include "jit/cuda_kernel_abi.h"
 #include "jit/kernel_expressions.h"
-#include "jit/reduce_program.h"
+#include "jit/reduce_source.h"
 
 namespace streamfuse::jit {
 namespace {
 
-class CudaReduceSource {
+class CudaReduceSource final : public ReduceSource {
  public:
   CudaReduceSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
-      : p_(p), key_(key), name_(name), types_(p.register_types()) {
-    rank_ = key.rank;
-    inner_rank_ = p.anchor.axis == core::kAllAxes ? rank_ : 1;
-    outer_rank_ = rank_ - inner_rank_;
-    if (outer_rank_ < 0) fail_generation(name, "a reduction key of rank 0");
-    needs_ = stages_needed(p);
-  }
+      : ReduceSource(p, key, name) {}
 
   std::string text() const {
     const std::string fn(name_);
@@ -82,28 +76,13 @@ class CudaReduceSource {
   }
 
  private:
-  StrideClass cls(std::size_t k, int d) const {
-    const std::size_t ni = key_.inputs.size();
-    const OperandKey& ok = k < ni ? key_.inputs[k] : key_.outputs[k - ni];
-    return ok.strides[static_cast<std::size_t>(d)];
+  std::string size(int d) const override { return "a.sizes[" + std::to_string(d) + "]"; }
+  std::string stride_arg(std::size_t k, int d) const override {
+    return "a.strides[" +
+           std::to_string(k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)) + "]";
   }
-  // Operand k's stride along dimension d, or empty for zero.
-  std::string stride(std::size_t k, int d) const {
-    switch (cls(k, d)) {
-      case StrideClass::kZero:
-        return {};
-      case StrideClass::kArgument:
-        return "a.strides[" +
-               std::to_string(k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)) +
-               "]";
-      case StrideClass::kContiguous: {
-        std::string product;
-        for (int e = d + 1; e < rank_; ++e)
-          product += (product.empty() ? "" : " * ") + ("a.sizes[" + std::to_string(e) + "]");
-        return product.empty() ? "1" : "(" + product + ")";
-      }
-    }
-    return {};
+  std::string row_element(std::size_t j) const override {
+    return pointer(j) + "[off" + std::to_string(j) + "]";
   }
   std::string pointer(std::size_t k) const {
     const std::size_t ni = key_.inputs.size();
@@ -131,26 +110,6 @@ class CudaReduceSource {
     return s;
   }
 
-  std::string row_group(std::size_t group) const {
-    std::string s;
-    for (const Instruction& in : p_.epilogue) {
-      if (needs_[static_cast<std::size_t>(in.out)] != group || in.kind == InstrKind::kScalar)
-        continue;
-      s +=
-          "    " +
-          instruction_line(
-              p_, in, types_,
-              [&](std::size_t j) { return pointer(j) + "[off" + std::to_string(j) + "]"; }, name_) +
-          "\n    (void)" + register_name(in.out) + ";\n";
-    }
-    return s;
-  }
-
-  std::vector<const Instruction*> closure(const std::vector<std::int32_t>& roots) const {
-    std::vector<const Instruction*> code;
-    for (std::size_t i : prologue_closure(p_, roots)) code.push_back(&p_.prologue[i]);
-    return code;
-  }
   std::string lines(const std::vector<const Instruction*>& code, const std::string& indent) const {
     std::string s;
     for (const Instruction* in : code)
@@ -226,10 +185,7 @@ class CudaReduceSource {
       for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
         const ProgramOutput& out = p_.outputs[o];
         if (out.per_row) continue;
-        s += "      " + at(ni + o) + " = " +
-             store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
-                         out.dtype) +
-             ";\n";
+        s += "      " + store_line(out, at(ni + o));
       }
       s += "    }\n";
     }
@@ -237,28 +193,17 @@ class CudaReduceSource {
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       const ProgramOutput& out = p_.outputs[o];
       if (!out.per_row) continue;
-      s += "      " + pointer(ni + o) + "[off" + std::to_string(ni + o) + "] = " +
-           store_value(register_name(out.reg), types_[static_cast<std::size_t>(out.reg)],
-                       out.dtype) +
-           ";\n";
+      s += "      " + store_line(out, row_element(ni + o));
     }
     s += "    }\n";
     return s;
   }
-
-  const FusedProgram& p_;
-  const SpecializationKey& key_;
-  std::string_view name_;
-  std::vector<ValueType> types_;
-  std::vector<std::size_t> needs_;
-  int rank_ = 0, inner_rank_ = 1, outer_rank_ = 0;
 };
 
 }  // namespace
 
 std::string cuda_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                                       std::string_view name) {
-  check_program(program, key, name);
   return CudaReduceSource(program, key, name).text();
 }
 
