@@ -16,8 +16,6 @@ using backends::cpu::Operand;
 
 namespace {
 
-constexpr std::int64_t kChunk = 1024;           // values per register slot
-constexpr std::size_t kSlotBytes = kChunk * 8;  // the widest value type
 constexpr std::int64_t kGrain = 8 * kChunk;     // elements before another thread helps
 
 // Each register lives in a slot of kChunk values; a slot is reused once the last reader of its
@@ -85,8 +83,6 @@ Schedule schedule(const FusedProgram& p, const backends::cpu::KernelTable& kerne
   }
   return s;
 }
-
-std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
 
 }  // namespace
 

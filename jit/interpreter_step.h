@@ -12,6 +12,13 @@
 
 namespace streamfuse::jit {
 
+// Registers live in slots of kChunk values of the widest value type.
+inline constexpr std::int64_t kChunk = 1024;
+inline constexpr std::size_t kSlotBytes = kChunk * 8;
+
+// Bytes of one value of type t in a slot.
+inline std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
+
 // Runs `in` (not kLoad, kScalar or kReduced: their values come from outside) over n values:
 // `fn` is its op's loop (kOp), reg(r) the slot of register r.
 template <class Reg>

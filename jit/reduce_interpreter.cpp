@@ -22,10 +22,6 @@ using backends::cpu::Operand;
 
 namespace {
 
-constexpr std::int64_t kChunk = 1024;           // values per register slot
-constexpr std::size_t kSlotBytes = kChunk * 8;  // the widest value type
-
-std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
 
 // One stage's accumulator, type-erased: its fold state (sf_reduce_fold) and accumulators live in
 // raw memory of kFoldBytes and kCpuReduceAccBytes.
