@@ -4,8 +4,8 @@
 // the unfused one bit for bit.
 //
 // An accumulator Op has a value type (what elements are read as), an acc type, identity(),
-// step(acc, value, index) and merge(acc, acc); a reduction's result is a function of its
-// elements in a fixed order only:
+// step(acc, value, index), merge(acc, acc) and kAnyOrder; a reduction's result is a function of
+// its elements in a fixed order only:
 // - a run of n elements whose loads are contiguous and n >= 4 * SF_REDUCE_LANES folds in
 //   SF_REDUCE_LANES interleaved accumulators (lane l takes elements l, l + LANES, ...; the loop
 //   vectorizes without reassociating), merged in lane order, then the rest in order;
@@ -20,6 +20,11 @@
 // order.
 // Float sums accumulate in double, integer sums in wrapping 64 bits; max and min let NaN win;
 // argmax takes the first index of the largest value, NaN counting as largest.
+//
+// Where the order cannot change the result (Op::kAnyOrder: max and min, NaN payloads aside, and
+// integer sums), runs and pushed pieces fold in the order that is fastest on the CPU instead
+// (sf_reduce_any_order: four independent sets of lanes, merged as a tree), so a kernel that
+// follows the order above still gets the same value.
 //
 // Like the other prelude headers the text is pasted verbatim into generated kernels: it includes
 // nothing (include scalar_ops.h first) and reaches the platform only through SF_MATH_FN.
@@ -69,6 +74,7 @@ struct sf_int_limits<unsigned char> {
 struct sf_sum_float {
   typedef float value;
   typedef double acc;
+  static const int kAnyOrder = 0;
   SF_MATH_FN acc identity() { return 0.0; }
   SF_MATH_FN acc step(acc a, value x, long long) { return a + (double)x; }
   SF_MATH_FN acc merge(acc a, acc b) { return a + b; }
@@ -78,6 +84,7 @@ struct sf_sum_float {
 struct sf_sum_int {
   typedef long long value;
   typedef long long acc;
+  static const int kAnyOrder = 1;  // wrapping addition is associative
   SF_MATH_FN acc identity() { return 0; }
   SF_MATH_FN acc step(acc a, value x, long long) { return sf_add(a, x); }
   SF_MATH_FN acc merge(acc a, acc b) { return sf_add(a, b); }
@@ -88,6 +95,7 @@ template <int kMax>
 struct sf_extreme_float {
   typedef float value;
   typedef float acc;
+  static const int kAnyOrder = 1;  // NaN payloads aside: the first NaN folded wins
   SF_MATH_FN acc identity() {
     return kMax ? SF_MATH_AS_FLOAT(0xff800000u) : SF_MATH_AS_FLOAT(0x7f800000u);  // -inf, +inf
   }
@@ -100,6 +108,7 @@ template <class T, int kMax>
 struct sf_extreme_int {
   typedef T value;
   typedef T acc;
+  static const int kAnyOrder = 1;
   SF_MATH_FN acc identity() {
     return kMax ? sf_int_limits<T>::lowest() : sf_int_limits<T>::highest();
   }
@@ -118,6 +127,8 @@ struct sf_argmax_acc {
 struct sf_argmax_float {
   typedef float value;
   typedef sf_argmax_acc<float> acc;
+  static const int kAnyOrder = 0;  // the same result in any order, but lanes of (value, index)
+                                   // vectorize no better than the ordered fold
   SF_MATH_FN int greater(float a, float b) { return (a != a && b == b) || a > b; }
   // The smallest value (-inf) at an index past every real one: any element ties or beats it,
   // and wins the tie by its smaller index.
@@ -147,6 +158,7 @@ template <class T>
 struct sf_argmax_int {
   typedef T value;
   typedef sf_argmax_acc<T> acc;
+  static const int kAnyOrder = 0;
   SF_MATH_FN acc identity() {
     acc a;
     a.value = sf_int_limits<T>::lowest();
@@ -172,6 +184,30 @@ SF_MATH_FN long long sf_reduce_lane_span(int contiguous, long long n) {
   return contiguous && n >= 4 * SF_REDUCE_LANES ? n / SF_REDUCE_LANES * SF_REDUCE_LANES : 0;
 }
 
+// load(first) .. load(first + n - 1) folded into the identity in the order fastest on the CPU,
+// for an Op whose result does not depend on the order (Op::kAnyOrder): 4 x SF_REDUCE_LANES
+// independent accumulators (a chain of dependent steps per vector register, not one), merged as
+// a tree, then the rest. CUDA folds in the template's order (its lanes are threads).
+template <class Op, class Load>
+SF_MATH_FN typename Op::acc sf_reduce_any_order(const Load& load, long long first, long long n) {
+  typename Op::acc a = Op::identity();
+  long long i = 0;
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+  const int kWidth = 4 * SF_REDUCE_LANES;
+  if (n >= kWidth) {
+    typename Op::acc lanes[kWidth];
+    for (int l = 0; l < kWidth; ++l) lanes[l] = Op::identity();
+    for (; i + kWidth <= n; i += kWidth)
+      for (int l = 0; l < kWidth; ++l) lanes[l] = Op::step(lanes[l], load(first + i + l), 0);
+    for (int w = kWidth / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; ++l) lanes[l] = Op::merge(lanes[l], lanes[l + w]);
+    a = lanes[0];
+  }
+#endif
+  for (; i < n; ++i) a = Op::step(a, load(first + i), 0);
+  return a;
+}
+
 // Elements `from` .. n - 1 of a run folded one by one into `a` (the run's tail after its lanes).
 template <class Op, class Load>
 SF_MATH_FN typename Op::acc sf_reduce_tail(const Load& load, long long first, long long from,
@@ -186,6 +222,7 @@ template <class Op, class Load>
 SF_REDUCE_RUN_FN typename Op::acc sf_reduce_run(const Load& load, long long first, long long n,
                                                 int contiguous, long long index0,
                                                 typename Op::acc a) {
+  if (Op::kAnyOrder) return Op::merge(a, sf_reduce_any_order<Op>(load, first, n));
   const long long span = sf_reduce_lane_span(contiguous, n);
   if (span) {
     typename Op::acc lanes[SF_REDUCE_LANES];
@@ -234,6 +271,11 @@ struct sf_reduce_fold {
   // Folds the next `count` elements, load(0) .. load(count - 1).
   template <class Load>
   SF_REDUCE_MEMBER_FN void push(const Load& load, long long count) {
+    if (Op::kAnyOrder) {
+      a = Op::merge(a, sf_reduce_any_order<Op>(load, 0, count));
+      pos += count;
+      return;
+    }
     long long i = 0;
     if (pos < span) {
       const long long in_lanes = span - pos < count ? span - pos : count;

@@ -1,13 +1,15 @@
 // C++ for programs with a reduction anchor: one extern "C" function with the CpuReduceLaunch ABI
 // (jit/kernel_abi.h). Each row: its per-row code as locals, each stage's per-element code over
 // the row in chunks that the reduction template's fold (core/reduce_math.h: the eager kernel's
-// order) consumes, then the outputs. The same text runs a whole row or, for long rows, the part
-// of one that a call's mode asks for.
+// order) consumes, then the outputs. Along a single inner dimension, a stage whose values the
+// outputs do not read again is folded as it is computed, without the row buffer. The same text runs
+// a whole row or, for long rows, the part of one that a call's mode asks for.
 #include <string>
 #include <vector>
 
 #include "jit/cpp_codegen.h"
 #include "jit/kernel_expressions.h"
+#include "jit/reduce_layout.h"
 #include "jit/reduce_source.h"
 
 namespace streamfuse::jit {
@@ -103,14 +105,31 @@ class CppReduceSource final : public ReduceSource {
   }
   std::string row_element(std::size_t j) const override { return "b" + std::to_string(j) + "[0]"; }
 
+  // The registers the outputs of every element are computed from.
+  std::vector<std::int32_t> output_roots() const {
+    std::vector<std::int32_t> roots;
+    for (const ProgramOutput& o : p_.outputs)
+      if (!o.per_row) roots.push_back(o.reg);
+    return roots;
+  }
+
+  // Whether stage k folds its values as it computes them, with no row buffer: along a single
+  // inner dimension, where they are an input as it is loaded (as cheap to read again) or the
+  // outputs do not read them.
+  bool folds_directly(std::size_t k) const {
+    if (inner_rank_ != 1) return false;
+    if (stage_input_load(p_, k) >= 0) return true;
+    for (std::size_t i : prologue_closure(p_, output_roots()))
+      if (p_.prologue[i].out == p_.anchor.stages[k].input) return false;
+    return true;
+  }
+
   // The stage whose values (kept in its row buffer) register r is, or -1: a stage input the
-  // program computes (a plain load is as cheap to read again).
+  // program computes and the outputs read.
   int cached_stage(std::int32_t r) const {
-    for (std::size_t k = 0; k < p_.anchor.stages.size(); ++k) {
-      if (p_.anchor.stages[k].input != r) continue;
-      for (const Instruction& in : p_.prologue)
-        if (in.out == r) return in.kind == InstrKind::kLoad ? -1 : static_cast<int>(k);
-    }
+    for (std::size_t k = 0; k < p_.anchor.stages.size(); ++k)
+      if (p_.anchor.stages[k].input == r && stage_input_load(p_, k) < 0 && !folds_directly(k))
+        return static_cast<int>(k);
     return -1;
   }
 
@@ -191,15 +210,53 @@ class CppReduceSource final : public ReduceSource {
     return s;
   }
 
+  // A block's fold of stage k that computes each value as the fold takes it (folds_directly),
+  // each input read at the block's start plus i elements along the inner dimension.
+  std::string fold_directly(std::size_t k) const {
+    std::string s = "        {\n";
+    for (std::size_t j = 0; j < key_.inputs.size(); ++j) {
+      const std::string js = std::to_string(j), st = stride(j, rank_ - 1);
+      s += "          const auto q" + js + " = b" + js + (st.empty() ? "" : " + start * " + st) +
+           ";\n          (void)q" + js + ";\n";
+    }
+    const std::int32_t input = p_.anchor.stages[k].input;
+    s += "          f.push([&](long long i) -> Op" + std::to_string(k) + "::value {\n";
+    s += lines(closure({input}), "            ");
+    s += "            return " + register_name(input) + ";\n";
+    s += "          }, blen);\n        }\n";
+    return s;
+  }
+
+  // A block's fold of stage k whose values the program computes: chunk by chunk into the row
+  // buffer, which the fold then reads.
+  std::string fold_computed(std::size_t k) const {
+    const ReduceStage& st = p_.anchor.stages[k];
+    const std::string ks = std::to_string(k), op = "Op" + ks;
+    std::string s =
+        "        for (long long c = 0; c < blen; c += " + std::to_string(kChunk) + ") {\n";
+    s += "          const long long m = blen - c < " + std::to_string(kChunk) +
+         " ? blen - c : " + std::to_string(kChunk) + ";\n";
+    s += "          long long t = 0;\n";
+    const std::string body = lines(closure({st.input}), "              ") + "              tmp" +
+                             ks + "[t + i] = " + register_name(st.input) + ";\n";
+    s += walk("start + c", "start + c + m", body, "            t += len;\n", "          ");
+    s += "          f.push([&](long long i) -> " + op + "::value { return tmp" + ks +
+         "[i]; }, m);\n";
+    s += "        }\n";
+    return s;
+  }
+
   std::string stage(std::size_t k) const {
     const ReduceStage& st = p_.anchor.stages[k];
     const std::string ks = std::to_string(k);
     const ValueType vt = types_[static_cast<std::size_t>(st.input)];
     const std::string op = "Op" + ks;
+    const bool direct = folds_directly(k);
+    std::string s;
     // The row buffer: a chunk of the stage's values; with a row of one chunk, all of them, which
     // the outputs then read instead of computing them again.
-    std::string s =
-        std::string("    ") + c_type(vt) + " tmp" + ks + "[" + std::to_string(kChunk) + "];\n";
+    if (!direct)
+      s += std::string("    ") + c_type(vt) + " tmp" + ks + "[" + std::to_string(kChunk) + "];\n";
     s += "    typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
     s += "    if (L->mode == 0 || (L->mode == 1 && L->stage == " + ks + ")) {\n";
     s += "      " + op + "::acc acc = " + op + "::identity();\n";
@@ -210,16 +267,7 @@ class CppReduceSource final : public ReduceSource {
          "blk);\n";
     s += "        sf_reduce_fold<" + op + "> f;\n";
     s += "        f.begin(L->lanes[" + ks + "], blen, start);\n";
-    s += "        for (long long c = 0; c < blen; c += " + std::to_string(kChunk) + ") {\n";
-    s += "          const long long m = blen - c < " + std::to_string(kChunk) +
-         " ? blen - c : " + std::to_string(kChunk) + ";\n";
-    s += "          long long t = 0;\n";
-    const std::string body = lines(closure({st.input}), "              ") + "              tmp" +
-                             ks + "[t + i] = " + register_name(st.input) + ";\n";
-    s += walk("start + c", "start + c + m", body, "            t += len;\n", "          ");
-    s += "          f.push([&](long long i) -> " + op + "::value { return tmp" + ks +
-         "[i]; }, m);\n";
-    s += "        }\n";
+    s += direct ? fold_directly(k) : fold_computed(k);
     s += "        if (L->mode == 0) acc = " + op + "::merge(acc, f.result());\n";
     s += "        else ((" + op + "::acc*)L->partials)[blk] = f.result();\n";
     s += "      }\n";
@@ -237,9 +285,7 @@ class CppReduceSource final : public ReduceSource {
 
   std::string outputs() const {
     const std::size_t ni = p_.inputs.size();
-    std::vector<std::int32_t> roots;
-    for (const ProgramOutput& o : p_.outputs)
-      if (!o.per_row) roots.push_back(o.reg);
+    const std::vector<std::int32_t> roots = output_roots();
     std::string s = "    {\n";
     s += "      const long long j0 = L->mode == 0 ? 0 : L->begin;\n";
     s += "      const long long j1 = L->mode == 0 ? n : L->end;\n";
