@@ -22,8 +22,11 @@ CudaToolchain::CudaToolchain(std::shared_ptr<const backends::cuda::DeviceContext
     : device_(std::move(device)), nvrtc_(Nvrtc::get()) {
   for (const char* o : cuda_kernel_options()) options_.emplace_back(o);
   if (nvrtc_) target_ = choose_target(device_->arch(), nvrtc_->supported_archs());
+  // The prelude's text too: records name modules by program and key alone (see
+  // kernel_fingerprint), and a module of an earlier prelude would compute other bits.
   fingerprint_ = "streamfuse " STREAMFUSE_VERSION " cuda-kernel-abi " +
-                 std::to_string(kCudaKernelAbiVersion) + "; nvrtc " +
+                 std::to_string(kCudaKernelAbiVersion) + " prelude " +
+                 core::hex16(core::fnv1a(cuda_kernel_prelude())) + "; nvrtc " +
                  (nvrtc_ ? nvrtc_->version() : std::string("none")) + "; " +
                  (target_ ? target_name(*target_) : "sm_" + std::to_string(device_->arch()));
   for (const std::string& o : options_) fingerprint_ += " " + o;

@@ -15,6 +15,7 @@
 #include "core/environment.h"
 #include "core/hash_mix.h"
 #include "jit/child_process.h"
+#include "jit/cpp_codegen.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -161,9 +162,10 @@ void SystemCompiler::compile(const std::string& source_path, const std::string& 
                        error_lines(r.output));
 }
 
-// Bump when the kernel calling convention (jit/kernel_abi.h), the prelude's meaning or the
+// Bump when the kernel calling convention (jit/kernel_abi.h), the generated code's meaning or the
 // encoding of kernel records changes: kernel files are named under it, so older ones are a clean
-// miss. 2: programs are blocks around an anchor. 3: reduction anchors (jit/kernel_abi.h's
+// miss (the prelude's text is hashed into the fingerprint: a change of an op's math needs no
+// bump). 2: programs are blocks around an anchor. 3: reduction anchors (jit/kernel_abi.h's
 // CpuReduceKernelFn).
 constexpr int kKernelAbiVersion = 3;
 
@@ -182,8 +184,12 @@ std::string kernel_fingerprint(int isa_level) {
   }
   std::string flags;
   for (const std::string& f : kernel_compile_flags(isa_level)) flags += " " + f;
+  // The kernels' math: a record names a library compiled from an earlier prelude by its program
+  // and key alone, and a library whose ops compute other bits than the eager kernels would break
+  // fused == unfused.
   return "streamfuse " STREAMFUSE_VERSION " kernel-abi " + std::to_string(kKernelAbiVersion) +
-         "; cxx " + compiler + ";" + flags;
+         " prelude " + core::hex16(core::fnv1a(cpu_kernel_prelude())) + "; cxx " + compiler + ";" +
+         flags;
 }
 
 std::shared_ptr<void> load_library_image(std::string_view bytes, const std::string& name) {

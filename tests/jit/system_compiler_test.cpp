@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/hash_mix.h"
+#include "jit/cpp_codegen.h"
 #include "streamfuse/error.h"
 #include "tests/file_text.h"
 #include "tests/scoped_env.h"
@@ -158,6 +160,13 @@ TEST(SystemCompiler, LoadingANonLibraryThrows) {
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
   }
+}
+
+// Kernel files are found by their program and key under the fingerprint: one compiled from an
+// earlier prelude (another op math) must be a miss, or a fused op would compute the old bits.
+TEST(SystemCompiler, TheFingerprintNamesTheKernelMath) {
+  const std::string prelude = "prelude " + core::hex16(core::fnv1a(cpu_kernel_prelude()));
+  EXPECT_NE(kernel_fingerprint(0).find(prelude), std::string::npos) << kernel_fingerprint(0);
 }
 
 }  // namespace
