@@ -109,10 +109,12 @@ SF_MATH_FN double sf_exp_d(double x, double* scale) {
 
 // ---------------------------------------------------------------------------------------------
 
-// e^x. x = k ln2 + r with k*kLn2Hi exact, r kept as rh + rl; e^r = 1 + r + r^2/2 + r^3 Q(r), Q of
-// degree 4 (2^-31), the big terms summed exactly; scaled by 2^k in two exact steps, denormal
-// results being rounded to their grid before scaling, so every result is rounded once. Max error
-// 0.533 ulp (FMA and not).
+// e^x. x = k ln2 + r with k*kLn2Hi exact, r kept as rh + rl; e^r = 1 + r + r^2 Q(r), Q the
+// Taylor polynomial of degree 5 (truncation 2^-27.5 at |r| = ln2/2); 1 + rh is summed exactly,
+// so only the small terms are rounded before the final addition; scaled by 2^k in two exact
+// steps (2^128 is not a float). Denormal results are rounded twice. Max error 0.78 ulp with FMA,
+// 0.77 without (0.73 and 0.75 for normal results), in 0.6 of the time of the once-rounded
+// exp (0.53 ulp) it replaced, whose cost was most of a fused softmax's.
 SF_MATH_FN float sf_exp(float x) {
   const float kShift = 0x1.8p23f;
   float xc = x > 89.0f ? 89.0f : x;  // e^89 overflows, e^-104 rounds to 0;
@@ -123,31 +125,16 @@ SF_MATH_FN float sf_exp(float x) {
   float b = k * 0x1.7f7d1cp-20f;
   float rh = a - b;
   float rl = (a - rh) - b;
-  // e^r = 1 + r + r^2/2 + r^3 Q(r). 1 + rh and rhh^2/2 (rh's top 12 bits: exact) are summed
-  // exactly, so only small terms are rounded before the final addition.
-  float rhh = SF_MATH_AS_FLOAT(SF_MATH_AS_UINT(rh) & 0xfffff000u);
-  float rhl = rh - rhh;
-  float h = 0.5f * (rhh * rhh);
-  float s1p = 1.0f + rh;
-  float e1 = (1.0f - s1p) + rh;
-  float s = s1p + h;
-  float e2 = (s1p - s) + h;
-  float q = SF_MATH_FMA(rh, 0x1.6c308ep-13f, 0x1.6d40b8p-10f);
-  q = SF_MATH_FMA(q, rh, 0x1.1136b0p-7f);
-  q = SF_MATH_FMA(q, rh, 0x1.5554f2p-5f);
-  q = SF_MATH_FMA(q, rh, 0x1.55553cp-3f);
-  float cubic = SF_MATH_FMA((rh * rh) * rh, q, 0.5f * rhl * (rh + rhh));
-  float tail = (e1 + e2) + (SF_MATH_FMA(rl, rh, rl) + cubic);
+  float q = SF_MATH_FMA(rh, 0x1.a01a02p-13f, 0x1.6c16c2p-10f);  // 1/5040, 1/720
+  q = SF_MATH_FMA(q, rh, 0x1.111112p-7f);                        // 1/120
+  q = SF_MATH_FMA(q, rh, 0x1.555556p-5f);                        // 1/24
+  q = SF_MATH_FMA(q, rh, 0x1.555556p-3f);                        // 1/6
+  q = SF_MATH_FMA(q, rh, 0.5f);
+  float small = SF_MATH_FMA(rh * rh, q, rl);
+  float s = 1.0f + rh;
+  float e = (1.0f - s) + rh;  // 1 + rh = s + e exactly
+  float y = s + (e + small);
   int ki = (int)(SF_MATH_AS_UINT(t) - SF_MATH_AS_UINT(kShift));
-  // A denormal result (s < m = 2^(-126-k)) must be rounded once, to its own grid, the ulp of m:
-  // adding m rounds s (>= 0) to it, adding 1.5 m rounds the signed remainder plus the tail to it.
-  // For normal results m = 0 and this is y = s + tail.
-  int me = 1 - ki;
-  float m = SF_MATH_AS_FLOAT((unsigned int)(me < 1 ? 1 : me) << 23);
-  m = s < m ? m : 0.0f;
-  float sr = (s + m) - m;
-  float m15 = 1.5f * m;
-  float y = sr + ((((s - sr) + tail) + m15) - m15);
   int k1 = ki >> 1;
   int k2 = ki - k1;
   float s1 = SF_MATH_AS_FLOAT((unsigned int)(k1 + 127) << 23);
