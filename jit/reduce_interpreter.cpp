@@ -6,13 +6,16 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/kernels/convert.h"
-#include "backends/cpu/kernels/reduce_ops.h"
+#include "backends/cpu/kernels/kernels.h"
+#include "core/scalar_ops.h"
 #include "jit/interpreter.h"
 #include "jit/interpreter_step.h"
 #include "jit/kernel_abi.h"
 #include "jit/reduce_program.h"
 #include "streamfuse/error.h"
+
+// Prelude text (sf_reduce_blocks): it includes nothing and needs core/scalar_ops.h before it.
+#include "core/reduce_math.h"
 
 namespace streamfuse::jit {
 
@@ -22,84 +25,17 @@ using backends::cpu::Operand;
 
 namespace {
 
+using backends::cpu::FoldFns;
+constexpr std::size_t kFoldBytes = backends::cpu::kFoldStateBytes;
+static_assert(backends::cpu::kFoldAccBytes == kCpuReduceAccBytes);
 
-// One stage's accumulator, type-erased: its fold state (sf_reduce_fold) and accumulators live in
-// raw memory of kFoldBytes and kCpuReduceAccBytes.
-constexpr std::size_t kFoldBytes = 512;
-struct FoldFns {
-  void (*begin)(void* state, int lanes, std::int64_t n, std::int64_t index0);
-  void (*push)(void* state, const void* values, std::int64_t m);
-  void (*result)(const void* state, void* acc);
-  void (*identity)(void* acc);
-  void (*merge)(void* acc, const void* part);
-  // The stage's result from its accumulator over `count` elements, as kReduced reads it.
-  std::int64_t (*finish)(const void* acc, std::int64_t count);
-};
-
-// Stage op K with accumulator Op over registers holding S (the storage of their value type).
-template <core::OpKind K, class Op, class S>
-FoldFns fold_fns() {
-  using Fold = sf_reduce_fold<Op>;
-  using Acc = typename Op::acc;
-  static_assert(sizeof(Fold) <= kFoldBytes && sizeof(Acc) <= kCpuReduceAccBytes);
-  FoldFns f;
-  f.begin = [](void* s, int lanes, std::int64_t n, std::int64_t index0) {
-    static_cast<Fold*>(s)->begin(lanes, n, index0);
-  };
-  f.push = [](void* s, const void* values, std::int64_t m) {
-    const S* x = static_cast<const S*>(values);
-    static_cast<Fold*>(s)->push(
-        [x](long long i) { return backends::cpu::reduce_ops::value_of<Op>(x[i]); }, m);
-  };
-  f.result = [](const void* s, void* acc) {
-    *static_cast<Acc*>(acc) = static_cast<const Fold*>(s)->result();
-  };
-  f.identity = [](void* acc) { *static_cast<Acc*>(acc) = Op::identity(); };
-  f.merge = [](void* acc, const void* part) {
-    Acc* a = static_cast<Acc*>(acc);
-    *a = Op::merge(*a, *static_cast<const Acc*>(part));
-  };
-  f.finish = [](const void* acc, std::int64_t count) -> std::int64_t {
-    const Acc& a = *static_cast<const Acc*>(acc);
-    if constexpr (K == core::OpKind::kMean)
-      return sf_reduce_bits(sf_reduce_out(sf_reduce_mean<Op>(a, count)));
-    else
-      return sf_reduce_bits(sf_reduce_out(a));
-  };
-  return f;
-}
-
-template <class S>
-FoldFns fold_of_storage(core::OpKind op) {
-  namespace r = backends::cpu::reduce_ops;
-  switch (op) {
-    case core::OpKind::kSum:
-      return fold_fns<core::OpKind::kSum, r::SumOp<S>, S>();
-    case core::OpKind::kMean:
-      return fold_fns<core::OpKind::kMean, r::SumOp<S>, S>();
-    case core::OpKind::kMax:
-      return fold_fns<core::OpKind::kMax, r::ExtremeOp<S, true>, S>();
-    case core::OpKind::kMin:
-      return fold_fns<core::OpKind::kMin, r::ExtremeOp<S, false>, S>();
-    case core::OpKind::kArgmax:
-      return fold_fns<core::OpKind::kArgmax, r::ArgmaxOp<S>, S>();
-    default:
-      throw Error("internal error: " + std::string(core::op_name(op)) + " is not a reduction");
-  }
-}
-
-FoldFns fold_of(const ReduceStage& st) {
-  switch (value_type_of(st.dtype)) {
-    case ValueType::kFloat:
-      return fold_of_storage<float>(st.op);
-    case ValueType::kI32:
-      return fold_of_storage<std::int32_t>(st.op);
-    case ValueType::kI64:
-      return fold_of_storage<std::int64_t>(st.op);
-    case ValueType::kBool:
-      return fold_of_storage<backends::cpu::BoolStorage>(st.op);
-  }
-  throw Error("internal error: a reduction of no value type");
+// Stage st's fold, from the kernel table (compiled for this CPU's ISA level).
+const FoldFns& fold_of(const ReduceStage& st, const backends::cpu::KernelTable& kernels) {
+  const FoldFns* f = kernels.chunk.fold(st.op, storage_dtype_of(value_type_of(st.dtype)));
+  if (!f)
+    throw Error("internal error: no fold for " + std::string(core::op_name(st.op)) + " of " +
+                std::string(dtype_name(st.dtype)));
+  return *f;
 }
 
 // What a program's rows run, worked out once per launch.
@@ -111,7 +47,7 @@ struct Plan {
   std::vector<std::vector<std::size_t>> stage_code;  // per stage: prologue instructions
   std::vector<std::size_t> output_code;              // prologue instructions of the outputs
   std::vector<std::vector<std::size_t>> row_code;    // per group g: epilogue instructions
-  std::vector<FoldFns> folds;                        // per stage
+  std::vector<const FoldFns*> folds;                 // per stage
 };
 
 ChunkFn op_fn(const Instruction& in, const backends::cpu::KernelTable& kernels) {
@@ -131,7 +67,7 @@ Plan make_plan(const FusedProgram& p, const backends::cpu::KernelTable& kernels)
   for (const Instruction& in : p.epilogue) plan.epilogue_fns.push_back(op_fn(in, kernels));
   for (const ReduceStage& st : p.anchor.stages) {
     plan.stage_code.push_back(prologue_closure(p, std::span(&st.input, 1)));
-    plan.folds.push_back(fold_of(st));
+    plan.folds.push_back(&fold_of(st, kernels));
   }
   std::vector<std::int32_t> outs;
   for (const ProgramOutput& o : p.outputs)
@@ -226,7 +162,7 @@ class RowRunner {
 
   // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
   void fold_block(std::size_t k, std::int64_t b, void* acc) {
-    const FoldFns& f = plan_.folds[k];
+    const FoldFns& f = *plan_.folds[k];
     const std::int64_t start = b * SF_REDUCE_BLOCK, len = sf_reduce_block_len(layout_.n, b);
     alignas(64) unsigned char state[kFoldBytes];
     f.begin(state, layout_.lanes[k], len, start);
@@ -241,7 +177,7 @@ class RowRunner {
 
   // Stage k of the row, every block, into results[k].
   void stage(std::size_t k, std::int64_t* results) {
-    const FoldFns& f = plan_.folds[k];
+    const FoldFns& f = *plan_.folds[k];
     alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
     f.identity(acc);
     for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
@@ -291,14 +227,31 @@ class RowRunner {
   }
 
  private:
-  // Register r holds `value` (of its type) in every position.
+  // Register r holds `value` (of its type) in every position a pass reads: no more than a row's
+  // elements (a per-row value is splatted once per row; filling a whole slot for a short row
+  // had cost 23 stores per element of a softmax of rows of 128).
   void splat(std::int32_t r, const void* value) {
-    const std::size_t size = value_size(plan_.types[static_cast<std::size_t>(r)]);
-    unsigned char* dst = reg(r);
-    unsigned char v[8];
-    std::memcpy(v, value, size);
-    for (std::int64_t i = 0; i < kChunk; ++i)
-      std::memcpy(dst + i * static_cast<std::int64_t>(size), v, size);
+    const std::int64_t count = std::min(kChunk, std::max<std::int64_t>(layout_.n, 1));
+    switch (value_size(plan_.types[static_cast<std::size_t>(r)])) {
+      case 1:
+        fill<std::uint8_t>(r, value, count);
+        break;
+      case 2:
+        fill<std::uint16_t>(r, value, count);
+        break;
+      case 4:
+        fill<std::uint32_t>(r, value, count);
+        break;
+      default:
+        fill<std::uint64_t>(r, value, count);
+        break;
+    }
+  }
+  template <class Bits>
+  void fill(std::int32_t r, const void* value, std::int64_t count) {
+    Bits v;
+    std::memcpy(&v, value, sizeof v);
+    std::fill_n(reinterpret_cast<Bits*>(reg(r)), count, v);
   }
   // Per-element instructions `code` for elements [j, j + m) of the row.
   void pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m) {
@@ -348,7 +301,7 @@ class Interpreted final : public ReduceExecutor {
                      static_cast<unsigned char*>(partials) + b * kCpuReduceAccBytes);
   }
   void merge_stage(std::int64_t, int stage, const void* partials, std::int64_t* results) override {
-    const FoldFns& f = plan_.folds[static_cast<std::size_t>(stage)];
+    const FoldFns& f = *plan_.folds[static_cast<std::size_t>(stage)];
     alignas(16) unsigned char acc[kCpuReduceAccBytes];
     f.identity(acc);
     for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b)

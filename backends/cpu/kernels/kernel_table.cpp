@@ -19,6 +19,7 @@ void chunk_scatter(const Iteration& it, const Operand& operand, int k, DType fro
                    std::int64_t n, const void* buf);
 void chunk_convert(DType from, DType to, const void* in, void* out, std::int64_t n);
 void chunk_round(DType to, float* values, std::int64_t n);
+const FoldFns* chunk_fold(core::OpKind kind, DType compute);
 
 const KernelTable& kernel_table() {
   static const KernelTable table{
@@ -28,7 +29,7 @@ const KernelTable& kernel_table() {
       fill,
       random,
       reduce,
-      {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round}};
+      {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round, chunk_fold}};
   return table;
 }
 

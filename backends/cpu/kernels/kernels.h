@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/ir.h"
@@ -83,6 +84,23 @@ struct Iteration;  // layout.h
 // kernel computes it): in[j] points at operand j's n values, out at n results.
 using ChunkFn = void (*)(const void* const* in, void* out, std::int64_t n);
 
+// One reduction's fold (core/reduce_math.h's sf_reduce_fold and accumulator) over values fed in
+// pieces, type-erased for the fused interpreter: its state lives in kFoldStateBytes of raw
+// memory, an accumulator in kFoldAccBytes.
+inline constexpr std::size_t kFoldStateBytes = 512;
+inline constexpr std::size_t kFoldAccBytes = 16;
+struct FoldFns {
+  void (*begin)(void* state, int lanes, std::int64_t n, std::int64_t index0);
+  // Folds the next m values, contiguous, of the compute type the fold was chosen for.
+  void (*push)(void* state, const void* values, std::int64_t m);
+  void (*result)(const void* state, void* acc);
+  void (*identity)(void* acc);
+  void (*merge)(void* acc, const void* part);
+  // The reduction's result from its accumulator over `count` elements, as 64 bits (a float's
+  // bits in the low half, integers as they are: sf_reduce_bits).
+  std::int64_t (*finish)(const void* acc, std::int64_t count);
+};
+
 // The pieces of the eager element-wise kernel, for the fused interpreter: the same loops, so
 // fused results equal unfused ones bit for bit. Compute types are named by the dtype whose
 // storage they are (f32, i32, i64, bool).
@@ -99,6 +117,9 @@ struct ChunkOps {
   void (*convert)(DType from, DType to, const void* in, void* out, std::int64_t n);
   // n floats rounded in place to the f16 or bf16 grid.
   void (*round)(DType to, float* values, std::int64_t n);
+  // The fold of reduction `kind` (sum, mean, max, min, argmax) over values of `compute`, as the
+  // eager reduction folds them; null if none.
+  const FoldFns* (*fold)(core::OpKind kind, DType compute);
 };
 
 struct KernelTable {

@@ -1,0 +1,83 @@
+// The folds of the reductions for the fused interpreter (ChunkOps::fold): the reduction template's
+// sf_reduce_fold with the eager kernel's accumulators (reduce_ops.h), compiled per ISA level like
+// the eager loops, so a fold vectorizes as the eager reduction does.
+#include <string>
+
+#include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/kernels/isa_namespace.h"
+#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/reduce_ops.h"
+
+namespace streamfuse::backends::cpu::SF_ISA_NS {
+namespace {
+
+// Reduction K with accumulator Op over values stored as S.
+template <core::OpKind K, class Op, class S>
+const FoldFns* fold_fns() {
+  using Fold = sf_reduce_fold<Op>;
+  using Acc = typename Op::acc;
+  static_assert(sizeof(Fold) <= kFoldStateBytes && alignof(Fold) <= 64 &&
+                sizeof(Acc) <= kFoldAccBytes && alignof(Acc) <= 16);
+  static constexpr FoldFns f{[](void* s, int lanes, std::int64_t n, std::int64_t index0) {
+                               static_cast<Fold*>(s)->begin(lanes, n, index0);
+                             },
+                             [](void* s, const void* values, std::int64_t m) {
+                               const S* x = static_cast<const S*>(values);
+                               static_cast<Fold*>(s)->push(
+                                   [x](long long i) { return reduce_ops::value_of<Op>(x[i]); }, m);
+                             },
+                             [](const void* s, void* acc) {
+                               *static_cast<Acc*>(acc) = static_cast<const Fold*>(s)->result();
+                             },
+                             [](void* acc) { *static_cast<Acc*>(acc) = Op::identity(); },
+                             [](void* acc, const void* part) {
+                               Acc* a = static_cast<Acc*>(acc);
+                               *a = Op::merge(*a, *static_cast<const Acc*>(part));
+                             },
+                             [](const void* acc, std::int64_t count) -> std::int64_t {
+                               const Acc& a = *static_cast<const Acc*>(acc);
+                               if constexpr (K == core::OpKind::kMean)
+                                 return sf_reduce_bits(sf_reduce_out(sf_reduce_mean<Op>(a, count)));
+                               else
+                                 return sf_reduce_bits(sf_reduce_out(a));
+                             }};
+  return &f;
+}
+
+template <class S>
+const FoldFns* fold_of_storage(core::OpKind kind) {
+  using core::OpKind;
+  switch (kind) {
+    case OpKind::kSum:
+      return fold_fns<OpKind::kSum, reduce_ops::SumOp<S>, S>();
+    case OpKind::kMean:
+      return fold_fns<OpKind::kMean, reduce_ops::SumOp<S>, S>();
+    case OpKind::kMax:
+      return fold_fns<OpKind::kMax, reduce_ops::ExtremeOp<S, true>, S>();
+    case OpKind::kMin:
+      return fold_fns<OpKind::kMin, reduce_ops::ExtremeOp<S, false>, S>();
+    case OpKind::kArgmax:
+      return fold_fns<OpKind::kArgmax, reduce_ops::ArgmaxOp<S>, S>();
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+const FoldFns* chunk_fold(core::OpKind kind, DType compute) {
+  switch (compute) {
+    case kF32:
+      return fold_of_storage<float>(kind);
+    case kI32:
+      return fold_of_storage<std::int32_t>(kind);
+    case kI64:
+      return fold_of_storage<std::int64_t>(kind);
+    case kBool:
+      return fold_of_storage<BoolStorage>(kind);
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace streamfuse::backends::cpu::SF_ISA_NS
