@@ -1,8 +1,8 @@
 // Errors that name the call the user wrote. A composite API function (nn::softmax, zeros, clamp,
 // unsqueeze, ...) is made of other API ops, and an error one of them raises names that op
-// ("max: axis 5 is out of range ..."). A composite runs its steps through api_call, which renames
-// such an error to the composite and keeps its type:
-//   "softmax: axis 5 is out of range ... (in its max step)".
+// ("maximum: shapes [2, 3] f32 and [4] f32 do not broadcast: ..."). A composite runs its steps
+// through api_call, which renames such an error to the composite and keeps its type:
+//   "clamp: shapes [2, 3] f32 and [4] f32 do not broadcast: ... (in its maximum step)".
 // Nested composites (zeros_like -> zeros -> full): the outermost call is named, the step is the
 // op that raised the error. Only failures pay: on success api_call costs what a try block costs
 // (nothing, with table-based unwinding), so the per-op path of every op is unchanged.

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <string>
 
 #include "api/api_call.h"
 #include "api/recorder.h"
+#include "api/shape_rules.h"
 #include "streamfuse/error.h"
 #include "streamfuse/ops.h"
 
@@ -31,9 +33,19 @@ Tensor gelu(Tensor x, GeluApproximation approximation) {
   });
 }
 
+// The result of softmax or log_softmax of x when x has no elements (as in PyTorch: an empty
+// tensor of x's shape, though a maximum over an empty axis is undefined), or nothing.
+std::optional<Tensor> empty_softmax(const Tensor& x, int axis, const char* fn) {
+  const auto& node = node_of(x, fn);
+  api::normalize_axis(axis, node.shape.rank(), fn, x);
+  if (node.shape.numel() != 0) return std::nullopt;
+  return is_floating(node.dtype) ? x : x.to(kF32);
+}
+
 Tensor softmax(Tensor x, int axis) {
   return api_call("softmax", [&] {
     const DType in = node_of(x, "softmax").dtype;
+    if (std::optional<Tensor> empty = empty_softmax(x, axis, "softmax")) return *empty;
     // f16/bf16 (and integer) inputs compute in f32, as in PyTorch; float results convert back.
     Tensor xf = std::move(x).to(kF32);
     Tensor shifted = xf - max(xf, axis, /*keepdim=*/true);
@@ -47,6 +59,7 @@ Tensor softmax(Tensor x, int axis) {
 Tensor log_softmax(Tensor x, int axis) {
   return api_call("log_softmax", [&] {
     const DType in = node_of(x, "log_softmax").dtype;
+    if (std::optional<Tensor> empty = empty_softmax(x, axis, "log_softmax")) return *empty;
     Tensor xf = std::move(x).to(kF32);  // as softmax: f32 for f16/bf16 and integers
     Tensor shifted = xf - max(xf, axis, /*keepdim=*/true);
     Tensor lse = log(sum(exp(shifted), axis, /*keepdim=*/true));

@@ -140,7 +140,8 @@ class CppReduceSource final : public ReduceSource {
                    const std::string& after_run, const std::string& indent) const {
     const std::size_t count = key_.inputs.size() + key_.outputs.size();
     const int last = rank_ - 1;
-    std::string s = indent + "{\n";
+    // Nothing to walk in an empty row (and its position would divide by an empty dimension).
+    std::string s = indent + "if (" + j0 + " < " + j1 + ") {\n";
     const std::string in = indent + "  ";
     s += in + "long long j = " + j0 + ";\n";
     // The inner index of j.

@@ -105,6 +105,13 @@ class RowRunner {
     inner_.rank = layout.inner_rank;
     inner_.num_operands = static_cast<int>(operands.size());
     inner_.numel = layout.n;
+    // A per-row value's one position, which the row's first element has (also where the row
+    // has none: a reduction over an empty axis still has its results to store).
+    point_.rank = 1;
+    point_.num_operands = inner_.num_operands;
+    point_.numel = 1;
+    point_.sizes[0] = 1;
+    for (std::size_t k = 0; k < operands.size(); ++k) point_.strides[k][0] = 0;
     for (int d = 0; d < layout.inner_rank; ++d) {
       const auto from = static_cast<std::size_t>(layout.outer_rank + d);
       inner_.sizes[static_cast<std::size_t>(d)] = layout.it.sizes[from];
@@ -145,7 +152,7 @@ class RowRunner {
           splat(in.out, &results[in.index]);
           break;
         case InstrKind::kLoad:
-          chunk_.gather(inner_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+          chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
                         storage_dtype_of(in.type), 0, 1, reg(in.out));
           splat(in.out, reg(in.out));
           break;
@@ -207,7 +214,7 @@ class RowRunner {
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       if (!p_.outputs[o].per_row) continue;
       const int k = static_cast<int>(ni + o);
-      chunk_.scatter(inner_, row_ops_[static_cast<std::size_t>(k)], k,
+      chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k,
                      storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
                      1, reg(p_.outputs[o].reg));
     }
@@ -272,6 +279,7 @@ class RowRunner {
   const backends::cpu::ChunkOps& chunk_;
   std::vector<Operand> row_ops_;
   Iteration inner_;
+  Iteration point_;  // one element, strides 0
   std::vector<unsigned char> storage_;
   unsigned char* base_ = nullptr;
 };

@@ -156,7 +156,7 @@ TEST(ErrorsTest, CompositesNameTheCallTheUserWrote) {
   const sf::Tensor x = sf::ones({2, 3}), i = sf::ones({2, 3}, sf::kI64);
   expect_error_of<sf::ShapeError>(
       "softmax", [&] { return sf::nn::softmax(x, 5); },
-      {"axis 5 is out of range", "[2, 3] f32", "-2 to 1", "(in its max step)"});
+      {"axis 5 is out of range", "[2, 3] f32", "-2 to 1"});
   expect_error_of<sf::ShapeError>("zeros",
                                   [] {
                                     return sf::zeros({2, -1});
@@ -187,7 +187,7 @@ TEST(ErrorsTest, CompositesNameTheCallTheUserWrote) {
                                   [&] { return sf::nn::rms_norm(x, {3}, sf::ones({2})); },
                                   {"weight must have shape [3]", "[2] f32"});
   expect_error_of<sf::ShapeError>("log_softmax", [&] { return sf::nn::log_softmax(x, 2); },
-                                  {"axis 2 is out of range", "(in its max step)"});
+                                  {"axis 2 is out of range"});
   expect_error_of<sf::ShapeError>("squeeze", [&] { return sf::squeeze(x, 1); }, {"not 1"});
   expect_error_of<sf::ShapeError>("where", [&] { return sf::where(x > 0, sf::ones({4}), 0.0f); },
                                   {"broadcast"});

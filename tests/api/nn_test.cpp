@@ -48,6 +48,22 @@ TEST(NnTest, SoftmaxSumsToOneAndIsShiftInvariant) {
   EXPECT_EQ(sf::nn::softmax(x.to(kF16)).dtype(), kF16);
 }
 
+// As in PyTorch: the softmax of a tensor with no elements is empty (a maximum over an empty axis
+// would be an error), an integer one's is f32, and the axis is still checked.
+TEST(NnTest, SoftmaxOfNothingIsEmpty) {
+  for (const sf::Shape& shape : {sf::Shape{4, 0}, sf::Shape{0, 3}}) {
+    for (int axis : {0, -1}) {
+      const sf::Tensor s = sf::nn::softmax(sf::zeros(shape), axis);
+      EXPECT_EQ(s.shape(), shape);
+      EXPECT_EQ(s.dtype(), kF32);
+      EXPECT_TRUE(s.to_vector<float>().empty());
+      EXPECT_EQ(sf::nn::log_softmax(sf::zeros(shape, kI32), axis).dtype(), kF32);
+      EXPECT_EQ(sf::nn::log_softmax(sf::zeros(shape, kF16), axis).dtype(), kF16);
+    }
+    EXPECT_THROW(sf::nn::softmax(sf::zeros(shape), 2), sf::ShapeError);
+  }
+}
+
 TEST(NnTest, LayerNormOverTrailingDims) {
   std::mt19937_64 rng(3);
   const std::vector<double> v = random_values(4 * 3 * 8, kF32, -4, 4, rng);

@@ -258,6 +258,18 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
   const int rank = static_cast<int>(rng() % 4);
   const std::int64_t sizes[] = {1, 2, 3, 4, 5, 8, 17};
   for (int d = 0; d < rank; ++d) base.push_back(sizes[rng() % 7]);
+  // Now and then rows longer than a compiled reduction kernel's chunk (2048 values) or than a
+  // reduction block (65536), so the paths that split a row run too, the other dimensions small;
+  // or an empty dimension.
+  const std::uint64_t special = rng() % 32;
+  if (rank > 0 && special == 0) {
+    const std::int64_t long_rows[] = {2049, 2500, 65537, 70000};
+    const std::int64_t row = long_rows[rng() % 4];
+    for (int d = 0; d < rank - 1; ++d) base[d] = row > 65536 ? 1 : 1 + static_cast<int>(rng() % 3);
+    base[rank - 1] = row;
+  } else if (rank > 0 && special == 1) {
+    base[static_cast<int>(rng() % static_cast<std::uint64_t>(rank))] = 0;
+  }
   auto sub_shape = [&] {  // a shape that broadcasts into `base`
     Shape s;
     const int drop =

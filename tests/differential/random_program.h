@@ -1,6 +1,7 @@
 // Random tensor programs for the differential tests: element-wise ops of every kind over
 // broadcasting shapes and every dtype, with scalars, constants, casts, reductions and movement
-// ops in between, and handles dropped or moved. A program is generated once (on the fly, so
+// ops in between, and handles dropped or moved. Shapes are mostly small; one program in 32 has
+// rows longer than a kernel's chunk or a reduction block, one in 32 an empty dimension. A program is generated once (on the fly, so
 // every step is valid) and can then be replayed under any configuration.
 #pragma once
 

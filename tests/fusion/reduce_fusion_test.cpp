@@ -138,6 +138,29 @@ TEST_F(ReduceFusionTest, LongRowsSplitOverBlocksGiveTheSameBits) {
         {x});
 }
 
+// Empty rows (a reduction over an axis of size 0: sums are 0, means and softmax's max NaN or
+// -inf), no rows, and every element of an empty tensor: the kernels store each row's results and
+// walk nothing (the interpreter divided by the empty axis's size once).
+TEST_F(ReduceFusionTest, EmptyAxesAndEmptyTensors) {
+  const auto sums = [](const std::vector<Tensor>& in) {
+    const Tensor y = in[0] * 2.0f;
+    std::vector<Tensor> out{sf::sum(y * y, -1), sf::mean(y, -1, true) + 1.0f};
+    if (in[0].size(0) > 0) out.push_back(sf::max(in[0] + 1.0f, 0));  // of nothing: an error
+    return out;
+  };
+  for (const sf::Shape& shape : {sf::Shape{4, 0}, sf::Shape{0, 5}, sf::Shape{3, 0, 2}}) {
+    const Tensor x = sf::zeros(shape);
+    check("sums of " + shape.to_string(), sums, {x}, -1);
+    check("softmax of " + shape.to_string(), softmax, {x}, -1);
+    check(
+        "x - mean(x) of " + shape.to_string(),
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{in[0] * 3.0f - sf::mean(in[0] * 3.0f)};
+        },
+        {x}, -1);
+  }
+}
+
 TEST_F(ReduceFusionTest, NormalizationsAreOneKernel) {
   const Tensor x = random_tensor({64, 96}, sf::kF32, -6, 6, 4);
   const Tensor w = random_tensor({96}, sf::kF32, 0.5, 1.5, 5);
