@@ -1,11 +1,13 @@
-// LibTorch eager beside streamfuse: the rows of gelu_bench and op_overhead_bench, same shapes,
-// same formulas, same counters, run through LibTorch (Debian's libtorch-dev, tools/install-deps
+// LibTorch eager beside streamfuse: the rows of gelu_bench, op_overhead_bench and block_bench,
+// same shapes, same formulas, same counters, run through LibTorch (Debian's libtorch-dev, tools/install-deps
 // --peers). Torch runs with one intra-op thread per core; the count is in each row's label.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -129,8 +131,85 @@ void BM_TorchOpOverhead(benchmark::State& state) {
                  ", " + threads_label());
 }
 
+// ---- block_bench's GPT-2-style block (bench/gpt2_block.h), op for op ------------------------
+
+constexpr std::int64_t kC = 768, kHeads = 12, kHeadDim = kC / kHeads, kHidden = 4 * kC;
+constexpr std::int64_t kBlockSizes[][2] = {{1, 128}, {4, 256}, {8, 512}};
+
+struct TorchBlockWeights {
+  torch::Tensor ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2_b, w_fc, b_fc, w_out, b_out;
+};
+
+const TorchBlockWeights& block_weights() {
+  static const TorchBlockWeights w = [] {
+    torch::manual_seed(1);
+    const auto r = [](std::initializer_list<std::int64_t> s) { return torch::randn(s) * 0.02f; };
+    const auto ln = [](std::int64_t n) { return 1.0f + torch::randn({n}) * 0.02f; };
+    return TorchBlockWeights{ln(kC), r({kC}),     r({kC, 3 * kC}), r({3 * kC}),
+                             r({kC, kC}), r({kC}), ln(kC),         r({kC}),
+                             r({kC, kHidden}), r({kHidden}), r({kHidden, kC}), r({kC})};
+  }();
+  return w;
+}
+
+torch::Tensor head_view(const torch::Tensor& qkv, std::int64_t i) {
+  return qkv.slice(2, i * kC, (i + 1) * kC)
+      .reshape({qkv.size(0), qkv.size(1), kHeads, kHeadDim})
+      .permute({0, 2, 1, 3});
+}
+
+torch::Tensor torch_block(const TorchBlockWeights& w, const torch::Tensor& mask, torch::Tensor x) {
+  const std::int64_t batch = x.size(0), tokens = x.size(1);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  torch::Tensor h = torch::layer_norm(x, {kC}, w.ln1_w, w.ln1_b);
+  const torch::Tensor qkv = torch::matmul(h, w.w_qkv) + w.b_qkv;
+  torch::Tensor scores =
+      torch::matmul(head_view(qkv, 0), head_view(qkv, 1).transpose(-2, -1)) * scale;
+  torch::Tensor att =
+      torch::softmax(torch::where(mask, scores, -std::numeric_limits<float>::infinity()), -1);
+  torch::Tensor y = torch::matmul(att, head_view(qkv, 2))
+                        .permute({0, 2, 1, 3})
+                        .reshape({batch, tokens, kC});
+  x = x + (torch::matmul(y, w.w_proj) + w.b_proj);
+  h = torch::layer_norm(x, {kC}, w.ln2_w, w.ln2_b);
+  h = torch::gelu(torch::matmul(h, w.w_fc) + w.b_fc, "tanh");
+  return x + (torch::matmul(h, w.w_out) + w.b_out);
+}
+
+// args: size index (block_bench's (B, T)), products only (1) or the block (0).
+void BM_TorchBlock(benchmark::State& state) {
+  const std::int64_t batch = kBlockSizes[state.range(0)][0], tokens = kBlockSizes[state.range(0)][1];
+  const bool products = state.range(1) != 0;
+  c10::InferenceMode inference;
+  const TorchBlockWeights& w = block_weights();
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({batch, tokens, kC});
+  const torch::Tensor mask = torch::ones({tokens, tokens}, torch::kBool).tril();
+  const torch::Tensor qkv = torch::randn({batch, tokens, 3 * kC});
+  const torch::Tensor q = head_view(qkv, 0), k_t = head_view(qkv, 1).transpose(-2, -1),
+                      v = head_view(qkv, 2);
+  const torch::Tensor att = torch::softmax(torch::randn({batch, kHeads, tokens, tokens}), -1);
+  const torch::Tensor hidden = torch::randn({batch, tokens, kHidden});
+  const auto run = [&] {
+    if (!products) return torch_block(w, mask, x);
+    torch::Tensor out[6] = {torch::matmul(x, w.w_qkv), torch::matmul(q, k_t),
+                            torch::matmul(att, v),     torch::matmul(x, w.w_proj),
+                            torch::matmul(x, w.w_fc),  torch::matmul(hidden, w.w_out)};
+    return out[5];
+  };
+  for (int warm_up = 0; warm_up < 2; ++warm_up) benchmark::DoNotOptimize(run());
+  for (auto _ : state) benchmark::DoNotOptimize(run());
+  state.SetItemsProcessed(state.iterations() * batch * tokens);
+  state.SetLabel(std::to_string(batch) + "x" + std::to_string(tokens) +
+                 (products ? "/products" : "/block") + "/libtorch-eager, " + threads_label());
+}
+
 }  // namespace
 
+BENCHMARK(BM_TorchBlock)
+    ->ArgsProduct({{0, 1, 2}, {1, 0}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_TorchGelu)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TorchOpOverhead)->ArgsProduct({{10000}, {0, 1}})->Unit(benchmark::kMicrosecond);
 

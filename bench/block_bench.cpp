@@ -1,0 +1,341 @@
+// A GPT-2-style transformer block (bench/gpt2_block.h) at (B, T) = (1, 128), (4, 256), (8, 512):
+//
+// - BM_Products: the block's six matrix products alone (same shapes, same operand layouts), the
+//   floor the block can reach, fusion off and on.
+// - BM_Block: the block as a user writes it, fusion off, fused-interpreted and fused-jit (after
+//   its kernels are compiled). Counter block_over_products = its time ÷ the products row's time
+//   at the same size and fusion (on for both fused modes), from the products row that ran last.
+// - BM_BlockFirstIteration: iteration 1 in a fresh process (the benchmark re-executes itself as
+//   bench/cold_start_bench does) with an empty cache directory, a warm one (a previous process ran
+//   the block), and fusion off; counters first_ms, steady_ms (median of kSteadyIterations after
+//   warm-up) and first_over_steady, and the child's fusion statistics.
+//
+// Every row counts tokens (items/s) and the products' floating-point operations (flops, a rate).
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bench/fusion_mode.h"
+#include "bench/gpt2_block.h"
+
+extern char** environ;
+
+namespace sf = streamfuse;
+namespace fs = std::filesystem;
+using sf::bench::FusionMode;
+
+namespace {
+
+struct Size {
+  std::int64_t batch, tokens;
+};
+constexpr Size kSizes[] = {{1, 128}, {4, 256}, {8, 512}};
+
+std::string size_name(int s) {
+  return std::to_string(kSizes[s].batch) + "x" + std::to_string(kSizes[s].tokens);
+}
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+const sf::bench::BlockWeights& weights() {
+  static const sf::bench::BlockWeights w = sf::bench::make_block_weights();
+  return w;
+}
+
+void set_counters(benchmark::State& state, int s) {
+  const double tokens = static_cast<double>(kSizes[s].batch * kSizes[s].tokens);
+  state.SetItemsProcessed(static_cast<std::int64_t>(tokens) * state.iterations());
+  state.counters["flops"] =
+      benchmark::Counter(sf::bench::block_flops(kSizes[s].batch, kSizes[s].tokens),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The products rows' last time per iteration, in ms, by (size, fusion on).
+std::map<std::pair<int, bool>, double>& products_ms() {
+  static std::map<std::pair<int, bool>, double> ms;
+  return ms;
+}
+
+// args: size index, fusion mode (unfused or fused-jit: matmuls are not fused, the mode changes
+// only how the recorded ops are processed).
+void BM_Products(benchmark::State& state) {
+  const int s = static_cast<int>(state.range(0));
+  const auto mode = static_cast<FusionMode>(state.range(1));
+  sf::bench::use_mode(mode);
+  const sf::bench::ProductOperands p =
+      sf::bench::make_product_operands(kSizes[s].batch, kSizes[s].tokens);
+  sf::Tensor out[6];
+  const auto run = [&] {
+    sf::bench::products(weights(), p, out);
+    return out[0];
+  };
+  sf::bench::warm_up(run);
+  const Clock::time_point start = Clock::now();
+  for (auto _ : state) {
+    run();
+    sf::synchronize();
+  }
+  products_ms()[{s, mode != sf::bench::kUnfused}] =
+      ms_since(start) / static_cast<double>(state.iterations());
+  set_counters(state, s);
+  state.SetLabel(size_name(s) + "/products/" + sf::bench::mode_name(mode));
+}
+
+// args: size index, fusion mode.
+void BM_Block(benchmark::State& state) {
+  const int s = static_cast<int>(state.range(0));
+  const auto mode = static_cast<FusionMode>(state.range(1));
+  sf::bench::use_mode(mode);
+  sf::manual_seed(3);
+  const sf::Tensor x = sf::randn({kSizes[s].batch, kSizes[s].tokens, sf::bench::kChannels});
+  const sf::Tensor mask = sf::bench::causal_mask(kSizes[s].tokens);
+  const auto run = [&] { return sf::bench::block(weights(), mask, x); };
+  sf::bench::warm_up(run);
+  const Clock::time_point start = Clock::now();
+  for (auto _ : state) {
+    sf::Tensor y = run();
+    sf::synchronize();
+    benchmark::DoNotOptimize(y);
+  }
+  const double ms = ms_since(start) / static_cast<double>(state.iterations());
+  const auto floor = products_ms().find({s, mode != sf::bench::kUnfused});
+  if (floor != products_ms().end()) state.counters["block_over_products"] = ms / floor->second;
+  set_counters(state, s);
+  state.SetLabel(size_name(s) + "/block/" + sf::bench::mode_name(mode));
+}
+
+// ---- first iteration in a fresh process --------------------------------------------------------
+
+constexpr int kWarmupIterations = 2;
+constexpr int kSteadyIterations = 5;
+constexpr std::string_view kResultTag = "block_first_iteration";
+
+std::string arg_value(int argc, char** argv, std::string_view name) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.starts_with(name) && a.size() > name.size() && a[name.size()] == '=')
+      return std::string(a.substr(name.size() + 1));
+  }
+  return {};
+}
+
+// The child: `--child=populate|measure --size=S`. Makes the weights and input, then times
+// iteration 1 (forward and synchronize), waits for its compiles, and times the steady state.
+// `measure` prints one `block_first_iteration key=value ...` line. Returns the exit status.
+int run_child(int argc, char** argv) {
+  const std::string mode = arg_value(argc, argv, "--child");
+  const int s = std::atoi(arg_value(argc, argv, "--size").c_str());
+  if ((mode != "populate" && mode != "measure") || s < 0 || s >= std::ssize(kSizes)) {
+    std::fprintf(stderr, "block_bench: bad child arguments\n");
+    return 2;
+  }
+  const sf::Device cpu = sf::Device::cpu();
+  sf::manual_seed(3);
+  const sf::Tensor x = sf::randn({kSizes[s].batch, kSizes[s].tokens, sf::bench::kChannels});
+  const sf::Tensor mask = sf::bench::causal_mask(kSizes[s].tokens);
+  const sf::bench::BlockWeights& w = weights();  // synchronizes
+  const auto timed_iteration = [&] {
+    const Clock::time_point start = Clock::now();
+    sf::Tensor y = sf::bench::block(w, mask, x);
+    sf::synchronize();
+    benchmark::DoNotOptimize(y);
+    return ms_since(start);
+  };
+
+  const sf::FusionStats before = sf::fusion_stats(cpu);
+  const double first_ms = timed_iteration();
+  const sf::FusionStats after = sf::fusion_stats(cpu);
+  sf::wait_for_compiles(cpu);
+  for (int i = 0; i < kWarmupIterations; ++i) timed_iteration();
+  if (mode == "populate") return 0;
+  std::vector<double> steady(kSteadyIterations);
+  for (double& t : steady) t = timed_iteration();
+  std::nth_element(steady.begin(), steady.begin() + kSteadyIterations / 2, steady.end());
+  const double steady_ms = steady[kSteadyIterations / 2];
+
+  const sf::FusionStats all = sf::fusion_stats(cpu);
+  std::printf(
+      "%s first_ms=%.6g steady_ms=%.6g first_over_steady=%.6g plans_explored=%lld "
+      "plans_loaded=%lld kernels_compiled=%lld kernels_loaded=%lld ops_prepared=%lld "
+      "first_interpreted_launches=%lld first_compiled_launches=%lld\n",
+      std::string(kResultTag).c_str(), first_ms, steady_ms, first_ms / steady_ms,
+      static_cast<long long>(all.plans_explored), static_cast<long long>(all.plans_loaded),
+      static_cast<long long>(all.kernels_compiled), static_cast<long long>(all.kernels_loaded),
+      static_cast<long long>(after.ops_prepared),
+      static_cast<long long>(after.interpreted_launches - before.interpreted_launches),
+      static_cast<long long>(after.compiled_launches - before.compiled_launches));
+  std::fflush(stdout);
+  return 0;
+}
+
+// A private temporary directory, removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "streamfuse-block-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs this executable with `args` in a new process with STREAMFUSE_CACHE_DIR=`cache_dir` and
+// fusion on or off, its output in files under `scratch`. Returns the child's `key=value` result
+// fields (none for a populate run), or sets `error`.
+std::map<std::string, double> spawn_child(std::vector<std::string> args, const fs::path& cache_dir,
+                                          bool fusion, const fs::path& scratch,
+                                          std::string& error) {
+  const fs::path out_path = scratch / "child.out", err_path = scratch / "child.err";
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view v = *e;
+    if (!v.starts_with("STREAMFUSE_CACHE_DIR=") && !v.starts_with("STREAMFUSE_FUSION="))
+      env.emplace_back(v);
+  }
+  env.push_back("STREAMFUSE_CACHE_DIR=" + cache_dir.string());
+  env.push_back(std::string("STREAMFUSE_FUSION=") + (fusion ? "1" : "0"));
+  args.insert(args.begin(), "block_bench");
+  const auto pointers = [](std::vector<std::string>& strings) {
+    std::vector<char*> p;
+    for (std::string& s : strings) p.push_back(s.data());
+    p.push_back(nullptr);
+    return p;
+  };
+  std::vector<char*> argv = pointers(args), envp = pointers(env);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawn_error =
+      posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawn_error != 0) {
+    error = "posix_spawn failed: " + std::string(std::strerror(spawn_error));
+    return {};
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    error = "child `" + args[1] + "` failed; stderr: " + read_file(err_path).substr(0, 800);
+    return {};
+  }
+  std::map<std::string, double> values;
+  const std::string out = read_file(out_path);
+  const std::size_t at = out.find(kResultTag);
+  if (at == std::string::npos) return values;
+  std::istringstream line(out.substr(at + kResultTag.size()));
+  for (std::string field; line >> field;) {
+    const std::size_t eq = field.find('=');
+    if (eq != std::string::npos)
+      values[field.substr(0, eq)] = std::strtod(field.c_str() + eq + 1, nullptr);
+  }
+  return values;
+}
+
+enum class Start : unsigned char { kEmptyCache, kWarmCache, kFusionOff };
+
+void BM_BlockFirstIteration(benchmark::State& state, int s, Start start) {
+  const std::string size_arg = "--size=" + std::to_string(s);
+  const bool fusion = start != Start::kFusionOff;
+  for (auto _ : state) {
+    const TempDir scratch;
+    const fs::path cache = scratch.path() / "cache";
+    fs::create_directories(cache);
+    std::string error;
+    if (start == Start::kWarmCache)
+      spawn_child({"--child=populate", size_arg}, cache, fusion, scratch.path(), error);
+    std::map<std::string, double> result;
+    if (error.empty())
+      result = spawn_child({"--child=measure", size_arg}, cache, fusion, scratch.path(), error);
+    if (error.empty() && !result.contains("first_ms")) error = "the child printed no result";
+    if (!error.empty()) {
+      state.SkipWithError(error.c_str());
+      break;
+    }
+    state.SetIterationTime(result.at("first_ms") / 1e3);
+    for (const auto& [key, value] : result) state.counters[key] = value;
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_Products)
+    ->ArgsProduct({{0, 1, 2}, {sf::bench::kUnfused, sf::bench::kCompiled}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_Block)
+    ->ArgsProduct({{0, 1, 2}, {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).starts_with("--child=")) {
+      try {
+        return run_child(argc, argv);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "block_bench child: %s\n", e.what());
+        return 1;
+      }
+    }
+  }
+  for (int s = 0; s < std::ssize(kSizes); ++s)
+    for (const auto& [name, start] :
+         {std::pair{"empty_cache", Start::kEmptyCache}, std::pair{"warm_cache", Start::kWarmCache},
+          std::pair{"fusion_off", Start::kFusionOff}})
+      benchmark::RegisterBenchmark(("BM_BlockFirstIteration/" + size_name(s) + "/" + name).c_str(),
+                                   BM_BlockFirstIteration, s, start)
+          ->Iterations(1)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
