@@ -57,6 +57,9 @@ class CompiledReduce final : public ReduceExecutor {
                const std::int64_t* results) override {
     call(kOutputs, row, row + 1, begin, end, 0, nullptr, results);
   }
+  void column_rows(std::int64_t begin, std::int64_t end) override {
+    call(kColumnRows, begin, end, 0, 0, 0, nullptr, nullptr);
+  }
 
  private:
   void call(int mode, std::int64_t row_begin, std::int64_t row_end, std::int64_t begin,

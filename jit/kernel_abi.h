@@ -23,9 +23,19 @@ typedef void (*CpuKernelFn)(char* const* data, const long long* sizes, const lon
 // - kMergeStage: stage `stage` of row row_begin from the accumulators of all its blocks in
 //   partials: its result into results[stage];
 // - kOutputs: the per-element outputs of elements [begin, end) of row row_begin from results
-//   (and its per-row outputs too when begin is 0).
+//   (and its per-row outputs too when begin is 0);
+// - kColumnRows: rows [row_begin, row_end) as kWholeRows computes them, walked by tiles of up to
+//   kColumnTile consecutive rows (along the innermost outer dimension), one element of each row
+//   per step along the axis (jit/reduce_layout.h's ReduceWalk::kColumns: every stage folds in
+//   order, lanes all 0).
 // Threads call it on disjoint rows, blocks or elements.
-enum CpuReduceMode { kWholeRows = 0, kStageBlocks = 1, kMergeStage = 2, kOutputs = 3 };
+enum CpuReduceMode {
+  kWholeRows = 0,
+  kStageBlocks = 1,
+  kMergeStage = 2,
+  kOutputs = 3,
+  kColumnRows = 4
+};
 struct CpuReduceLaunch {
   char* const* data;
   const long long* sizes;
@@ -46,5 +56,8 @@ typedef void (*CpuReduceKernelFn)(const CpuReduceLaunch* launch);
 // Bytes of one block accumulator in CpuReduceLaunch::partials (the widest: argmax's value and
 // index).
 inline constexpr int kCpuReduceAccBytes = 16;
+
+// Rows a kColumnRows step walks together (a tile's values of one step: 256 bytes of f32).
+inline constexpr int kColumnTile = 64;
 
 }  // namespace streamfuse::jit

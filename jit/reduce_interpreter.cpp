@@ -25,6 +25,10 @@ using backends::cpu::Operand;
 
 namespace {
 
+// Steps along the axis a column pass computes at once: a register holds a value per row of a
+// tile and step.
+constexpr std::int64_t kColumnSteps = kChunk / kColumnTile;
+
 using backends::cpu::FoldFns;
 constexpr std::size_t kFoldBytes = backends::cpu::kFoldStateBytes;
 static_assert(backends::cpu::kFoldAccBytes == kCpuReduceAccBytes);
@@ -118,6 +122,22 @@ class RowRunner {
       for (std::size_t k = 0; k < operands.size(); ++k)
         inner_.strides[k][static_cast<std::size_t>(d)] = layout.it.strides[k][from];
     }
+    // Column tiles: up to kColumnTile consecutive rows along the innermost outer dimension
+    // (tile_: one value per row), and spans of kColumnSteps steps along the axis of such a tile
+    // (span_: step-major, a value per row and step).
+    if (layout.outer_rank > 0) {
+      const auto column = static_cast<std::size_t>(layout.outer_rank - 1);
+      const auto axis = static_cast<std::size_t>(layout.outer_rank);
+      tile_.rank = 1;
+      span_.rank = 2;
+      tile_.num_operands = span_.num_operands = inner_.num_operands;
+      for (std::size_t k = 0; k < operands.size(); ++k) {
+        tile_.strides[k][0] = span_.strides[k][1] = layout.it.strides[k][column];
+        span_.strides[k][0] = layout.it.strides[k][axis];
+        axis_bytes_.push_back(layout.it.strides[k][axis] *
+                              static_cast<std::int64_t>(element_size(operands[k].dtype)));
+      }
+    }
     for (const std::vector<Instruction>* block : p.blocks())
       for (const Instruction& in : *block)
         if (in.kind == InstrKind::kScalar)
@@ -149,16 +169,16 @@ class RowRunner {
         case InstrKind::kScalar:
           break;
         case InstrKind::kReduced:
-          splat(in.out, &results[in.index]);
+          splat(in.out, &results[in.index], row_span());
           break;
         case InstrKind::kLoad:
           chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
                         storage_dtype_of(in.type), 0, 1, reg(in.out));
-          splat(in.out, reg(in.out));
+          splat(in.out, reg(in.out), row_span());
           break;
         default:
           run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), 1);
-          splat(in.out, reg(in.out));
+          splat(in.out, reg(in.out), row_span());
           break;
       }
     }
@@ -220,6 +240,28 @@ class RowRunner {
     }
   }
 
+  // Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,
+  // each of a tile's rows folding its values in order.
+  void column_rows(std::int64_t begin, std::int64_t end) {
+    const std::int64_t columns = layout_.it.sizes[static_cast<std::size_t>(layout_.outer_rank - 1)];
+    const std::size_t stages = p_.anchor.stages.size();
+    std::vector<std::int64_t> results(stages * std::size_t{kColumnTile});
+    for (std::int64_t row = begin; row < end;) {
+      const std::int64_t tlen =
+          std::min({std::int64_t{kColumnTile}, columns - row % columns, end - row});
+      set_row(row);
+      tile_.sizes[0] = span_.sizes[1] = tlen;
+      tile_.numel = tlen;
+      for (std::size_t k = 0; k < stages; ++k) {
+        column_group(k, results.data(), tlen);
+        column_stage(k, results.data() + k * std::size_t{kColumnTile}, tlen);
+      }
+      column_group(stages, results.data(), tlen);
+      column_outputs(tlen);
+      row += tlen;
+    }
+  }
+
   void whole_row(std::int64_t row) {
     set_row(row);
     std::int64_t results[kMaxReduceStages] = {};
@@ -234,11 +276,8 @@ class RowRunner {
   }
 
  private:
-  // Register r holds `value` (of its type) in every position a pass reads: no more than a row's
-  // elements (a per-row value is splatted once per row; filling a whole slot for a short row
-  // had cost 23 stores per element of a softmax of rows of 128).
-  void splat(std::int32_t r, const void* value) {
-    const std::int64_t count = std::min(kChunk, std::max<std::int64_t>(layout_.n, 1));
+  // Register r holds `value` (of its type) in its first `count` positions.
+  void splat(std::int32_t r, const void* value, std::int64_t count = kChunk) {
     switch (value_size(plan_.types[static_cast<std::size_t>(r)])) {
       case 1:
         fill<std::uint8_t>(r, value, count);
@@ -254,12 +293,109 @@ class RowRunner {
         break;
     }
   }
+  // The positions a pass over a row reads (a per-row value is splatted once per row; filling a
+  // whole slot for a short row had cost 23 stores per element of a softmax of rows of 128).
+  std::int64_t row_span() const { return std::min(kChunk, std::max<std::int64_t>(layout_.n, 1)); }
   template <class Bits>
   void fill(std::int32_t r, const void* value, std::int64_t count) {
     Bits v;
     std::memcpy(&v, value, sizeof v);
     std::fill_n(reinterpret_cast<Bits*>(reg(r)), count, v);
   }
+  // The per-row code of group g over a tile of tlen rows: a per-row register holds its value
+  // for each row, repeated for each step of a span (so that element code reads it by position).
+  void column_group(std::size_t g, const std::int64_t* results, std::int64_t tlen) {
+    for (std::size_t i : plan_.row_code[g]) {
+      const Instruction& in = p_.epilogue[i];
+      const std::size_t size = value_size(plan_.types[static_cast<std::size_t>(in.out)]);
+      switch (in.kind) {
+        case InstrKind::kScalar:
+          continue;
+        case InstrKind::kReduced:
+          for (std::int64_t t = 0; t < tlen; ++t)
+            std::memcpy(reg(in.out) + t * static_cast<std::int64_t>(size),
+                        &results[static_cast<std::size_t>(in.index) * kColumnTile +
+                                 static_cast<std::size_t>(t)],
+                        size);
+          break;
+        case InstrKind::kLoad:
+          chunk_.gather(tile_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                        storage_dtype_of(in.type), 0, tlen, reg(in.out));
+          break;
+        default:
+          run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), tlen);
+          break;
+      }
+      const std::int64_t bytes = tlen * static_cast<std::int64_t>(size);
+      for (std::int64_t s = 1; s < kColumnSteps; ++s)
+        std::memcpy(reg(in.out) + s * bytes, reg(in.out), static_cast<std::size_t>(bytes));
+    }
+  }
+  // Operand k at step jj along the axis of the tile's first row.
+  Operand step_operand(std::size_t k, std::int64_t jj) const {
+    Operand o = row_ops_[k];
+    o.data += jj * axis_bytes_[k];
+    return o;
+  }
+  // Per-element instructions `code` over steps [jj, jj + steps) of the tile's rows (span_'s
+  // order: step-major).
+  void column_pass(const std::vector<std::size_t>& code, std::int64_t jj, std::int64_t steps) {
+    span_.sizes[0] = steps;
+    span_.numel = steps * span_.sizes[1];
+    for (std::size_t i : code) {
+      const Instruction& in = p_.prologue[i];
+      if (in.kind == InstrKind::kLoad)
+        chunk_.gather(span_, step_operand(static_cast<std::size_t>(in.index), jj), in.index,
+                      storage_dtype_of(in.type), 0, span_.numel, reg(in.out));
+      else if (in.kind != InstrKind::kScalar)
+        run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), span_.numel);
+    }
+  }
+  // Stage k over the tile, block by block, each row's values folded in order, into results[t].
+  void column_stage(std::size_t k, std::int64_t* results, std::int64_t tlen) {
+    const FoldFns& f = *plan_.folds[k];
+    alignas(64) unsigned char acc[kColumnTile * backends::cpu::kFoldAccBytes];
+    alignas(64) unsigned char part[kColumnTile * backends::cpu::kFoldAccBytes];
+    const std::int32_t input = p_.anchor.stages[k].input;
+    const std::int64_t bytes =
+        tlen * static_cast<std::int64_t>(value_size(plan_.types[static_cast<std::size_t>(input)]));
+    f.column_identity(acc, tlen);
+    for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
+      const std::int64_t start = b * SF_REDUCE_BLOCK;
+      const std::int64_t stop = start + sf_reduce_block_len(layout_.n, b);
+      f.column_identity(part, tlen);
+      for (std::int64_t jj = start; jj < stop; jj += kColumnSteps) {
+        const std::int64_t steps = std::min(kColumnSteps, stop - jj);
+        column_pass(plan_.stage_code[k], jj, steps);
+        for (std::int64_t s = 0; s < steps; ++s)
+          f.column_step(part, reg(input) + s * bytes, tlen, jj + s);
+      }
+      f.column_merge(acc, part, tlen);
+    }
+    f.column_finish(acc, tlen, layout_.n, results);
+  }
+  // The tile's outputs: every element's, a span at a time, then every row's.
+  void column_outputs(std::int64_t tlen) {
+    const std::size_t ni = p_.inputs.size();
+    for (std::int64_t jj = 0; jj < layout_.n; jj += kColumnSteps) {
+      column_pass(plan_.output_code, jj, std::min(kColumnSteps, layout_.n - jj));
+      for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+        if (p_.outputs[o].per_row) continue;
+        const std::size_t k = ni + o;
+        chunk_.scatter(span_, step_operand(k, jj), static_cast<int>(k),
+                       storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]),
+                       0, span_.numel, reg(p_.outputs[o].reg));
+      }
+    }
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      if (!p_.outputs[o].per_row) continue;
+      const std::size_t k = ni + o;
+      chunk_.scatter(tile_, row_ops_[k], static_cast<int>(k),
+                     storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
+                     tlen, reg(p_.outputs[o].reg));
+    }
+  }
+
   // Per-element instructions `code` for elements [j, j + m) of the row.
   void pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m) {
     for (std::size_t i : code) {
@@ -279,7 +415,10 @@ class RowRunner {
   const backends::cpu::ChunkOps& chunk_;
   std::vector<Operand> row_ops_;
   Iteration inner_;
-  Iteration point_;  // one element, strides 0
+  Iteration point_;                       // one element, strides 0
+  Iteration tile_;                        // a column tile's rows (its size: the tile's)
+  Iteration span_;                        // steps along the axis of a tile's rows
+  std::vector<std::int64_t> axis_bytes_;  // per operand: bytes of a step along the axis
   std::vector<unsigned char> storage_;
   unsigned char* base_ = nullptr;
 };
@@ -315,6 +454,9 @@ class Interpreted final : public ReduceExecutor {
     for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b)
       f.merge(acc, static_cast<const unsigned char*>(partials) + b * kCpuReduceAccBytes);
     results[stage] = f.finish(acc, layout_.n);
+  }
+  void column_rows(std::int64_t begin, std::int64_t end) override {
+    runner().column_rows(begin, end);
   }
   void outputs(std::int64_t row, std::int64_t begin, std::int64_t end,
                const std::int64_t* results) override {

@@ -5,6 +5,7 @@
 
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/kernels/reduce_ops.h"
+#include "backends/cpu/views.h"
 #include "jit/kernel_abi.h"
 #include "streamfuse/error.h"
 
@@ -20,6 +21,29 @@ int stage_input_load(const FusedProgram& program, std::size_t k) {
     if (in.out == reg) return in.kind == InstrKind::kLoad ? in.index : -1;
   return -1;
 }
+
+namespace {
+
+// The walk of a layout whose dimensions, strides and lanes are set (see ReduceWalk).
+ReduceWalk choose_walk(const ReduceLayout& layout, int count) {
+  const auto unit = [](std::int64_t stride) { return stride == 0 || stride == 1; };
+  if (layout.outer_rank == 0) {  // every element: one row, in lanes where it is contiguous
+    for (int lanes : layout.lanes)
+      if (!lanes) return ReduceWalk::kStrided;
+    return ReduceWalk::kRows;
+  }
+  const auto axis = static_cast<std::size_t>(layout.outer_rank);
+  const auto column = static_cast<std::size_t>(layout.outer_rank - 1);
+  bool rows = true, columns = true;
+  for (int k = 0; k < count; ++k) {
+    rows = rows && unit(layout.it.strides[static_cast<std::size_t>(k)][axis]);
+    columns = columns && unit(layout.it.strides[static_cast<std::size_t>(k)][column]);
+  }
+  for (int lanes : layout.lanes) columns = columns && !lanes;
+  return rows ? ReduceWalk::kRows : columns ? ReduceWalk::kColumns : ReduceWalk::kStrided;
+}
+
+}  // namespace
 
 ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
                                 std::span<const Operand> operands) {
@@ -88,7 +112,27 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
     }
     layout.lanes.push_back(adjacent ? 1 : 0);
   }
+  layout.walk = choose_walk(layout, count);
   return layout;
+}
+
+bool reduce_walks_well(const FusedProgram& program, const Shape& shape,
+                       std::span<const LaunchOperand> inputs) {
+  boost::container::small_vector<Operand, 16> ops;
+  for (const LaunchOperand& in : inputs)
+    ops.push_back(backends::cpu::broadcast_operand(*in.handle, in.shape, in.dtype, shape));
+  Shape rows = shape;  // the per-row outputs' shape
+  for (int d = 0; d < rows.rank(); ++d)
+    if (program.anchor.axis == core::kAllAxes || d == program.anchor.axis) rows[d] = 1;
+  for (const ProgramOutput& out : program.outputs) {
+    Operand o;
+    o.dtype = out.dtype;
+    o.strides = backends::contiguous_strides(out.per_row ? rows : shape);
+    for (int d = 0; d < shape.rank(); ++d)
+      if (out.per_row && rows[d] != shape[d]) o.strides[static_cast<std::size_t>(d)] = 0;
+    ops.push_back(o);
+  }
+  return make_reduce_layout(program, shape, ops).walk != ReduceWalk::kStrided;
 }
 
 void run_reduce(const ReduceLayout& layout, std::size_t num_stages, int num_threads,
@@ -96,6 +140,15 @@ void run_reduce(const ReduceLayout& layout, std::size_t num_stages, int num_thre
   if (layout.rows == 0) return;
   const int threads = backends::cpu::max_threads(num_threads);
   const std::int64_t n = layout.n;
+  if (layout.walk == ReduceWalk::kColumns) {
+    // Tiles of rows per task (the kernels tile what they are given: ends of tasks cut tiles).
+    const std::int64_t grain =
+        std::max<std::int64_t>(kColumnTile, 16384 / std::max<std::int64_t>(n, 1));
+    backends::cpu::parallel_for(
+        layout.rows, grain, num_threads,
+        [&](std::int64_t lo, std::int64_t hi) { executor.column_rows(lo, hi); });
+    return;
+  }
   if (threads <= 1 || layout.rows >= threads || n < 2 * SF_REDUCE_BLOCK) {
     // Whole rows: enough of them per task that a task reads ~64 KiB.
     const std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(n, 1));

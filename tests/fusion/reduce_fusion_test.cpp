@@ -121,6 +121,7 @@ Tensor random_tensor(sf::Shape shape, sf::DType dtype, double lo, double hi, std
 }
 
 std::vector<Tensor> softmax(const std::vector<Tensor>& in) { return {sf::nn::softmax(in[0], -1)}; }
+std::vector<Tensor> softmax0(const std::vector<Tensor>& in) { return {sf::nn::softmax(in[0], 0)}; }
 
 TEST_F(ReduceFusionTest, SoftmaxIsOneKernelInEveryRowLength) {
   for (std::int64_t n : {1, 7, 63, 64, 100, 1000, 70000}) {
@@ -213,10 +214,12 @@ TEST_F(ReduceFusionTest, MaskedSoftmaxAndConstants) {
         {s});
 }
 
+// Along an inner axis a chain is one kernel too, walking the rows by column tiles (every row's
+// values folded in order, as the unfused reduction of a strided row folds them).
 TEST_F(ReduceFusionTest, InnerAxesAndEveryElement) {
   const Tensor x = random_tensor({6, 50, 9}, sf::kF32, -3, 3, 7);
   for (int axis : {0, 1, 2}) {
-    const std::int64_t kernels = axis == 2 ? 1 : -1;
+    const std::int64_t kernels = 1;
     for (bool keepdim : {false, true}) {
       check(
           "softmax axis " + std::to_string(axis),
@@ -244,6 +247,42 @@ TEST_F(ReduceFusionTest, InnerAxesAndEveryElement) {
           return std::vector<Tensor>{y / sf::sum(y), sf::min(y)};
         },
         {x});
+}
+
+// Column tiles in every dtype, of more rows than a tile (and a partial last one), over columns
+// longer than a reduction block (blocks folded on their own and merged in order), and with
+// per-row values, broadcast inputs and an input made by the segment.
+TEST_F(ReduceFusionTest, ColumnTiles) {
+  for (sf::DType dtype : {sf::kF32, sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool}) {
+    const Tensor x = random_tensor({7, 33, 150}, dtype, -20, 20, 30);
+    check(std::string("sums and extremes over axis 1, ") + std::string(sf::dtype_name(dtype)),
+          [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{sf::sum(in[0], 1, true), sf::max(in[0], 1),
+                                       sf::argmax(in[0], 1), sf::min(in[0], 1, true)};
+          },
+          {x}, -1);
+    check(std::string("x - mean(x) over axis 0, ") + std::string(sf::dtype_name(dtype)),
+          [](const std::vector<Tensor>& in) {
+            const Tensor y = in[0].to(sf::kF32) * 0.5f;
+            return std::vector<Tensor>{y - sf::mean(y, 0, true)};
+          },
+          {x}, 1);
+  }
+  const Tensor tall = random_tensor({70000, 3}, sf::kF32, -3, 3, 31);
+  check("softmax of columns longer than a block", softmax0, {tall}, 1);
+  check("x - mean(x) over columns longer than a block",
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{in[0] * 2.0f - sf::mean(in[0] * 2.0f, 0, true)};
+        },
+        {tall}, 1);
+  const Tensor w = random_tensor({1, 96}, sf::kF32, -1, 1, 32);
+  check("layer_norm over axis 0 with a per-column weight",
+        [](const std::vector<Tensor>& in) {
+          const Tensor m = sf::mean(in[0], 0, true);
+          const Tensor d = in[0] - m;
+          return std::vector<Tensor>{d * sf::rsqrt(sf::mean(d * d, 0, true) + 1e-5f) * in[1]};
+        },
+        {random_tensor({40, 96}, sf::kF32, -3, 3, 33), w}, 1);
 }
 
 // Floats summed in double are exact, whatever the order, unless some cancel what came before

@@ -11,37 +11,69 @@
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
 
-// Reduction K with accumulator Op over values stored as S.
+// Reduction K with accumulator Op over values stored as S: FoldFns' functions.
 template <core::OpKind K, class Op, class S>
-const FoldFns* fold_fns() {
+struct Folds {
   using Fold = sf_reduce_fold<Op>;
   using Acc = typename Op::acc;
   static_assert(sizeof(Fold) <= kFoldStateBytes && alignof(Fold) <= 64 &&
                 sizeof(Acc) <= kFoldAccBytes && alignof(Acc) <= 16);
-  static constexpr FoldFns f{[](void* s, int lanes, std::int64_t n, std::int64_t index0) {
-                               static_cast<Fold*>(s)->begin(lanes, n, index0);
-                             },
-                             [](void* s, const void* values, std::int64_t m) {
-                               const S* x = static_cast<const S*>(values);
-                               static_cast<Fold*>(s)->push(
-                                   [x](long long i) { return reduce_ops::value_of<Op>(x[i]); }, m);
-                             },
-                             [](const void* s, void* acc) {
-                               *static_cast<Acc*>(acc) = static_cast<const Fold*>(s)->result();
-                             },
-                             [](void* acc) { *static_cast<Acc*>(acc) = Op::identity(); },
-                             [](void* acc, const void* part) {
-                               Acc* a = static_cast<Acc*>(acc);
-                               *a = Op::merge(*a, *static_cast<const Acc*>(part));
-                             },
-                             [](const void* acc, std::int64_t count) -> std::int64_t {
-                               const Acc& a = *static_cast<const Acc*>(acc);
-                               if constexpr (K == core::OpKind::kMean)
-                                 return sf_reduce_bits(sf_reduce_out(sf_reduce_mean<Op>(a, count)));
-                               else
-                                 return sf_reduce_bits(sf_reduce_out(a));
-                             }};
-  return &f;
+
+  static std::int64_t bits(const Acc& a, std::int64_t count) {
+    if constexpr (K == core::OpKind::kMean)
+      return sf_reduce_bits(sf_reduce_out(sf_reduce_mean<Op>(a, count)));
+    else
+      return sf_reduce_bits(sf_reduce_out(a));
+  }
+
+  static void begin(void* s, int lanes, std::int64_t n, std::int64_t index0) {
+    static_cast<Fold*>(s)->begin(lanes, n, index0);
+  }
+  static void push(void* s, const void* values, std::int64_t m) {
+    const S* x = static_cast<const S*>(values);
+    static_cast<Fold*>(s)->push([x](long long i) { return reduce_ops::value_of<Op>(x[i]); }, m);
+  }
+  static void result(const void* s, void* acc) {
+    *static_cast<Acc*>(acc) = static_cast<const Fold*>(s)->result();
+  }
+  static void identity(void* acc) { *static_cast<Acc*>(acc) = Op::identity(); }
+  static void merge(void* acc, const void* part) {
+    Acc* a = static_cast<Acc*>(acc);
+    *a = Op::merge(*a, *static_cast<const Acc*>(part));
+  }
+  static std::int64_t finish(const void* acc, std::int64_t count) {
+    return bits(*static_cast<const Acc*>(acc), count);
+  }
+
+  static void column_identity(void* accs, std::int64_t count) {
+    Acc* a = static_cast<Acc*>(accs);
+    for (std::int64_t t = 0; t < count; ++t) a[t] = Op::identity();
+  }
+  static void column_step(void* accs, const void* values, std::int64_t count, std::int64_t index) {
+    Acc* a = static_cast<Acc*>(accs);
+    const S* x = static_cast<const S*>(values);
+    for (std::int64_t t = 0; t < count; ++t)
+      a[t] = Op::step(a[t], reduce_ops::value_of<Op>(x[t]), index);
+  }
+  static void column_merge(void* accs, const void* parts, std::int64_t count) {
+    Acc* a = static_cast<Acc*>(accs);
+    const Acc* b = static_cast<const Acc*>(parts);
+    for (std::int64_t t = 0; t < count; ++t) a[t] = Op::merge(a[t], b[t]);
+  }
+  static void column_finish(const void* accs, std::int64_t count, std::int64_t n,
+                            std::int64_t* out) {
+    const Acc* a = static_cast<const Acc*>(accs);
+    for (std::int64_t t = 0; t < count; ++t) out[t] = bits(a[t], n);
+  }
+
+  static constexpr FoldFns kFns{begin,        push,         result,          identity,
+                                merge,        finish,       column_identity, column_step,
+                                column_merge, column_finish};
+};
+
+template <core::OpKind K, class Op, class S>
+const FoldFns* fold_fns() {
+  return &Folds<K, Op, S>::kFns;
 }
 
 template <class S>

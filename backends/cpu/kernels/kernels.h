@@ -99,6 +99,13 @@ struct FoldFns {
   // The reduction's result from its accumulator over `count` elements, as 64 bits (a float's
   // bits in the low half, integers as they are: sf_reduce_bits).
   std::int64_t (*finish)(const void* acc, std::int64_t count);
+  // The same for `count` reductions side by side, each folding its values in order (column
+  // tiles): accs is an array of accumulators (at most kFoldAccBytes each, of the fold's own
+  // type), values one value per accumulator, index the values' position in their reductions.
+  void (*column_identity)(void* accs, std::int64_t count);
+  void (*column_step)(void* accs, const void* values, std::int64_t count, std::int64_t index);
+  void (*column_merge)(void* accs, const void* parts, std::int64_t count);
+  void (*column_finish)(const void* accs, std::int64_t count, std::int64_t n, std::int64_t* out);
 };
 
 // The pieces of the eager element-wise kernel, for the fused interpreter: the same loops, so

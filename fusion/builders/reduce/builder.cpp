@@ -227,13 +227,9 @@ bool ReduceBuilder::take_reduce(const core::OpDesc& rel, const core::OpDesc& rea
     return false;  // a reduction of reduced values: another shape
   if (!anchored_) {
     if (has_shape_ && in.shape != shape_) return false;
-    // Rows along an axis with more than size-1 dimensions after it are strided in a contiguous
-    // tensor: a kernel walking them row by row reads a cache line per element, many times slower
-    // than the unfused reduction (which accumulates neighbouring rows together). Those stay
-    // unfused until the kernel walks columns of rows.
-    if (rel.attrs.axis != core::kAllAxes)
-      for (int d = rel.attrs.axis + 1; d < in.shape.rank(); ++d)
-        if (in.shape[d] != 0) return false;
+    // Rows along an axis with dimensions of more than one element after it are strided in a
+    // contiguous tensor: kernels walk them by column tiles (jit/reduce_layout.h), as the unfused
+    // reduction accumulates neighbouring rows together.
     has_shape_ = true;
     shape_ = in.shape;
     shape_source_ = {index, 0};

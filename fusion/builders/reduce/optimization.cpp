@@ -44,29 +44,18 @@ void ReduceOptimization::read_ahead(jit::KernelCache& kernels) const {
 }
 
 bool ReduceOptimization::fits(ExecutionContext& context) const {
-  const jit::FusedProgram& p = kernel_.program;
   const Shape& shape = desc_at(context, kernel_.shape_source).shape;
-  std::vector<char> reduced_as_is(kernel_.inputs.size(), 0);
-  for (std::size_t k = 0; k < p.anchor.stages.size(); ++k)
-    if (const int in = jit::stage_input_load(p, k); in >= 0)
-      reduced_as_is[static_cast<std::size_t>(in)] = 1;
-  for (std::size_t i = 0; i < kernel_.inputs.size(); ++i) {
-    const core::TensorDesc& d = desc_at(context, tensors_[kernel_.inputs[i]].source);
+  boost::container::small_vector<backends::TensorHandle, 8> handles;
+  boost::container::small_vector<jit::LaunchOperand, 8> ins;
+  handles.reserve(kernel_.inputs.size());
+  for (std::uint32_t t : kernel_.inputs) {
+    const core::TensorDesc& d = desc_at(context, tensors_[t].source);
     core::Failure failure;
-    const backends::TensorHandle h = context.handle(d.id, &failure);
-    if (failure) continue;  // the kernel does not run: its outputs fail
-    if (p.anchor.axis == core::kAllAxes) {
-      if (reduced_as_is[i] && !backends::is_contiguous(h, d.shape)) return false;
-      continue;
-    }
-    // The input's stride along the axis (aligned from the right with the shape): 0 (broadcast)
-    // or 1 walks memory as the unfused kernels do.
-    const int axis = p.anchor.axis - (shape.rank() - d.shape.rank());
-    if (axis < 0 || d.shape[axis] == 1) continue;
-    const std::int64_t stride = h.strides[static_cast<std::size_t>(axis)];
-    if (stride != 0 && stride != 1) return false;
+    handles.push_back(context.handle(d.id, &failure));
+    if (failure) return true;  // the kernel does not run: its outputs fail
+    ins.push_back({&handles.back(), d.shape, d.dtype});
   }
-  return true;
+  return jit::reduce_walks_well(kernel_.program, shape, ins);
 }
 
 // All or nothing, as the element-wise optimization: outputs are allocated before the kernel

@@ -32,9 +32,9 @@ class ReduceOptimization final : public Optimization {
  private:
   // Whether the kernel suits these inputs; else the ops run one by one. A reduction of every
   // element of a tensor read as it is needs the tensor contiguous (else the eager kernel folds it
-  // run by run, an order the kernel does not follow); along an axis, every input must be
-  // contiguous or broadcast along it (a view strided along the rows, a transpose, would be read
-  // a cache line per element, many times slower than unfused).
+  // run by run, an order the kernel does not follow); along an axis, the kernel must walk memory
+  // by rows or by column tiles (jit::reduce_walks_well): a layout that is neither would be read
+  // a cache line per element, many times slower than unfused.
   bool fits(ExecutionContext& context) const;
 
   std::size_t len_;
