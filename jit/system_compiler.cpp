@@ -166,8 +166,8 @@ void SystemCompiler::compile(const std::string& source_path, const std::string& 
 // encoding of kernel records changes: kernel files are named under it, so older ones are a clean
 // miss (the prelude's text is hashed into the fingerprint: a change of an op's math needs no
 // bump). 2: programs are blocks around an anchor. 3: reduction anchors (jit/kernel_abi.h's
-// CpuReduceKernelFn).
-constexpr int kKernelAbiVersion = 3;
+// CpuReduceKernelFn). 4: reduction kernels take kColumnRows.
+constexpr int kKernelAbiVersion = 4;
 
 std::string kernel_fingerprint(int isa_level) {
   std::string compiler = "none";
