@@ -3,15 +3,15 @@
 // the row in chunks that the reduction template's fold (core/reduce_math.h: the eager kernel's
 // order) consumes, then the outputs. Along a single inner dimension, a stage whose values the
 // outputs do not read again is folded as it is computed, without the row buffer. The same text runs
-// a whole row or, for long rows, the part of one that a call's mode asks for.
+// a whole row or, for long rows, the part of one that a call's mode asks for; rows strided along
+// the axis run by column tiles (jit/cpp_reduce_columns.cpp).
 #include <string>
 #include <vector>
 
 #include "jit/cpp_codegen.h"
-#include "jit/kernel_abi.h"
+#include "jit/cpp_reduce_source.h"
 #include "jit/kernel_expressions.h"
 #include "jit/reduce_layout.h"
-#include "jit/reduce_source.h"
 
 namespace streamfuse::jit {
 namespace {
@@ -40,10 +40,10 @@ struct sf_reduce_launch {
 // from the stages' buffers is at most this long).
 constexpr int kChunk = 2048;
 
-class CppReduceSource final : public ReduceSource {
+class CppRowSource final : public CppReduceSource {
  public:
-  CppReduceSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
-      : ReduceSource(p, key, name) {}
+  CppRowSource(const FusedProgram& p, const SpecializationKey& key, std::string_view name)
+      : CppReduceSource(p, key, name) {}
 
   std::string text() {
     const std::size_t ni = p_.inputs.size(), count = ni + p_.outputs.size();
@@ -63,7 +63,7 @@ class CppReduceSource final : public ReduceSource {
           s += "  const long long " + stride_arg(k, d) + " = L->strides[" +
                std::to_string(k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)) +
                "];\n";
-    if (outer_rank_ > 0) s += columns();
+    if (outer_rank_ > 0) s += cpu_reduce_column_branch(p_, key_, name_);
     s += "  for (long long row = L->row_begin; row < L->row_end; ++row) {\n";
     s += row_pointers("    ");
     s += "    long long res[" + std::to_string(p_.anchor.stages.size()) + "] = {0};\n";
@@ -81,49 +81,7 @@ class CppReduceSource final : public ReduceSource {
   }
 
  private:
-  std::string size(int d) const override { return "n" + std::to_string(d); }
-  std::string stride_arg(std::size_t k, int d) const override {
-    return "s" + std::to_string(k) + "_" + std::to_string(d);
-  }
-  std::string row_element(std::size_t j) const override {
-    return column_ ? column_element(j, "b") : "b" + std::to_string(j) + "[0]";
-  }
-
-  // The position of `row` (o0 .. o<outer rank - 1>) and each operand's pointer at the row's first
-  // element (b<k>), as statements at `indent`.
-  std::string row_pointers(const std::string& indent) const {
-    const std::size_t ni = p_.inputs.size(), count = ni + p_.outputs.size();
-    std::string s;
-    if (outer_rank_ > 0) {
-      s += indent + "long long rest = row;\n";
-      for (int d = outer_rank_ - 1; d > 0; --d)
-        s += indent + "const long long o" + std::to_string(d) + " = rest % " + size(d) + ";\n" +
-             indent + "rest /= " + size(d) + ";\n";
-      s += indent + "const long long o0 = rest;\n";
-    }
-    for (std::size_t k = 0; k < count; ++k) {
-      std::string offset;
-      for (int d = 0; d < outer_rank_; ++d) {
-        const std::string st = stride(k, d);
-        if (st.empty()) continue;
-        offset += (offset.empty() ? "" : " + ") + ("o" + std::to_string(d)) + " * " + st;
-      }
-      const bool out = k >= ni;
-      const char* t = out ? storage_c_type(p_.outputs[k - ni].dtype) : storage_c_type(p_.inputs[k]);
-      s += indent + (out ? "" : "const ") + t + "* const b" + std::to_string(k) + " = (" +
-           (out ? "" : "const ") + t + "*)L->data[" + std::to_string(k) + "]" +
-           (offset.empty() ? "" : " + (" + offset + ")") + ";\n";
-    }
-    return s;
-  }
-
-  // The registers the outputs of every element are computed from.
-  std::vector<std::int32_t> output_roots() const {
-    std::vector<std::int32_t> roots;
-    for (const ProgramOutput& o : p_.outputs)
-      if (!o.per_row) roots.push_back(o.reg);
-    return roots;
-  }
+  std::string row_element(std::size_t j) const override { return "b" + std::to_string(j) + "[0]"; }
 
   // Whether stage k folds its values as it computes them, with no row buffer: along a single
   // inner dimension, where they are an input as it is loaded (as cheap to read again) or the
@@ -188,9 +146,8 @@ class CppReduceSource final : public ReduceSource {
     return s;
   }
 
-  // Element i of input j inside a walk (in column mode: row t of the tile at the step's q<j>).
-  std::string element(std::size_t j) const {
-    if (column_) return column_element(j, "q");
+  // Element i of input j inside a walk.
+  std::string element(std::size_t j) const override {
     const int last = rank_ - 1;
     switch (cls(j, last)) {
       case StrideClass::kZero:
@@ -207,21 +164,10 @@ class CppReduceSource final : public ReduceSource {
   // element's index in the row (t + i) instead of being computed again.
   std::string lines(const std::vector<const Instruction*>& code, const std::string& indent,
                     bool from_rows = false) const {
-    std::string s;
-    for (const Instruction* in : code) {
-      if (in->kind == InstrKind::kScalar) continue;
-      const int k = from_rows ? cached_stage(in->out) : -1;
-      if (k >= 0) {
-        s += indent + "const " + c_type(types_[static_cast<std::size_t>(in->out)]) + " " +
-             register_name(in->out) + " = tmp" + std::to_string(k) + "[t + i];\n";
-        continue;
-      }
-      s += indent +
-           instruction_line(
-               p_, *in, types_, [&](std::size_t j) { return element(j); }, name_) +
-           "\n";
-    }
-    return s;
+    return CppReduceSource::lines(code, indent, [&](std::int32_t r) -> std::string {
+      const int k = from_rows ? cached_stage(r) : -1;
+      return k < 0 ? std::string() : "tmp" + std::to_string(k) + "[t + i]";
+    });
   }
 
   // A block's fold of stage k that computes each value as the fold takes it (folds_directly),
@@ -297,181 +243,6 @@ class CppReduceSource final : public ReduceSource {
     return s;
   }
 
-  // ---- kColumnRows: tiles of consecutive rows, a step along the axis at a time -------------
-  //
-  // Per-row registers and stage results become tiles of kColumnTile values (r<N>_t, res_t), an
-  // element of row t is base[t * c<k>] (c<k>: operand k's stride along the innermost outer
-  // dimension), and each step's loop over the tile's rows runs twice in the text: with every c<k>
-  // a constant 1 where they all are 1 at run time (so it vectorizes), and as it is otherwise.
-
-  static constexpr int kTile = kColumnTile;
-
-  // Operand k's element of row t of the tile, from `base` (b: the row's first element; q: the
-  // step's).
-  std::string column_element(std::size_t k, const char* base) const {
-    const std::string p = base + std::to_string(k);
-    return cls(k, outer_rank_ - 1) == StrideClass::kZero ? p + "[0]"
-                                                         : p + "[t * c" + std::to_string(k) + "]";
-  }
-
-  // The per-row registers (every epilogue instruction but the scalars').
-  std::vector<std::int32_t> row_registers() const {
-    std::vector<std::int32_t> regs;
-    for (const Instruction& in : p_.epilogue)
-      if (in.kind != InstrKind::kScalar) regs.push_back(in.out);
-    return regs;
-  }
-
-  // Loads, at the top of a loop over t, the per-row registers computed by groups < `groups` and
-  // the results of stages < `stages`.
-  std::string tile_loads(std::size_t groups, std::size_t stages, const std::string& indent) const {
-    std::string s;
-    if (stages > 0) {
-      s += indent + "long long res[" + std::to_string(stages) + "];\n";
-      for (std::size_t k = 0; k < stages; ++k)
-        s += indent + "res[" + std::to_string(k) + "] = res_t[" + std::to_string(k) + "][t];\n";
-      s += indent + "(void)res;\n";
-    }
-    for (std::int32_t r : row_registers())
-      if (needs_[static_cast<std::size_t>(r)] < groups)
-        s += indent + "const " + c_type(types_[static_cast<std::size_t>(r)]) + " " +
-             register_name(r) + " = " + register_name(r) + "_t[t];\n" + indent + "(void)" +
-             register_name(r) + ";\n";
-    return s;
-  }
-
-  // `body` (statements over row t) in a loop over the tile, twice: every column stride 1, then
-  // as they are.
-  std::string tile_loop(const std::string& body, const std::string& indent) const {
-    const std::size_t count = key_.inputs.size() + key_.outputs.size();
-    std::string unit, ones;
-    for (std::size_t k = 0; k < count; ++k) {
-      if (cls(k, outer_rank_ - 1) == StrideClass::kZero) continue;
-      unit += std::string(unit.empty() ? "" : " && ") + "c" + std::to_string(k) + " == 1";
-      ones += indent + "  const long long c" + std::to_string(k) + " = 1;\n";
-    }
-    const std::string loop =
-        indent + "  for (long long t = 0; t < tlen; ++t) {\n" + body + indent + "  }\n";
-    if (unit.empty()) return indent + "{\n" + loop + indent + "}\n";
-    return indent + "if (" + unit + ") {\n" + ones + loop + indent + "} else {\n" + loop + indent +
-           "}\n";
-  }
-
-  // Each operand's pointer at step jj along the axis of the tile's first row (q<k>).
-  std::string step_pointers(std::size_t count, const std::string& indent) const {
-    std::string s;
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::string st = stride(k, outer_rank_);
-      s += indent + "const auto q" + std::to_string(k) + " = b" + std::to_string(k) +
-           (st.empty() ? "" : " + jj * " + st) + ";\n" + indent + "(void)q" + std::to_string(k) +
-           ";\n";
-    }
-    return s;
-  }
-
-  // The per-row code of group g over the tile's rows, into the registers' tiles.
-  std::string column_group(std::size_t g) const {
-    std::string body = tile_loads(g, g, "        ");
-    std::string stores;
-    for (const Instruction& in : p_.epilogue) {
-      if (needs_[static_cast<std::size_t>(in.out)] != g || in.kind == InstrKind::kScalar) continue;
-      body += "        " +
-              instruction_line(
-                  p_, in, types_, [&](std::size_t j) { return row_element(j); }, name_) +
-              "\n";
-      stores += "        " + register_name(in.out) + "_t[t] = " + register_name(in.out) + ";\n";
-    }
-    if (stores.empty()) return {};
-    return tile_loop(body + stores, "      ");
-  }
-
-  // Stage k over the tile: each row's values folded in order, block by block.
-  std::string column_stage(std::size_t k) const {
-    const ReduceStage& st = p_.anchor.stages[k];
-    const std::string ks = std::to_string(k), op = "Op" + ks;
-    const ValueType vt = types_[static_cast<std::size_t>(st.input)];
-    std::string s = "      {\n";
-    s += "        typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
-    s += "        " + op + "::acc acc[" + std::to_string(kTile) + "], part[" +
-         std::to_string(kTile) + "];\n";
-    s += "        for (long long t = 0; t < tlen; ++t) acc[t] = " + op + "::identity();\n";
-    s += "        for (long long blk = 0; blk < sf_reduce_blocks(n); ++blk) {\n";
-    s += "          const long long start = blk * SF_REDUCE_BLOCK, end = start + "
-         "sf_reduce_block_len(n, blk);\n";
-    s += "          for (long long t = 0; t < tlen; ++t) part[t] = " + op + "::identity();\n";
-    s += "          for (long long jj = start; jj < end; ++jj) {\n";
-    s += step_pointers(key_.inputs.size(), "            ");
-    const std::string body = tile_loads(k + 1, k, "                ") +
-                             lines(closure({st.input}), "                ") +
-                             "                part[t] = " + op + "::step(part[t], (" + op +
-                             "::value)" + register_name(st.input) + ", jj);\n";
-    s += tile_loop(body, "            ");
-    s += "          }\n";
-    s += "          for (long long t = 0; t < tlen; ++t) acc[t] = " + op +
-         "::merge(acc[t], part[t]);\n";
-    s += "        }\n";
-    s += "        for (long long t = 0; t < tlen; ++t) res_t[" + ks +
-         "][t] = " + reduce_result_bits(st.op, "acc[t]", "n", op) + ";\n";
-    s += "      }\n";
-    return s;
-  }
-
-  // The outputs of the tile: every element's, a step at a time, then every row's.
-  std::string column_outputs() const {
-    const std::size_t ni = p_.inputs.size(), count = ni + p_.outputs.size();
-    const std::size_t stages = p_.anchor.stages.size();
-    std::string s;
-    std::string stores, row_stores;
-    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
-      const ProgramOutput& out = p_.outputs[o];
-      (out.per_row ? row_stores : stores) +=
-          "          " + store_line(out, column_element(ni + o, out.per_row ? "b" : "q"));
-    }
-    if (!stores.empty()) {
-      s += "      for (long long jj = 0; jj < n; ++jj) {\n";
-      s += step_pointers(count, "        ");
-      s += tile_loop(tile_loads(stages + 1, stages, "          ") +
-                         lines(closure(output_roots()), "          ") + stores,
-                     "        ");
-      s += "      }\n";
-    }
-    if (!row_stores.empty())
-      s += tile_loop(tile_loads(stages + 1, stages, "          ") + row_stores, "      ");
-    return s;
-  }
-
-  // The kColumnRows branch of the kernel (a program with rows: outer rank >= 1).
-  std::string columns() {
-    const std::size_t count = key_.inputs.size() + key_.outputs.size();
-    const std::size_t stages = p_.anchor.stages.size();
-    column_ = true;
-    std::string s = "  if (L->mode == 4) {\n";
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::string st = stride(k, outer_rank_ - 1);
-      if (!st.empty()) s += "    const long long c" + std::to_string(k) + " = " + st + ";\n";
-    }
-    s += "    for (long long row = L->row_begin; row < L->row_end;) {\n";
-    s += row_pointers("      ");
-    const std::string last = std::to_string(outer_rank_ - 1);
-    s += "      long long tlen = " + size(outer_rank_ - 1) + " - o" + last + ";\n";
-    s += "      if (tlen > " + std::to_string(kTile) + ") tlen = " + std::to_string(kTile) + ";\n";
-    s += "      if (tlen > L->row_end - row) tlen = L->row_end - row;\n";
-    for (std::int32_t r : row_registers())
-      s += "      " + std::string(c_type(types_[static_cast<std::size_t>(r)])) + " " +
-           register_name(r) + "_t[" + std::to_string(kTile) + "];\n";
-    s += "      long long res_t[" + std::to_string(stages) + "][" + std::to_string(kTile) +
-         "];\n      (void)res_t;\n";
-    for (std::size_t k = 0; k < stages; ++k) {
-      s += column_group(k);
-      s += column_stage(k);
-    }
-    s += column_group(stages);
-    s += column_outputs();
-    s += "      row += tlen;\n    }\n    return;\n  }\n";
-    column_ = false;
-    return s;
-  }
-
   std::string outputs() const {
     const std::size_t ni = p_.inputs.size();
     const std::vector<std::int32_t> roots = output_roots();
@@ -513,15 +284,59 @@ class CppReduceSource final : public ReduceSource {
     s += "      }\n    }\n";
     return s;
   }
-
-  bool column_ = false;  // generating the kColumnRows branch
 };
 
 }  // namespace
 
+std::string CppReduceSource::row_pointers(const std::string& indent) const {
+  const std::size_t ni = p_.inputs.size(), count = ni + p_.outputs.size();
+  std::string s;
+  if (outer_rank_ > 0) {
+    s += indent + "long long rest = row;\n";
+    for (int d = outer_rank_ - 1; d > 0; --d)
+      s += indent + "const long long o" + std::to_string(d) + " = rest % " + size(d) + ";\n" +
+           indent + "rest /= " + size(d) + ";\n";
+    s += indent + "const long long o0 = rest;\n";
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    std::string offset;
+    for (int d = 0; d < outer_rank_; ++d) {
+      const std::string st = stride(k, d);
+      if (st.empty()) continue;
+      offset += (offset.empty() ? "" : " + ") + ("o" + std::to_string(d)) + " * " + st;
+    }
+    const bool out = k >= ni;
+    const char* t = out ? storage_c_type(p_.outputs[k - ni].dtype) : storage_c_type(p_.inputs[k]);
+    s += indent + (out ? "" : "const ") + t + "* const b" + std::to_string(k) + " = (" +
+         (out ? "" : "const ") + t + "*)L->data[" + std::to_string(k) + "]" +
+         (offset.empty() ? "" : " + (" + offset + ")") + ";\n";
+  }
+  return s;
+}
+
+std::string CppReduceSource::lines(const std::vector<const Instruction*>& code,
+                                   const std::string& indent,
+                                   const std::function<std::string(std::int32_t)>& taken) const {
+  std::string s;
+  for (const Instruction* in : code) {
+    if (in->kind == InstrKind::kScalar) continue;
+    const std::string from = taken ? taken(in->out) : std::string();
+    if (!from.empty()) {
+      s += indent + "const " + c_type(types_[static_cast<std::size_t>(in->out)]) + " " +
+           register_name(in->out) + " = " + from + ";\n";
+      continue;
+    }
+    s += indent +
+         instruction_line(
+             p_, *in, types_, [&](std::size_t j) { return element(j); }, name_) +
+         "\n";
+  }
+  return s;
+}
+
 std::string cpu_reduce_kernel_source(const FusedProgram& program, const SpecializationKey& key,
                                      std::string_view name) {
-  return CppReduceSource(program, key, name).text();
+  return CppRowSource(program, key, name).text();
 }
 
 }  // namespace streamfuse::jit
