@@ -1,7 +1,8 @@
-// Normalizations and reductions as models write them (issue 15's table): through streamfuse
-// unfused, fused-interpreted and fused-jit, beside the floor (an OpenMP pass over the same bytes:
-// a copy where the result is as large as the input, a read where it is one value per row) and
-// oneDNN's primitive where it has one (softmax, layer normalization). Bytes processed = input
+// Normalizations and reductions as models write them (issue 15's table, and two over an inner
+// axis, whose rows are strided): through streamfuse unfused, fused-interpreted and fused-jit,
+// beside the floor (an OpenMP pass over the same bytes: a copy where the result is as large as
+// the input, a read where it is one value per row) and oneDNN's primitive where it has one
+// (softmax, layer normalization). Bytes processed = input
 // read + output written; every row of one case processes the same bytes, so time ÷ floor time is
 // the number of passes over memory.
 #include <benchmark/benchmark.h>
@@ -27,7 +28,9 @@ enum Case {
   kLayerNorm768,
   kRmsNorm2048,
   kSumSquares,
-  kSoftmaxSmall
+  kSoftmaxSmall,
+  kSoftmaxInner,  // over an inner axis: kernels walk column tiles
+  kCenterColumns
 };
 
 struct CaseInfo {
@@ -43,6 +46,8 @@ const CaseInfo kCases[] = {
     {"rms_norm [16384,2048]", {16384, 2048}, false},
     {"sum(x*x, -1) [16384,2048]", {16384, 2048}, true},
     {"softmax [32,12,128,128]", {32, 12, 128, 128}, false},
+    {"softmax(x, 1) [64,512,256]", {64, 512, 256}, false},
+    {"x - mean(x, 0) [4096,4096]", {4096, 4096}, false},
 };
 
 std::int64_t row_length(Case c) { return kCases[c].shape[kCases[c].shape.rank() - 1]; }
@@ -83,6 +88,10 @@ sf::Tensor compute(Case c, const Inputs& in) {
       return in.x * sf::rsqrt(sf::mean(in.x * in.x, -1, true) + 1e-6f) * in.w;
     case kSumSquares:
       return sf::sum(in.x * in.x, -1);
+    case kSoftmaxInner:
+      return sf::nn::softmax(in.x, 1);
+    case kCenterColumns:
+      return in.x - sf::mean(in.x, 0, true);
   }
   return {};
 }
@@ -153,10 +162,12 @@ void BM_OneDnn(benchmark::State& state) {
   std::vector<float> w = in.w.to_vector<float>(), b = in.b.to_vector<float>();
   primitive p;
   std::unordered_map<int, memory> args;
-  if (c == kSoftmaxScores || c == kSoftmaxSmall) {
-    const memory::desc d(dims, memory::data_type::f32, memory::format_tag::abcd);
+  if (c == kSoftmaxScores || c == kSoftmaxSmall || c == kSoftmaxInner) {
+    const memory::desc d(dims, memory::data_type::f32,
+                         shape.rank() == 4 ? memory::format_tag::abcd : memory::format_tag::abc);
+    const int axis = c == kSoftmaxInner ? 1 : shape.rank() - 1;
     p = softmax_forward(softmax_forward::primitive_desc(
-        softmax_forward::desc(prop_kind::forward_inference, d, shape.rank() - 1), eng));
+        softmax_forward::desc(prop_kind::forward_inference, d, axis), eng));
     args = {{DNNL_ARG_SRC, memory(d, eng, x.data())}, {DNNL_ARG_DST, memory(d, eng, y.data())}};
   } else {
     const memory::desc d(dims, memory::data_type::f32, memory::format_tag::ab);
@@ -184,12 +195,12 @@ void BM_OneDnn(benchmark::State& state) {
 
 BENCHMARK(BM_Norm)
     ->ArgsProduct({{kSoftmaxScores, kLayerNorm2048, kLayerNorm768, kRmsNorm2048, kSumSquares,
-                    kSoftmaxSmall},
+                    kSoftmaxSmall, kSoftmaxInner, kCenterColumns},
                    {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Floor)
-    ->DenseRange(kSoftmaxScores, kSoftmaxSmall)
+    ->DenseRange(kSoftmaxScores, kCenterColumns)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_OneDnn)
@@ -197,6 +208,7 @@ BENCHMARK(BM_OneDnn)
     ->Arg(kLayerNorm2048)
     ->Arg(kLayerNorm768)
     ->Arg(kSoftmaxSmall)
+    ->Arg(kSoftmaxInner)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_MAIN();
