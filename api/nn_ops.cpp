@@ -79,11 +79,12 @@ Shape flat_normalized_shape(const char* fn, const Tensor& x, const Shape& normal
   if (!ok)
     throw ShapeError(std::string(fn) + ": normalized_shape " + normalized_shape.to_string() +
                      " must be the trailing dimensions of the input " + describe(x));
-  for (const std::optional<Tensor>* p : params) {
-    if (*p && !(node_of(**p, fn).shape == normalized_shape))
-      throw ShapeError(std::string(fn) + ": " + (params.size() > 1 ? "weight and bias" : "weight") +
-                       " must have shape " + normalized_shape.to_string() + ", got " +
-                       describe(**p));
+  const char* const names[] = {"weight", "bias"};
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::optional<Tensor>& p = *params.begin()[i];
+    if (p && !(node_of(*p, fn).shape == normalized_shape))
+      throw ShapeError(std::string(fn) + ": " + names[i] + " must have shape " +
+                       normalized_shape.to_string() + " (normalized_shape), got " + describe(*p));
   }
   Shape flat;
   for (int i = 0; i < lead; ++i) flat.push_back(shape[i]);

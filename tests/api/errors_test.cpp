@@ -186,6 +186,12 @@ TEST(ErrorsTest, CompositesNameTheCallTheUserWrote) {
   expect_error_of<sf::ShapeError>("rms_norm",
                                   [&] { return sf::nn::rms_norm(x, {3}, sf::ones({2})); },
                                   {"weight must have shape [3]", "[2] f32"});
+  expect_error_of<sf::ShapeError>(
+      "layer_norm", [&] { return sf::nn::layer_norm(x, {3}, sf::ones({3}), sf::ones({4})); },
+      {"bias must have shape [3]", "[4] f32"});
+  expect_error_of<sf::ShapeError>("layer_norm",
+                                  [&] { return sf::nn::layer_norm(x, {3}, sf::ones({4})); },
+                                  {"weight must have shape [3]", "[4] f32"});
   expect_error_of<sf::ShapeError>("log_softmax", [&] { return sf::nn::log_softmax(x, 2); },
                                   {"axis 2 is out of range"});
   expect_error_of<sf::ShapeError>("squeeze", [&] { return sf::squeeze(x, 1); }, {"not 1"});
