@@ -1,0 +1,146 @@
+// ReduceRunner's column tiles (jit/reduce_runner.h, ReduceWalk::kColumns): up to kColumnTile
+// consecutive rows strided along the axis, kColumnSteps steps along it per pass, each row
+// folding its values in order as the unfused reduction of a strided row does.
+#include "jit/reduce_runner.h"
+
+#include "core/scalar_ops.h"
+#include "jit/kernel_abi.h"
+
+// Prelude text (sf_reduce_blocks): it includes nothing and needs core/scalar_ops.h before it.
+#include "core/reduce_math.h"
+
+namespace streamfuse::jit {
+
+using backends::cpu::FoldFns;
+using backends::cpu::Operand;
+
+namespace {
+
+// Steps along the axis a column pass computes at once: a register holds a value per row of a
+// tile and step.
+constexpr std::int64_t kColumnSteps = kChunk / kColumnTile;
+
+}  // namespace
+
+// Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,
+// each of a tile's rows folding its values in order.
+void ReduceRunner::column_rows(std::int64_t begin, std::int64_t end) {
+  const std::int64_t columns = layout_.it.sizes[static_cast<std::size_t>(layout_.outer_rank - 1)];
+  const std::size_t stages = p_.anchor.stages.size();
+  std::vector<std::int64_t> results(stages * std::size_t{kColumnTile});
+  for (std::int64_t row = begin; row < end;) {
+    const std::int64_t tlen =
+        std::min({std::int64_t{kColumnTile}, columns - row % columns, end - row});
+    set_row(row);
+    tile_.sizes[0] = span_.sizes[1] = tlen;
+    tile_.numel = tlen;
+    for (std::size_t k = 0; k < stages; ++k) {
+      column_group(k, results.data(), tlen);
+      column_stage(k, results.data() + k * std::size_t{kColumnTile}, tlen);
+    }
+    column_group(stages, results.data(), tlen);
+    column_outputs(tlen);
+    row += tlen;
+  }
+}
+
+// The per-row code of group g over a tile of tlen rows: a per-row register holds its value
+// for each row, repeated for each step of a span (so that element code reads it by position).
+void ReduceRunner::column_group(std::size_t g, const std::int64_t* results, std::int64_t tlen) {
+  for (std::size_t i : plan_.row_code[g]) {
+    const Instruction& in = p_.epilogue[i];
+    const std::size_t size = value_size(plan_.types[static_cast<std::size_t>(in.out)]);
+    switch (in.kind) {
+      case InstrKind::kScalar:
+        continue;
+      case InstrKind::kReduced:
+        for (std::int64_t t = 0; t < tlen; ++t)
+          std::memcpy(reg(in.out) + t * static_cast<std::int64_t>(size),
+                      &results[static_cast<std::size_t>(in.index) * kColumnTile +
+                               static_cast<std::size_t>(t)],
+                      size);
+        break;
+      case InstrKind::kLoad:
+        chunk_.gather(tile_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                      storage_dtype_of(in.type), 0, tlen, reg(in.out));
+        break;
+      default:
+        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), tlen);
+        break;
+    }
+    const std::int64_t bytes = tlen * static_cast<std::int64_t>(size);
+    for (std::int64_t s = 1; s < kColumnSteps; ++s)
+      std::memcpy(reg(in.out) + s * bytes, reg(in.out), static_cast<std::size_t>(bytes));
+  }
+}
+
+// Operand k at step jj along the axis of the tile's first row.
+Operand ReduceRunner::step_operand(std::size_t k, std::int64_t jj) const {
+  Operand o = row_ops_[k];
+  o.data += jj * axis_bytes_[k];
+  return o;
+}
+
+// Per-element instructions `code` over steps [jj, jj + steps) of the tile's rows (span_'s
+// order: step-major).
+void ReduceRunner::column_pass(const std::vector<std::size_t>& code, std::int64_t jj,
+                               std::int64_t steps) {
+  span_.sizes[0] = steps;
+  span_.numel = steps * span_.sizes[1];
+  for (std::size_t i : code) {
+    const Instruction& in = p_.prologue[i];
+    if (in.kind == InstrKind::kLoad)
+      chunk_.gather(span_, step_operand(static_cast<std::size_t>(in.index), jj), in.index,
+                    storage_dtype_of(in.type), 0, span_.numel, reg(in.out));
+    else if (in.kind != InstrKind::kScalar)
+      run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), span_.numel);
+  }
+}
+
+// Stage k over the tile, block by block, each row's values folded in order, into results[t].
+void ReduceRunner::column_stage(std::size_t k, std::int64_t* results, std::int64_t tlen) {
+  const FoldFns& f = *plan_.folds[k];
+  alignas(64) unsigned char acc[kColumnTile * backends::cpu::kFoldAccBytes];
+  alignas(64) unsigned char part[kColumnTile * backends::cpu::kFoldAccBytes];
+  const std::int32_t input = p_.anchor.stages[k].input;
+  const std::int64_t bytes =
+      tlen * static_cast<std::int64_t>(value_size(plan_.types[static_cast<std::size_t>(input)]));
+  f.column_identity(acc, tlen);
+  for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
+    const std::int64_t start = b * SF_REDUCE_BLOCK;
+    const std::int64_t stop = start + sf_reduce_block_len(layout_.n, b);
+    f.column_identity(part, tlen);
+    for (std::int64_t jj = start; jj < stop; jj += kColumnSteps) {
+      const std::int64_t steps = std::min(kColumnSteps, stop - jj);
+      column_pass(plan_.stage_code[k], jj, steps);
+      for (std::int64_t s = 0; s < steps; ++s)
+        f.column_step(part, reg(input) + s * bytes, tlen, jj + s);
+    }
+    f.column_merge(acc, part, tlen);
+  }
+  f.column_finish(acc, tlen, layout_.n, results);
+}
+
+// The tile's outputs: every element's, a span at a time, then every row's.
+void ReduceRunner::column_outputs(std::int64_t tlen) {
+  const std::size_t ni = p_.inputs.size();
+  for (std::int64_t jj = 0; jj < layout_.n; jj += kColumnSteps) {
+    column_pass(plan_.output_code, jj, std::min(kColumnSteps, layout_.n - jj));
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      if (p_.outputs[o].per_row) continue;
+      const std::size_t k = ni + o;
+      chunk_.scatter(span_, step_operand(k, jj), static_cast<int>(k),
+                     storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
+                     span_.numel, reg(p_.outputs[o].reg));
+    }
+  }
+  for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+    if (!p_.outputs[o].per_row) continue;
+    const std::size_t k = ni + o;
+    chunk_.scatter(tile_, row_ops_[k], static_cast<int>(k),
+                   storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
+                   tlen, reg(p_.outputs[o].reg));
+  }
+}
+
+}  // namespace streamfuse::jit

@@ -1,0 +1,261 @@
+// ReduceRunner's rows (jit/reduce_runner.h): per-row code, per-element code over L1-sized chunks
+// of the row folded into each stage's accumulator, then the outputs, through the eager kernels'
+// own loops and the one reduction template, so results equal unfused ones bit for bit.
+#include "jit/reduce_runner.h"
+
+#include <string>
+
+#include "core/scalar_ops.h"
+#include "jit/kernel_abi.h"
+#include "jit/reduce_program.h"
+#include "streamfuse/error.h"
+
+// Prelude text (sf_reduce_blocks): it includes nothing and needs core/scalar_ops.h before it.
+#include "core/reduce_math.h"
+
+namespace streamfuse::jit {
+
+using backends::cpu::ChunkFn;
+using backends::cpu::FoldFns;
+using backends::cpu::Iteration;
+using backends::cpu::Operand;
+
+namespace {
+
+constexpr std::size_t kFoldBytes = backends::cpu::kFoldStateBytes;
+static_assert(backends::cpu::kFoldAccBytes == kCpuReduceAccBytes);
+
+// Stage st's fold, from the kernel table (compiled for this CPU's ISA level).
+const FoldFns& fold_of(const ReduceStage& st, const backends::cpu::KernelTable& kernels) {
+  const FoldFns* f = kernels.chunk.fold(st.op, storage_dtype_of(value_type_of(st.dtype)));
+  if (!f)
+    throw Error("internal error: no fold for " + std::string(core::op_name(st.op)) + " of " +
+                std::string(dtype_name(st.dtype)));
+  return *f;
+}
+
+ChunkFn op_fn(const Instruction& in, const backends::cpu::KernelTable& kernels) {
+  if (in.kind != InstrKind::kOp) return nullptr;
+  ChunkFn fn = kernels.chunk.op(in.op, storage_dtype_of(in.type));
+  if (!fn)
+    throw Error(std::string("internal error: no interpreter loop for ") +
+                std::string(core::op_name(in.op)) + " on " + value_type_name(in.type));
+  return fn;
+}
+
+}  // namespace
+
+ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTable& kernels) {
+  ReducePlan plan;
+  plan.types = p.register_types();
+  plan.needs = stages_needed(p);
+  for (const Instruction& in : p.prologue) plan.prologue_fns.push_back(op_fn(in, kernels));
+  for (const Instruction& in : p.epilogue) plan.epilogue_fns.push_back(op_fn(in, kernels));
+  for (const ReduceStage& st : p.anchor.stages) {
+    plan.stage_code.push_back(prologue_closure(p, std::span(&st.input, 1)));
+    plan.folds.push_back(&fold_of(st, kernels));
+  }
+  std::vector<std::int32_t> outs;
+  for (const ProgramOutput& o : p.outputs)
+    if (!o.per_row) outs.push_back(o.reg);
+  plan.output_code = prologue_closure(p, outs);
+  plan.row_code.resize(p.anchor.stages.size() + 1);
+  for (std::size_t i = 0; i < p.epilogue.size(); ++i)
+    plan.row_code[plan.needs[static_cast<std::size_t>(p.epilogue[i].out)]].push_back(i);
+  return plan;
+}
+
+ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
+                           const ReduceLayout& layout, std::span<const Operand> operands,
+                           std::span<const std::int64_t> scalars,
+                           const backends::cpu::ChunkOps& chunk)
+    : p_(p),
+      plan_(plan),
+      layout_(layout),
+      operands_(operands),
+      chunk_(chunk),
+      row_ops_(operands.begin(), operands.end()),
+      storage_(static_cast<std::size_t>(p.num_registers) * kSlotBytes + 64) {
+  base_ = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(storage_.data()) + 63) & ~std::uintptr_t{63});
+  // The rows' inner dimensions, for gathers and scatters along a row.
+  inner_.rank = layout.inner_rank;
+  inner_.num_operands = static_cast<int>(operands.size());
+  inner_.numel = layout.n;
+  // A per-row value's one position, which the row's first element has (also where the row
+  // has none: a reduction over an empty axis still has its results to store).
+  point_.rank = 1;
+  point_.num_operands = inner_.num_operands;
+  point_.numel = 1;
+  point_.sizes[0] = 1;
+  for (std::size_t k = 0; k < operands.size(); ++k) point_.strides[k][0] = 0;
+  for (int d = 0; d < layout.inner_rank; ++d) {
+    const auto from = static_cast<std::size_t>(layout.outer_rank + d);
+    inner_.sizes[static_cast<std::size_t>(d)] = layout.it.sizes[from];
+    for (std::size_t k = 0; k < operands.size(); ++k)
+      inner_.strides[k][static_cast<std::size_t>(d)] = layout.it.strides[k][from];
+  }
+  // Column tiles: up to kColumnTile consecutive rows along the innermost outer dimension
+  // (tile_: one value per row), and spans of kColumnSteps steps along the axis of such a tile
+  // (span_: step-major, a value per row and step).
+  if (layout.outer_rank > 0) {
+    const auto column = static_cast<std::size_t>(layout.outer_rank - 1);
+    const auto axis = static_cast<std::size_t>(layout.outer_rank);
+    tile_.rank = 1;
+    span_.rank = 2;
+    tile_.num_operands = span_.num_operands = inner_.num_operands;
+    for (std::size_t k = 0; k < operands.size(); ++k) {
+      tile_.strides[k][0] = span_.strides[k][1] = layout.it.strides[k][column];
+      span_.strides[k][0] = layout.it.strides[k][axis];
+      axis_bytes_.push_back(layout.it.strides[k][axis] *
+                            static_cast<std::int64_t>(element_size(operands[k].dtype)));
+    }
+  }
+  for (const std::vector<Instruction>* block : p.blocks())
+    for (const Instruction& in : *block)
+      if (in.kind == InstrKind::kScalar)
+        splat(in.out, &scalars[static_cast<std::size_t>(in.index)]);
+}
+
+void ReduceRunner::set_row(std::int64_t row) {
+  std::int64_t rest = row;
+  std::int64_t index[kMaxRank] = {};
+  for (int d = layout_.outer_rank - 1; d >= 0; --d) {
+    const std::int64_t size = layout_.it.sizes[static_cast<std::size_t>(d)];
+    index[d] = rest % size;
+    rest /= size;
+  }
+  for (std::size_t k = 0; k < operands_.size(); ++k) {
+    std::int64_t offset = 0;
+    for (int d = 0; d < layout_.outer_rank; ++d)
+      offset += index[d] * layout_.it.strides[k][static_cast<std::size_t>(d)];
+    row_ops_[k].data =
+        operands_[k].data + offset * static_cast<std::int64_t>(element_size(operands_[k].dtype));
+  }
+}
+
+// The per-row code that needs exactly `group` stages, given their results.
+void ReduceRunner::row_group(std::size_t group, const std::int64_t* results) {
+  for (std::size_t i : plan_.row_code[group]) {
+    const Instruction& in = p_.epilogue[i];
+    switch (in.kind) {
+      case InstrKind::kScalar:
+        break;
+      case InstrKind::kReduced:
+        splat(in.out, &results[in.index], row_span());
+        break;
+      case InstrKind::kLoad:
+        chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                      storage_dtype_of(in.type), 0, 1, reg(in.out));
+        splat(in.out, reg(in.out), row_span());
+        break;
+      default:
+        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), 1);
+        splat(in.out, reg(in.out), row_span());
+        break;
+    }
+  }
+}
+
+void ReduceRunner::row_groups(std::size_t upto, const std::int64_t* results) {
+  for (std::size_t g = 0; g <= upto; ++g) row_group(g, results);
+}
+
+// Stage k's accumulator of block b of the row (the row's code up to stage k has run).
+void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc) {
+  const FoldFns& f = *plan_.folds[k];
+  const std::int64_t start = b * SF_REDUCE_BLOCK, len = sf_reduce_block_len(layout_.n, b);
+  alignas(64) unsigned char state[kFoldBytes];
+  f.begin(state, layout_.lanes[k], len, start);
+  const std::int32_t input = p_.anchor.stages[k].input;
+  for (std::int64_t c = 0; c < len; c += kChunk) {
+    const std::int64_t m = std::min(kChunk, len - c);
+    pass(plan_.stage_code[k], start + c, m);
+    f.push(state, reg(input), m);
+  }
+  f.result(state, acc);
+}
+
+// Stage k of the row, every block, into results[k].
+void ReduceRunner::stage(std::size_t k, std::int64_t* results) {
+  const FoldFns& f = *plan_.folds[k];
+  alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
+  f.identity(acc);
+  for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
+    fold_block(k, b, part);
+    f.merge(acc, part);
+  }
+  results[k] = f.finish(acc, layout_.n);
+}
+
+// Per-element outputs of elements [begin, end) of the row (every row group has run).
+void ReduceRunner::outputs(std::int64_t begin, std::int64_t end) {
+  const std::size_t ni = p_.inputs.size();
+  for (std::int64_t j = begin; j < end; j += kChunk) {
+    const std::int64_t m = std::min(kChunk, end - j);
+    pass(plan_.output_code, j, m);
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      if (p_.outputs[o].per_row) continue;
+      const int k = static_cast<int>(ni + o);
+      chunk_.scatter(inner_, row_ops_[static_cast<std::size_t>(k)], k,
+                     storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), j,
+                     m, reg(p_.outputs[o].reg));
+    }
+  }
+}
+
+void ReduceRunner::row_outputs() {
+  const std::size_t ni = p_.inputs.size();
+  for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+    if (!p_.outputs[o].per_row) continue;
+    const int k = static_cast<int>(ni + o);
+    chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k,
+                   storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0, 1,
+                   reg(p_.outputs[o].reg));
+  }
+}
+
+void ReduceRunner::whole_row(std::int64_t row) {
+  set_row(row);
+  std::int64_t results[kMaxReduceStages] = {};
+  const std::size_t stages = p_.anchor.stages.size();
+  for (std::size_t k = 0; k < stages; ++k) {
+    row_group(k, results);
+    stage(k, results);
+  }
+  row_group(stages, results);
+  outputs(0, layout_.n);
+  row_outputs();
+}
+
+// Register r holds `value` (of its type) in its first `count` positions.
+void ReduceRunner::splat(std::int32_t r, const void* value, std::int64_t count) {
+  switch (value_size(plan_.types[static_cast<std::size_t>(r)])) {
+    case 1:
+      fill<std::uint8_t>(r, value, count);
+      break;
+    case 2:
+      fill<std::uint16_t>(r, value, count);
+      break;
+    case 4:
+      fill<std::uint32_t>(r, value, count);
+      break;
+    default:
+      fill<std::uint64_t>(r, value, count);
+      break;
+  }
+}
+
+// Per-element instructions `code` for elements [j, j + m) of the row.
+void ReduceRunner::pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m) {
+  for (std::size_t i : code) {
+    const Instruction& in = p_.prologue[i];
+    if (in.kind == InstrKind::kLoad)
+      chunk_.gather(inner_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                    storage_dtype_of(in.type), j, m, reg(in.out));
+    else if (in.kind != InstrKind::kScalar)
+      run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), m);
+  }
+}
+
+}  // namespace streamfuse::jit

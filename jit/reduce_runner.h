@@ -1,0 +1,118 @@
+// The interpreter's state for programs with a reduction anchor (jit/reduce_interpreter.cpp runs
+// it over a launch's rows): what a program's rows run, worked out once per launch (ReducePlan),
+// and one thread's registers and the operands of the row or column tile it works on
+// (ReduceRunner). Rows: jit/reduce_runner.cpp; column tiles: jit/reduce_column_runner.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/layout.h"
+#include "jit/interpreter_step.h"
+#include "jit/program.h"
+#include "jit/reduce_layout.h"
+
+namespace streamfuse::jit {
+
+// What a program's rows run, worked out once per launch.
+struct ReducePlan {
+  std::vector<ValueType> types;                      // per register
+  std::vector<std::size_t> needs;                    // per register: stages that must have run
+  std::vector<backends::cpu::ChunkFn> prologue_fns;  // per prologue instruction (kOp)
+  std::vector<backends::cpu::ChunkFn> epilogue_fns;  // per epilogue instruction (kOp)
+  std::vector<std::vector<std::size_t>> stage_code;  // per stage: prologue instructions
+  std::vector<std::size_t> output_code;              // prologue instructions of the outputs
+  std::vector<std::vector<std::size_t>> row_code;    // per group g: epilogue instructions
+  std::vector<const backends::cpu::FoldFns*> folds;  // per stage
+};
+
+// The plan of `p` (throws an internal Error where the kernel table lacks a loop or fold).
+ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTable& kernels);
+
+// One thread's registers and the operands of the row (or column tile) it works on.
+class ReduceRunner {
+  using Iteration = backends::cpu::Iteration;
+  using Operand = backends::cpu::Operand;
+
+  unsigned char* reg(std::int32_t r) const {
+    return base_ + static_cast<std::size_t>(r) * kSlotBytes;
+  }
+  auto reg_fn() const {
+    return [this](std::int32_t r) { return reg(r); };
+  }
+
+ public:
+  ReduceRunner(const FusedProgram& p, const ReducePlan& plan, const ReduceLayout& layout,
+               std::span<const Operand> operands, std::span<const std::int64_t> scalars,
+               const backends::cpu::ChunkOps& chunk);
+
+  void set_row(std::int64_t row);
+
+  // The per-row code that needs exactly `group` stages, given their results.
+  void row_group(std::size_t group, const std::int64_t* results);
+  void row_groups(std::size_t upto, const std::int64_t* results);
+
+  // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
+  void fold_block(std::size_t k, std::int64_t b, void* acc);
+
+  // Stage k of the row, every block, into results[k].
+  void stage(std::size_t k, std::int64_t* results);
+
+  // Per-element outputs of elements [begin, end) of the row (every row group has run).
+  void outputs(std::int64_t begin, std::int64_t end);
+  void row_outputs();
+
+  // Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,
+  // each of a tile's rows folding its values in order.
+  void column_rows(std::int64_t begin, std::int64_t end);
+
+  void whole_row(std::int64_t row);
+
+ private:
+  // Register r holds `value` (of its type) in its first `count` positions.
+  void splat(std::int32_t r, const void* value, std::int64_t count = kChunk);
+  // The positions a pass over a row reads (a per-row value is splatted once per row; filling a
+  // whole slot for a short row had cost 23 stores per element of a softmax of rows of 128).
+  std::int64_t row_span() const { return std::min(kChunk, std::max<std::int64_t>(layout_.n, 1)); }
+  template <class Bits>
+  void fill(std::int32_t r, const void* value, std::int64_t count) {
+    Bits v;
+    std::memcpy(&v, value, sizeof v);
+    std::fill_n(reinterpret_cast<Bits*>(reg(r)), count, v);
+  }
+  // The per-row code of group g over a tile of tlen rows: a per-row register holds its value
+  // for each row, repeated for each step of a span (so that element code reads it by position).
+  void column_group(std::size_t g, const std::int64_t* results, std::int64_t tlen);
+  // Operand k at step jj along the axis of the tile's first row.
+  Operand step_operand(std::size_t k, std::int64_t jj) const;
+  // Per-element instructions `code` over steps [jj, jj + steps) of the tile's rows (span_'s
+  // order: step-major).
+  void column_pass(const std::vector<std::size_t>& code, std::int64_t jj, std::int64_t steps);
+  // Stage k over the tile, block by block, each row's values folded in order, into results[t].
+  void column_stage(std::size_t k, std::int64_t* results, std::int64_t tlen);
+  // The tile's outputs: every element's, a span at a time, then every row's.
+  void column_outputs(std::int64_t tlen);
+
+  // Per-element instructions `code` for elements [j, j + m) of the row.
+  void pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m);
+
+  const FusedProgram& p_;
+  const ReducePlan& plan_;
+  const ReduceLayout& layout_;
+  std::span<const Operand> operands_;
+  const backends::cpu::ChunkOps& chunk_;
+  std::vector<Operand> row_ops_;
+  Iteration inner_;
+  Iteration point_;                       // one element, strides 0
+  Iteration tile_;                        // a column tile's rows (its size: the tile's)
+  Iteration span_;                        // steps along the axis of a tile's rows
+  std::vector<std::int64_t> axis_bytes_;  // per operand: bytes of a step along the axis
+  std::vector<unsigned char> storage_;
+  unsigned char* base_ = nullptr;
+};
+
+}  // namespace streamfuse::jit
