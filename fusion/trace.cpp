@@ -11,13 +11,10 @@ using jit::InstrKind;
 using jit::Instruction;
 using jit::ValueType;
 
-namespace {
-
-std::int64_t bytes_of(const core::TensorDesc& d) {
-  return d.shape.numel() * static_cast<std::int64_t>(element_size(d.dtype));
+std::int64_t scored_bytes(const core::TensorDesc& d) {
+  return std::max<std::int64_t>(d.shape.numel(), 1) *
+         static_cast<std::int64_t>(element_size(d.dtype));
 }
-
-}  // namespace
 
 void Trace::reset() {
   unfused_bytes_ = 0;
@@ -30,7 +27,7 @@ Trace::Value& Trace::value(core::TensorId id, const core::TensorDesc& real, Tens
   auto [it, inserted] = values_.try_emplace(id);
   if (inserted) {
     it->second.dtype = real.dtype;
-    it->second.bytes = bytes_of(real);
+    it->second.bytes = scored_bytes(real);
     it->second.source = source;
     order_.push_back(id);
   }

@@ -26,6 +26,12 @@
 
 namespace streamfuse::fusion {
 
+// The bytes tensor `d` counts for in a builder's score (memory traffic saved): its size, or one
+// element's when it has none. A plan is matched at every size of its relative form, which does
+// not tell an empty dimension from others: explored on empty tensors, it must choose as it would
+// on small ones (everything scoring 0 would store the ops unfused for every size).
+std::int64_t scored_bytes(const core::TensorDesc& d);
+
 // Where a relative tensor first appears in the segment: op `op`, input `slot` (or its output
 // when slot is -1). The tensor's global id, shape and dtype are read there at run time.
 struct TensorSource {

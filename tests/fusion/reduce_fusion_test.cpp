@@ -15,11 +15,25 @@
 #include "runtime/device_runtime.h"
 #include "streamfuse/streamfuse.h"
 #include "tests/reference.h"
+#include "tests/temp_dir.h"
 
 namespace sf = streamfuse;
 using sf::Tensor;
 
 namespace {
+
+// A cache directory of its own, empty: the kernel counts asserted here hold for the plans these
+// chains explore, and plans other tests stored in a shared directory for the same ops in other
+// contexts (a chain cut by a sync) would be matched instead. Set before any device starts.
+const streamfuse::testing::TempDir& own_cache_dir() {
+  static const auto* dir = [] {
+    auto* d = new streamfuse::testing::TempDir;
+    setenv("STREAMFUSE_CACHE_DIR", d->path().c_str(), 1);
+    return d;
+  }();
+  return *dir;
+}
+[[maybe_unused]] const auto& kOwnCacheDir = own_cache_dir();
 
 // The bytes of every element (a sync point).
 std::vector<unsigned char> bytes_of(const Tensor& t) {
@@ -255,34 +269,38 @@ TEST_F(ReduceFusionTest, InnerAxesAndEveryElement) {
 TEST_F(ReduceFusionTest, ColumnTiles) {
   for (sf::DType dtype : {sf::kF32, sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool}) {
     const Tensor x = random_tensor({7, 33, 150}, dtype, -20, 20, 30);
-    check(std::string("sums and extremes over axis 1, ") + std::string(sf::dtype_name(dtype)),
-          [](const std::vector<Tensor>& in) {
-            return std::vector<Tensor>{sf::sum(in[0], 1, true), sf::max(in[0], 1),
-                                       sf::argmax(in[0], 1), sf::min(in[0], 1, true)};
-          },
-          {x}, -1);
-    check(std::string("x - mean(x) over axis 0, ") + std::string(sf::dtype_name(dtype)),
-          [](const std::vector<Tensor>& in) {
-            const Tensor y = in[0].to(sf::kF32) * 0.5f;
-            return std::vector<Tensor>{y - sf::mean(y, 0, true)};
-          },
-          {x}, 1);
+    check(
+        std::string("sums and extremes over axis 1, ") + std::string(sf::dtype_name(dtype)),
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::sum(in[0], 1, true), sf::max(in[0], 1),
+                                     sf::argmax(in[0], 1), sf::min(in[0], 1, true)};
+        },
+        {x}, -1);
+    check(
+        std::string("x - mean(x) over axis 0, ") + std::string(sf::dtype_name(dtype)),
+        [](const std::vector<Tensor>& in) {
+          const Tensor y = in[0].to(sf::kF32) * 0.5f;
+          return std::vector<Tensor>{y - sf::mean(y, 0, true)};
+        },
+        {x}, 1);
   }
   const Tensor tall = random_tensor({70000, 3}, sf::kF32, -3, 3, 31);
   check("softmax of columns longer than a block", softmax0, {tall}, 1);
-  check("x - mean(x) over columns longer than a block",
-        [](const std::vector<Tensor>& in) {
-          return std::vector<Tensor>{in[0] * 2.0f - sf::mean(in[0] * 2.0f, 0, true)};
-        },
-        {tall}, 1);
+  check(
+      "x - mean(x) over columns longer than a block",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0] * 2.0f - sf::mean(in[0] * 2.0f, 0, true)};
+      },
+      {tall}, 1);
   const Tensor w = random_tensor({1, 96}, sf::kF32, -1, 1, 32);
-  check("layer_norm over axis 0 with a per-column weight",
-        [](const std::vector<Tensor>& in) {
-          const Tensor m = sf::mean(in[0], 0, true);
-          const Tensor d = in[0] - m;
-          return std::vector<Tensor>{d * sf::rsqrt(sf::mean(d * d, 0, true) + 1e-5f) * in[1]};
-        },
-        {random_tensor({40, 96}, sf::kF32, -3, 3, 33), w}, 1);
+  check(
+      "layer_norm over axis 0 with a per-column weight",
+      [](const std::vector<Tensor>& in) {
+        const Tensor m = sf::mean(in[0], 0, true);
+        const Tensor d = in[0] - m;
+        return std::vector<Tensor>{d * sf::rsqrt(sf::mean(d * d, 0, true) + 1e-5f) * in[1]};
+      },
+      {random_tensor({40, 96}, sf::kF32, -3, 3, 33), w}, 1);
 }
 
 // Floats summed in double are exact, whatever the order, unless some cancel what came before

@@ -155,4 +155,20 @@ TEST(ReducePolicyTest, InnerAxesAreOneKernelToo) {
       << all(plans);
 }
 
+// A plan is matched at every size of its relative form, which does not tell an empty dimension
+// from others: explored on an empty tensor first (a model's empty batch), the chain must still be
+// one kernel, as it is for the sizes that come next.
+TEST(ReducePolicyTest, APlanExploredOnEmptyTensorsFusesAtEverySize) {
+  const auto chain = [](const Tensor& x) {
+    const Tensor y = x * 0.25f;
+    return std::vector<Tensor>{sf::sum(y * y, -1), sf::mean(y, -1, true) - 1.0f};
+  };
+  const Tensor empty = sf::zeros({0, 5});  // no rows: every value of the chain is empty
+  const auto first = explored([&] { return chain(empty); });
+  EXPECT_TRUE(has(first, "-> reduce")) << all(first);
+  const Tensor x = input({24, 40});
+  const auto then = explored([&] { return chain(x); });
+  EXPECT_TRUE(has(then, "-> reduce")) << all(then);
+}
+
 }  // namespace

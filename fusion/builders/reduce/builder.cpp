@@ -21,10 +21,6 @@ namespace {
 // again by each pass over it (a stage's, and the outputs'); one that fits is read once.
 constexpr std::int64_t kRowCacheBytes = 512 * 1024;
 
-std::int64_t bytes_of(const core::TensorDesc& d) {
-  return d.shape.numel() * static_cast<std::int64_t>(element_size(d.dtype));
-}
-
 }  // namespace
 
 void ReduceBuilder::reset() { *this = ReduceBuilder(); }
@@ -34,7 +30,7 @@ ReduceBuilder::Value& ReduceBuilder::value(const core::TensorDesc& rel,
   auto [it, inserted] = values_.try_emplace(rel.id);
   if (inserted) {
     it->second.dtype = real.dtype;
-    it->second.bytes = bytes_of(real);
+    it->second.bytes = scored_bytes(real);
     it->second.shape = rel.shape;
     it->second.source = source;
     order_.push_back(rel.id);
