@@ -73,13 +73,18 @@ void CudaLauncher::launch(const FusedProgram& program, const ProgramFacts& facts
   if (!p.kernel) return;  // nothing to compute
   std::vector<long long> args = cuda_launch_args(p.it, p.ops, scalars);
   unsigned blocks = 0;
-  if (p.reduce) {  // a block per row: numel counts rows, then the row length and lanes flags
+  if (p.reduce) {  // numel counts rows, then the row length, the walk and the lanes flags
     const CudaArgsLayout l{p.ops.size(), static_cast<std::size_t>(p.it.rank), scalars.size()};
+    const bool columns = p.reduce->walk == ReduceWalk::kColumns;
     args[l.numel()] = p.reduce->rows;
     args.push_back(p.reduce->n);
+    args.push_back(columns ? 1 : 0);
     for (int lanes : p.reduce->lanes) args.push_back(lanes);
-    blocks = static_cast<unsigned>(std::min<std::int64_t>(
-        p.reduce->rows, std::int64_t{32} * device_->properties().multiprocessors));
+    // A block per row, or (columns) a thread per row.
+    blocks = columns
+                 ? cuda_grid_blocks(p.reduce->rows, device_->properties().multiprocessors)
+                 : static_cast<unsigned>(std::min<std::int64_t>(
+                       p.reduce->rows, std::int64_t{32} * device_->properties().multiprocessors));
   } else {
     blocks = cuda_grid_blocks(p.it.numel, device_->properties().multiprocessors);
   }

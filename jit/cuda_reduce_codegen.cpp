@@ -4,7 +4,8 @@
 // thread per reduction block where it folds in order, partial accumulators in shared memory
 // merged by thread 0 in block order (with the lanes' tails). Not a shared-memory tree: a tree
 // adds in another order, and results would differ from the CPU's and the eager kernels'. The
-// outputs then run a thread per element of the row.
+// outputs then run a thread per element of the row. Rows strided along the axis (column walks,
+// jit/reduce_layout.h) run a thread per row instead: a warp reads adjacent rows at each step.
 #include <string>
 #include <vector>
 
@@ -27,13 +28,13 @@ class CudaReduceSource final : public ReduceSource {
     const CudaArgsLayout layout{count, static_cast<std::size_t>(rank_), p_.scalars.size()};
     const std::size_t stages = p_.anchor.stages.size();
     // The argument struct: CudaArgsLayout's words (numel is the number of rows), then the row
-    // length and each stage's lanes flag.
+    // length, whether rows walk by columns (ReduceWalk::kColumns) and each stage's lanes flag.
     std::string s = "// " + fn + ": " + key_.to_string() + "\nstruct " + fn + "_args {\n";
     s += "  char* data[" + std::to_string(layout.operands) + "];\n";
     s += "  long long sizes[" + std::to_string(layout.rank) + "];\n";
     s += "  long long strides[" + std::to_string(layout.operands * layout.rank) + "];\n";
     if (layout.scalars > 0) s += "  long long scalars[" + std::to_string(layout.scalars) + "];\n";
-    s += "  long long numel;\n  long long narrow;\n  long long n;\n";
+    s += "  long long numel;\n  long long narrow;\n  long long n;\n  long long columns;\n";
     s += "  long long lanes[" + std::to_string(stages) + "];\n};\n";
 
     s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kCudaBlockSize) + ") " +
@@ -45,7 +46,26 @@ class CudaReduceSource final : public ReduceSource {
     s += "  __shared__ unsigned long long sf_shared[" + std::to_string(2 * kCudaBlockSize) +
          "];  // an accumulator of 16 bytes per thread\n";
     s += "  __shared__ long long sf_results[" + std::to_string(stages) + "];\n";
+    s += columns();
     s += "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n";
+    s += row_offsets();
+    s += "    long long res[" + std::to_string(stages) + "];\n    (void)res;\n";
+    for (std::size_t k = 0; k < stages; ++k) {
+      s += row_group(k);
+      s += stage(k);
+    }
+    s += row_group(stages);
+    s += outputs();
+    s += "    __syncthreads();  // the next row's stages reuse the shared accumulators\n";
+    s += "  }\n}\n";
+    return s;
+  }
+
+ private:
+  // The position of `row` (o<d>) and each operand's offset at the row's first element (off<k>).
+  std::string row_offsets() const {
+    const std::size_t count = key_.inputs.size() + key_.outputs.size();
+    std::string s;
     if (outer_rank_ > 0) {
       s += "    long long rest = row;\n";
       for (int d = outer_rank_ - 1; d > 0; --d)
@@ -63,19 +83,61 @@ class CudaReduceSource final : public ReduceSource {
       s += "    const long long off" + std::to_string(k) + " = " + (offset.empty() ? "0" : offset) +
            ";\n";
     }
-    s += "    long long res[" + std::to_string(stages) + "];\n    (void)res;\n";
-    for (std::size_t k = 0; k < stages; ++k) {
-      s += row_group(k);
-      s += stage(k);
-    }
-    s += row_group(stages);
-    s += outputs();
-    s += "    __syncthreads();  // the next row's stages reuse the shared accumulators\n";
-    s += "  }\n}\n";
     return s;
   }
 
- private:
+  // Rows strided along the axis (ReduceWalk::kColumns: every stage folds in order): a thread per
+  // row, so that a warp's loads of one step along the axis are adjacent; each stage folds block
+  // by block with the template's in-order run, the outputs follow along the row.
+  std::string columns() const {
+    const std::size_t ni = p_.inputs.size(), stages = p_.anchor.stages.size();
+    std::string s = "  if (a.columns) {\n";
+    s += "  for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows;\n"
+         "       row += (long long)gridDim.x * blockDim.x) {\n";
+    s += row_offsets();
+    s += "    long long res[" + std::to_string(stages) + "];\n    (void)res;\n";
+    for (std::size_t k = 0; k < stages; ++k) {
+      const ReduceStage& st = p_.anchor.stages[k];
+      const std::string op = "Op" + std::to_string(k);
+      s += row_group(k);
+      s += "    {\n";
+      s += "      typedef " + reduce_op_type(st.op, types_[static_cast<std::size_t>(st.input)]) +
+           " " + op + ";\n";
+      s += "      const auto load = [&](long long j) -> " + op + "::value {\n";
+      s += inner_index("        ");
+      s += lines(closure({st.input}), "        ");
+      s += "        return " + register_name(st.input) + ";\n      };\n";
+      s += "      " + op + "::acc total = " + op + "::identity();\n";
+      s += "      for (long long b = 0; b < sf_reduce_blocks(n); ++b) {\n";
+      s += "        const long long start = b * SF_REDUCE_BLOCK;\n";
+      s += "        total = " + op + "::merge(total, sf_reduce_run<" + op +
+           ">(load, start, sf_reduce_block_len(n, b), 0, start, " + op + "::identity()));\n";
+      s += "      }\n";
+      s += "      res[" + std::to_string(k) + "] = " + reduce_result_bits(st.op, "total", "n", op) +
+           ";\n    }\n";
+    }
+    s += row_group(stages);
+    std::string stores, row_stores;
+    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+      const ProgramOutput& out = p_.outputs[o];
+      (out.per_row ? row_stores : stores) +=
+          (out.per_row ? "    " : "      ") +
+          store_line(out, out.per_row ? row_element(ni + o) : at(ni + o));
+    }
+    if (!stores.empty()) {
+      std::vector<std::int32_t> roots;
+      for (const ProgramOutput& o : p_.outputs)
+        if (!o.per_row) roots.push_back(o.reg);
+      s += "    for (long long j = 0; j < n; ++j) {\n";
+      s += inner_index("      ");
+      s += lines(closure(roots), "      ");
+      s += stores + "    }\n";
+    }
+    s += row_stores;
+    s += "  }\n  return;\n  }\n";
+    return s;
+  }
+
   std::string size(int d) const override { return "a.sizes[" + std::to_string(d) + "]"; }
   std::string stride_arg(std::size_t k, int d) const override {
     return "a.strides[" +

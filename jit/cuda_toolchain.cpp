@@ -9,8 +9,9 @@ namespace {
 
 // Changes whenever the generated kernels' calling convention (jit/cuda_kernel_abi.h) or the
 // encoding of kernel records does (kernel files are named under it: older ones are a clean miss).
-// 2: programs are blocks around an anchor. 3: reduction anchors.
-constexpr int kCudaKernelAbiVersion = 3;
+// 2: programs are blocks around an anchor. 3: reduction anchors. 4: reduction kernels take the
+// rows' walk (a thread per row for column walks).
+constexpr int kCudaKernelAbiVersion = 4;
 
 std::string target_name(const NvrtcTarget& t) {
   return (t.ptx ? "compute_" : "sm_") + std::to_string(t.arch) + (t.ptx ? " ptx" : " cubin");

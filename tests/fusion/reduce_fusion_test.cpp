@@ -409,6 +409,12 @@ TEST_F(ReduceFusionTest, CudaGivesTheCpusBits) {
        [](const std::vector<Tensor>& in) {
          return std::vector<Tensor>{in[0] - sf::mean(in[0] * 2.0f)};
        }},
+      {"column walks: softmax, sums and argmax over axis 0",
+       [](const std::vector<Tensor>& in) {
+         const Tensor y = in[0] * 3.0f;
+         return std::vector<Tensor>{sf::nn::softmax(in[0], 0), sf::sum(y, 0, true) - y,
+                                    sf::argmax(y, 0)};
+       }},
   };
   const std::vector<Tensor> inputs = {with_cancellations({6, 100}, 40),
                                       with_cancellations({2, 70000}, 41),
