@@ -114,14 +114,18 @@ class ReduceFusionTest : public ::testing::Test {
     EXPECT_EQ(unfused.launches_last, 0);
     const ChainRun interpreted = run(kInterpreted, chain, inputs);
     EXPECT_EQ(interpreted.results, unfused.results) << "fused, interpreted";
-    if (kernels >= 0)
+    if (kernels >= 0) {
       EXPECT_EQ(interpreted.launches_last, kernels) << "fused kernels per iteration";
+    }
     const ChainRun compiled = run(kCompiled, chain, inputs);
     EXPECT_EQ(compiled.results, unfused.results) << "fused, compiled";
-    if (kernels >= 0) EXPECT_EQ(compiled.launches_last, kernels);
+    if (kernels >= 0) {
+      EXPECT_EQ(compiled.launches_last, kernels);
+    }
     if (kernels >= 0 && sf::fusion_stats().kernels_failed == 0 &&
-        sf::fusion_stats().kernels_compiled > 0)
+        sf::fusion_stats().kernels_compiled > 0) {
       EXPECT_EQ(compiled.compiled_last, kernels) << "the compiled kernel ran";
+    }
   }
 
   sf::Config saved_;
