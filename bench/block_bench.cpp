@@ -12,34 +12,23 @@
 //
 // Every row counts tokens (items/s) and the products' floating-point operations (flops, a rate).
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "bench/child_runs.h"
 #include "bench/fusion_mode.h"
 #include "bench/gpt2_block.h"
-
-extern char** environ;
 
 namespace sf = streamfuse;
 namespace fs = std::filesystem;
@@ -192,113 +181,31 @@ int run_child(int argc, char** argv) {
   return 0;
 }
 
-// A private temporary directory, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "streamfuse-block-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + pattern);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs this executable with `args` in a new process with STREAMFUSE_CACHE_DIR=`cache_dir` and
-// fusion on or off, its output in files under `scratch`. Returns the child's `key=value` result
-// fields (none for a populate run), or sets `error`.
-std::map<std::string, double> spawn_child(std::vector<std::string> args, const fs::path& cache_dir,
-                                          bool fusion, const fs::path& scratch,
-                                          std::string& error) {
-  const fs::path out_path = scratch / "child.out", err_path = scratch / "child.err";
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view v = *e;
-    if (!v.starts_with("STREAMFUSE_CACHE_DIR=") && !v.starts_with("STREAMFUSE_FUSION="))
-      env.emplace_back(v);
-  }
-  env.push_back("STREAMFUSE_CACHE_DIR=" + cache_dir.string());
-  env.push_back(std::string("STREAMFUSE_FUSION=") + (fusion ? "1" : "0"));
-  args.insert(args.begin(), "block_bench");
-  const auto pointers = [](std::vector<std::string>& strings) {
-    std::vector<char*> p;
-    for (std::string& s : strings) p.push_back(s.data());
-    p.push_back(nullptr);
-    return p;
-  };
-  std::vector<char*> argv = pointers(args), envp = pointers(env);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int spawn_error =
-      posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawn_error != 0) {
-    error = "posix_spawn failed: " + std::string(std::strerror(spawn_error));
-    return {};
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    error = "child `" + args[1] + "` failed; stderr: " + read_file(err_path).substr(0, 800);
-    return {};
-  }
-  std::map<std::string, double> values;
-  const std::string out = read_file(out_path);
-  const std::size_t at = out.find(kResultTag);
-  if (at == std::string::npos) return values;
-  std::istringstream line(out.substr(at + kResultTag.size()));
-  for (std::string field; line >> field;) {
-    const std::size_t eq = field.find('=');
-    if (eq != std::string::npos)
-      values[field.substr(0, eq)] = std::strtod(field.c_str() + eq + 1, nullptr);
-  }
-  return values;
-}
-
 enum class Start : unsigned char { kEmptyCache, kWarmCache, kFusionOff };
 
 void BM_BlockFirstIteration(benchmark::State& state, int s, Start start) {
   const std::string size_arg = "--size=" + std::to_string(s);
   const bool fusion = start != Start::kFusionOff;
   for (auto _ : state) {
-    const TempDir scratch;
+    const sf::bench::TempDir scratch;
     const fs::path cache = scratch.path() / "cache";
     fs::create_directories(cache);
-    std::string error;
-    if (start == Start::kWarmCache)
-      spawn_child({"--child=populate", size_arg}, cache, fusion, scratch.path(), error);
-    std::map<std::string, double> result;
-    if (error.empty())
-      result = spawn_child({"--child=measure", size_arg}, cache, fusion, scratch.path(), error);
-    if (error.empty() && !result.contains("first_ms")) error = "the child printed no result";
-    if (!error.empty()) {
-      state.SkipWithError(error.c_str());
+    if (start == Start::kWarmCache) {
+      const sf::bench::ChildRun populate = sf::bench::spawn_child(
+          "block_bench", {"--child=populate", size_arg}, cache, fusion, scratch.path(), {});
+      if (!populate.error.empty()) {
+        state.SkipWithError(populate.error.c_str());
+        break;
+      }
+    }
+    const sf::bench::ChildRun run = sf::bench::spawn_child(
+        "block_bench", {"--child=measure", size_arg}, cache, fusion, scratch.path(), kResultTag);
+    if (!run.error.empty()) {
+      state.SkipWithError(run.error.c_str());
       break;
     }
-    state.SetIterationTime(result.at("first_ms") / 1e3);
-    for (const auto& [key, value] : result) state.counters[key] = value;
+    state.SetIterationTime(run.values.at("first_ms") / 1e3);
+    for (const auto& [key, value] : run.values) state.counters[key] = value;
   }
 }
 

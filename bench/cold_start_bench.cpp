@@ -14,13 +14,8 @@
 // ready), load_ms (load_bundle), the fusion statistics of the whole child process, and
 // first_interpreted_launches / first_compiled_launches (fused launches of iteration 1).
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -29,25 +24,25 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <streamfuse/streamfuse.h>
 
+#include "bench/child_runs.h"
 #include "runtime/device_runtime.h"
 #include "stream/stream.h"
-
-extern char** environ;
 
 namespace sf = streamfuse;
 namespace fs = std::filesystem;
 
 namespace {
+
+using sf::bench::ChildRun;
+using sf::bench::spawn_child;
+using sf::bench::TempDir;
 
 // ---- the model, as the child runs it ---------------------------------------------------------
 
@@ -197,115 +192,6 @@ int run_child(int argc, char** argv) {
 
 // ---- the parent: spawning children and reading their results --------------------------------
 
-// A private temporary directory, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "streamfuse-cold-start-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + pattern);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct ChildRun {
-  std::string error;  // empty when the child exited 0 (and, if measured, printed its result)
-  std::map<std::string, double> values;
-};
-
-// Runs this executable with `args` in a new process whose cache directory is `cache_dir` and
-// whose fusion is on or off; its stdout and stderr go to files under `scratch`.
-ChildRun spawn_child(const std::vector<std::string>& args, const fs::path& cache_dir, bool fusion,
-                     const fs::path& scratch) {
-  static int count = 0;
-  const std::string name = "child-" + std::to_string(++count);
-  const fs::path out_path = scratch / (name + ".out"), err_path = scratch / (name + ".err");
-
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view v = *e;
-    if (v.starts_with("STREAMFUSE_CACHE_DIR=") || v.starts_with("STREAMFUSE_FUSION=")) continue;
-    env_strings.emplace_back(v);
-  }
-  env_strings.push_back("STREAMFUSE_CACHE_DIR=" + cache_dir.string());
-  env_strings.push_back(std::string("STREAMFUSE_FUSION=") + (fusion ? "1" : "0"));
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  std::vector<std::string> arg_strings = {"cold_start_bench"};
-  arg_strings.insert(arg_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : arg_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int spawn_error =
-      posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ChildRun run;
-  if (spawn_error != 0) {
-    run.error = "posix_spawn failed: " + std::string(std::strerror(spawn_error));
-    return run;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-
-  // With STREAMFUSE_LOG set (it passes to the child), the child's log lines are shown.
-  if (const char* log = std::getenv("STREAMFUSE_LOG"); log != nullptr && *log != '\0')
-    std::fputs(read_file(err_path).c_str(), stderr);
-  const std::string out = read_file(out_path);
-  const bool measured = std::find(args.begin(), args.end(), "--child=measure") != args.end();
-  std::string problem;
-  if (WIFSIGNALED(status)) {
-    problem = "killed by signal " + std::to_string(WTERMSIG(status));
-  } else if (WEXITSTATUS(status) != 0) {
-    problem = "exited with status " + std::to_string(WEXITSTATUS(status));
-  } else if (measured) {
-    const std::size_t at = out.find(kResultTag);
-    if (at == std::string::npos) {
-      problem = "printed no result line";
-    } else {
-      const std::size_t begin = at + kResultTag.size(), end = out.find('\n', at);
-      std::istringstream line(out.substr(begin, end == std::string::npos ? end : end - begin));
-      for (std::string field; line >> field;) {
-        const std::size_t eq = field.find('=');
-        if (eq != std::string::npos)
-          run.values[field.substr(0, eq)] = std::strtod(field.c_str() + eq + 1, nullptr);
-      }
-    }
-  }
-  if (!problem.empty()) {
-    std::string err = read_file(err_path);
-    if (err.size() > 800) err = "..." + err.substr(err.size() - 800);
-    run.error = "child `" + arg_strings[1] + "` " + problem + "; stderr: " + err;
-  }
-  return run;
-}
-
 enum class Scenario : unsigned char { kEmptyCache, kWarmCache, kBundle, kFusionOff };
 
 void BM_ColdStart(benchmark::State& state, Scenario scenario) {
@@ -326,13 +212,15 @@ void BM_ColdStart(benchmark::State& state, Scenario scenario) {
         measure_args.push_back("--load-bundle=" + bundle.string());
         measure_dir = dir_b;
       }
-      const ChildRun populate = spawn_child(populate_args, dir_a, fusion, scratch.path());
+      const ChildRun populate =
+          spawn_child("cold_start_bench", populate_args, dir_a, fusion, scratch.path(), {});
       if (!populate.error.empty()) {
         state.SkipWithError(populate.error.c_str());
         break;
       }
     }
-    const ChildRun run = spawn_child(measure_args, measure_dir, fusion, scratch.path());
+    const ChildRun run = spawn_child("cold_start_bench", measure_args, measure_dir, fusion,
+                                     scratch.path(), kResultTag);
     if (!run.error.empty()) {
       state.SkipWithError(run.error.c_str());
       break;

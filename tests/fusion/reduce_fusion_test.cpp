@@ -14,26 +14,13 @@
 #include "jit/kernel_cache.h"
 #include "runtime/device_runtime.h"
 #include "streamfuse/streamfuse.h"
+#include "tests/own_cache_dir.h"
 #include "tests/reference.h"
-#include "tests/temp_dir.h"
 
 namespace sf = streamfuse;
 using sf::Tensor;
 
 namespace {
-
-// A cache directory of its own, empty: the kernel counts asserted here hold for the plans these
-// chains explore, and plans other tests stored in a shared directory for the same ops in other
-// contexts (a chain cut by a sync) would be matched instead. Set before any device starts.
-const streamfuse::testing::TempDir& own_cache_dir() {
-  static const auto* dir = [] {
-    auto* d = new streamfuse::testing::TempDir;
-    setenv("STREAMFUSE_CACHE_DIR", d->path().c_str(), 1);
-    return d;
-  }();
-  return *dir;
-}
-[[maybe_unused]] const auto& kOwnCacheDir = own_cache_dir();
 
 // The bytes of every element (a sync point).
 std::vector<unsigned char> bytes_of(const Tensor& t) {

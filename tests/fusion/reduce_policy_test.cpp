@@ -10,25 +10,12 @@
 
 #include "core/log.h"
 #include "streamfuse/streamfuse.h"
-#include "tests/temp_dir.h"
+#include "tests/own_cache_dir.h"
 
 namespace sf = streamfuse;
 using sf::Tensor;
 
 namespace {
-
-// A cache directory of its own, empty: plans another build or test stored (a cache directory
-// outlives builds) would be matched instead of explored, and a plan from a build whose builders
-// differed is still a valid plan. Set before any device starts (they read it once).
-const streamfuse::testing::TempDir& own_cache_dir() {
-  static const auto* dir = [] {
-    auto* d = new streamfuse::testing::TempDir;
-    setenv("STREAMFUSE_CACHE_DIR", d->path().c_str(), 1);
-    return d;
-  }();
-  return *dir;
-}
-[[maybe_unused]] const auto& kOwnCacheDir = own_cache_dir();
 
 // The plans' "N ops (kinds) -> kind: ..." parts, explored or matched (an earlier test may have
 // explored them), while `body` runs (fusion on,
