@@ -115,13 +115,17 @@ SF_MATH_FN double sf_exp_d(double x, double* scale) {
 // steps (2^128 is not a float). Denormal results are rounded twice. Max error 0.78 ulp with FMA,
 // 0.77 without (0.73 and 0.75 for normal results), in 0.6 of the time of the once-rounded
 // exp (0.53 ulp) it replaced, whose cost was most of a fused softmax's.
+//
+// Out of range (e^89 overflows, e^-104 rounds to 0) the result is selected at the end, not the
+// input clamped first: GCC 12 threads two correlated clamps of the input (x > 89 rules out
+// x < -104) into three copies of the whole body, one per range, and vectorizes them as masked
+// blends of all three (56 instructions a vector instead of 38; 1.43x the time with AVX-512,
+// 1.47x with AVX2). Either way the bits are the same for all 2^32 inputs.
 SF_MATH_FN float sf_exp(float x) {
   const float kShift = 0x1.8p23f;
-  float xc = x > 89.0f ? 89.0f : x;  // e^89 overflows, e^-104 rounds to 0;
-  xc = xc < -104.0f ? -104.0f : xc;  // NaN passes both
-  float t = xc * 0x1.715476p+0f + kShift;
+  float t = x * 0x1.715476p+0f + kShift;
   float k = t - kShift;
-  float a = xc - k * 0x1.62e4p-1f;  // exact: 15-bit ln2 head times |k| <= 150
+  float a = x - k * 0x1.62e4p-1f;  // exact where it counts: 15-bit ln2 head times |k| <= 150
   float b = k * 0x1.7f7d1cp-20f;
   float rh = a - b;
   float rl = (a - rh) - b;
@@ -139,7 +143,9 @@ SF_MATH_FN float sf_exp(float x) {
   int k2 = ki - k1;
   float s1 = SF_MATH_AS_FLOAT((unsigned int)(k1 + 127) << 23);
   float s2 = SF_MATH_AS_FLOAT((unsigned int)(k2 + 127) << 23);
-  return (y * s1) * s2;
+  float r = (y * s1) * s2;  // NaN stays NaN; the selects below fail for it
+  r = x > 89.0f ? SF_MATH_INF : r;
+  return x < -104.0f ? 0.0f : r;
 }
 
 // Natural log. x = 2^e m with m in [sqrt(1/2), sqrt(2)) (denormals prescaled by 2^23), f = m - 1
