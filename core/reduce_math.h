@@ -8,7 +8,8 @@
 // its elements in a fixed order only:
 // - a run of n elements whose loads are contiguous and n >= 4 * SF_REDUCE_LANES folds in
 //   SF_REDUCE_LANES interleaved accumulators (lane l takes elements l, l + LANES, ...; the loop
-//   vectorizes without reassociating), merged in lane order, then the rest in order;
+//   vectorizes without reassociating), merged in lane order, then the rest in order; a float
+//   sum's lane adds its elements SF_REDUCE_PART_ROUNDS at a time in float first (sf_lane_part);
 // - any other run folds in order;
 // - a reduction is split into blocks of SF_REDUCE_BLOCK elements, each folded from the identity
 //   (sf_reduce_block), their results merged into the identity in block order (so threads, or GPU
@@ -18,8 +19,9 @@
 //   continuing one accumulator.
 // A kernel may fold a run's lanes in parallel (sf_reduce_lane, then sf_reduce_tail): the same
 // order.
-// Float sums accumulate in double, integer sums in wrapping 64 bits; max and min let NaN win;
-// argmax takes the first index of the largest value, NaN counting as largest.
+// Float sums accumulate in double (lanes by parts of 8 floats), integer sums in wrapping 64 bits;
+// max and min let NaN win; argmax takes the first index of the largest value, NaN counting as
+// largest.
 //
 // Where the order cannot change the result (Op::kAnyOrder: max and min, NaN payloads aside, and
 // integer sums), runs and pushed pieces fold in the order that is fastest on the CPU instead
@@ -78,6 +80,32 @@ struct sf_sum_float {
   SF_MATH_FN acc identity() { return 0.0; }
   SF_MATH_FN acc step(acc a, value x, long long) { return a + (double)x; }
   SF_MATH_FN acc merge(acc a, acc b) { return a + b; }
+};
+
+// How a lane of a contiguous run folds (sf_reduce_run, sf_reduce_lane, sf_reduce_fold): by
+// default element by element into its accumulator (kRounds 1; `part` is unused). A float sum's
+// lane adds SF_REDUCE_PART_ROUNDS of its elements at a time in float, in order from 0, and adds
+// that part into its double accumulator: converting every element to double cost as much as
+// the rest of a fused layer_norm's reductions (two conversions and a shuffle per 16 floats;
+// the part's float adds take half the time of the double ones). A part of 8 floats is off by at
+// most 7 float roundings, 7 * 2^-24 of the sum of its magnitudes; a sum of parts in double stays
+// within that bound, more accurate than a float sum of any length in any order beyond 8.
+#define SF_REDUCE_PART_ROUNDS 8
+template <class Op>
+struct sf_lane_part {
+  static const int kRounds = 1;
+  typedef unsigned char part;  // unused: what follows only lets the part paths compile
+  SF_MATH_FN part identity() { return 0; }
+  SF_MATH_FN part step(part p, typename Op::value) { return p; }
+  SF_MATH_FN typename Op::acc absorb(typename Op::acc a, part) { return a; }
+};
+template <>
+struct sf_lane_part<sf_sum_float> {
+  static const int kRounds = SF_REDUCE_PART_ROUNDS;
+  typedef float part;
+  SF_MATH_FN part identity() { return 0.0f; }
+  SF_MATH_FN part step(part p, float x) { return p + x; }
+  SF_MATH_FN double absorb(double a, part p) { return a + (double)p; }
 };
 
 // Sum (and mean) of integer values: wrapping 64-bit.
@@ -225,11 +253,25 @@ SF_REDUCE_RUN_FN typename Op::acc sf_reduce_run(const Load& load, long long firs
   if (Op::kAnyOrder) return Op::merge(a, sf_reduce_any_order<Op>(load, first, n));
   const long long span = sf_reduce_lane_span(contiguous, n);
   if (span) {
+    typedef sf_lane_part<Op> P;
     typename Op::acc lanes[SF_REDUCE_LANES];
     for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = Op::identity();
-    for (long long i = 0; i < span; i += SF_REDUCE_LANES)
-      for (int l = 0; l < SF_REDUCE_LANES; ++l)
-        lanes[l] = Op::step(lanes[l], load(first + i + l), index0 + i + l);
+    if (P::kRounds == 1) {
+      for (long long i = 0; i < span; i += SF_REDUCE_LANES)
+        for (int l = 0; l < SF_REDUCE_LANES; ++l)
+          lanes[l] = Op::step(lanes[l], load(first + i + l), index0 + i + l);
+    } else {
+      const long long chunk = (long long)P::kRounds * SF_REDUCE_LANES;
+      for (long long c = 0; c < span; c += chunk) {
+        const long long stop = span - c < chunk ? span : c + chunk;
+        typename P::part parts[SF_REDUCE_LANES];
+        for (int l = 0; l < SF_REDUCE_LANES; ++l) parts[l] = P::identity();
+        for (long long i = c; i < stop; i += SF_REDUCE_LANES)
+          for (int l = 0; l < SF_REDUCE_LANES; ++l)
+            parts[l] = P::step(parts[l], load(first + i + l));
+        for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = P::absorb(lanes[l], parts[l]);
+      }
+    }
     for (int l = 0; l < SF_REDUCE_LANES; ++l) a = Op::merge(a, lanes[l]);
   }
   return sf_reduce_tail<Op>(load, first, span, n, index0, a);
@@ -242,9 +284,20 @@ SF_REDUCE_RUN_FN typename Op::acc sf_reduce_run(const Load& load, long long firs
 template <class Op, class Load>
 SF_MATH_FN typename Op::acc sf_reduce_lane(const Load& load, long long first, long long span,
                                            long long index0, int l) {
+  typedef sf_lane_part<Op> P;
   typename Op::acc a = Op::identity();
-  for (long long i = l; i < span; i += SF_REDUCE_LANES)
-    a = Op::step(a, load(first + i), index0 + i);
+  if (P::kRounds == 1) {
+    for (long long i = l; i < span; i += SF_REDUCE_LANES)
+      a = Op::step(a, load(first + i), index0 + i);
+    return a;
+  }
+  const long long chunk = (long long)P::kRounds * SF_REDUCE_LANES;
+  for (long long c = 0; c < span; c += chunk) {
+    const long long stop = span - c < chunk ? span : c + chunk;
+    typename P::part part = P::identity();
+    for (long long i = c + l; i < stop; i += SF_REDUCE_LANES) part = P::step(part, load(first + i));
+    a = P::absorb(a, part);
+  }
   return a;
 }
 
@@ -255,7 +308,9 @@ SF_MATH_FN typename Op::acc sf_reduce_lane(const Load& load, long long first, lo
 // result().
 template <class Op>
 struct sf_reduce_fold {
+  typedef sf_lane_part<Op> P;
   typename Op::acc lanes[SF_REDUCE_LANES];
+  typename P::part parts[SF_REDUCE_LANES];  // the lanes' parts so far (P::kRounds > 1)
   typename Op::acc a;
   long long span;  // elements folded in lanes
   long long pos;   // elements pushed so far
@@ -267,6 +322,46 @@ struct sf_reduce_fold {
     index0 = first_index;
     a = Op::identity();
     for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = Op::identity();
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) parts[l] = P::identity();
+  }
+  // The next in_lanes elements, all below span, into the lanes' parts, each part into its lane
+  // where its rounds end (as sf_reduce_run's chunks do). Returns in_lanes.
+  template <class Load>
+  SF_REDUCE_MEMBER_FN long long push_parts(const Load& load, long long in_lanes) {
+    const long long rounds = span / SF_REDUCE_LANES;
+    long long i = 0;
+    // Whole rounds while aligned, a chunk's worth (or what this piece holds of it) at a time in
+    // local parts (the loop vectorizes), then one element at a time.
+    if ((pos & (SF_REDUCE_LANES - 1)) == 0) {
+      while (i + SF_REDUCE_LANES <= in_lanes) {
+        const long long round = (pos + i) / SF_REDUCE_LANES;
+        long long to_end = P::kRounds - round % P::kRounds;
+        if (to_end > rounds - round) to_end = rounds - round;
+        const long long fit = (in_lanes - i) / SF_REDUCE_LANES;
+        const long long take = to_end < fit ? to_end : fit;
+        typename P::part p[SF_REDUCE_LANES];
+        for (int l = 0; l < SF_REDUCE_LANES; ++l) p[l] = parts[l];
+        for (long long k = 0; k < take; ++k, i += SF_REDUCE_LANES)
+          for (int l = 0; l < SF_REDUCE_LANES; ++l) p[l] = P::step(p[l], load(i + l));
+        if (take == to_end)
+          for (int l = 0; l < SF_REDUCE_LANES; ++l) {
+            lanes[l] = P::absorb(lanes[l], p[l]);
+            p[l] = P::identity();
+          }
+        for (int l = 0; l < SF_REDUCE_LANES; ++l) parts[l] = p[l];
+      }
+    }
+    for (; i < in_lanes; ++i) {
+      const long long q = pos + i;
+      const int l = (int)(q & (SF_REDUCE_LANES - 1));
+      parts[l] = P::step(parts[l], load(i));
+      const long long round = q / SF_REDUCE_LANES;
+      if ((round + 1) % P::kRounds == 0 || round + 1 == rounds) {
+        lanes[l] = P::absorb(lanes[l], parts[l]);
+        parts[l] = P::identity();
+      }
+    }
+    return i;
   }
   // Folds the next `count` elements, load(0) .. load(count - 1).
   template <class Load>
@@ -279,14 +374,18 @@ struct sf_reduce_fold {
     long long i = 0;
     if (pos < span) {
       const long long in_lanes = span - pos < count ? span - pos : count;
-      // Whole rounds of lanes while aligned (the loop vectorizes), then one element at a time.
-      if ((pos & (SF_REDUCE_LANES - 1)) == 0)
-        for (; i + SF_REDUCE_LANES <= in_lanes; i += SF_REDUCE_LANES)
-          for (int l = 0; l < SF_REDUCE_LANES; ++l)
-            lanes[l] = Op::step(lanes[l], load(i + l), index0 + pos + i + l);
-      for (; i < in_lanes; ++i) {
-        const int l = (int)((pos + i) & (SF_REDUCE_LANES - 1));
-        lanes[l] = Op::step(lanes[l], load(i), index0 + pos + i);
+      if (P::kRounds > 1) {
+        i = push_parts(load, in_lanes);
+      } else {
+        // Whole rounds of lanes while aligned (the loop vectorizes), then one element at a time.
+        if ((pos & (SF_REDUCE_LANES - 1)) == 0)
+          for (; i + SF_REDUCE_LANES <= in_lanes; i += SF_REDUCE_LANES)
+            for (int l = 0; l < SF_REDUCE_LANES; ++l)
+              lanes[l] = Op::step(lanes[l], load(i + l), index0 + pos + i + l);
+        for (; i < in_lanes; ++i) {
+          const int l = (int)((pos + i) & (SF_REDUCE_LANES - 1));
+          lanes[l] = Op::step(lanes[l], load(i), index0 + pos + i);
+        }
       }
       if (pos + i == span)
         for (int l = 0; l < SF_REDUCE_LANES; ++l) a = Op::merge(a, lanes[l]);

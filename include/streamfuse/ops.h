@@ -141,7 +141,10 @@ Tensor where(Tensor cond, Scalar a, Tensor b);
 // ---- reductions ------------------------------------------------------------------------------
 // Over every element (a 0-d result) or over one axis (negative counts from the end), dropping it
 // unless keepdim. sum of bool/integers gives i64; mean of bool/integers gives f32; max/min keep
-// the dtype and propagate NaN; argmax gives the i64 index of the first maximum.
+// the dtype and propagate NaN; argmax gives the i64 index of the first maximum. Float sums and
+// means add in double, up to 8 elements at a time in float (error at most 7 * 2^-24 of the sum
+// of the magnitudes, before the result's rounding), in an order fixed by the shape alone: the
+// same bits for any thread count, fused or not, on the CPU and on CUDA.
 
 Tensor sum(Tensor x);
 Tensor sum(Tensor x, int axis, bool keepdim = false);

@@ -1,0 +1,161 @@
+// The reduction template (core/reduce_math.h) against a plain model of the order it documents,
+// and its three ways of folding a contiguous run against each other: sf_reduce_run (eager),
+// sf_reduce_fold fed in pieces (fused kernels and the interpreter), sf_reduce_lane per lane
+// (CUDA). Kernels are compared with each other elsewhere; here the template itself.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/scalar_ops.h"
+// Prelude text: it includes nothing and needs core/scalar_ops.h before it.
+#include "core/reduce_math.h"
+
+namespace {
+
+constexpr int kLanes = SF_REDUCE_LANES;
+constexpr int kRounds = SF_REDUCE_PART_ROUNDS;
+
+// The documented order of a float sum of one contiguous run, written out: lanes of elements
+// l, l + 16, ... below the lane span, each adding 8 of its elements at a time in float from 0
+// and that part into a double; lanes merged in order; the rest in double, in order.
+double model_sum(const std::vector<float>& x) {
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  const std::int64_t span = n >= 4 * kLanes ? n / kLanes * kLanes : 0;
+  double a = 0.0;
+  if (span > 0) {
+    const std::int64_t rounds = span / kLanes;
+    for (int l = 0; l < kLanes; ++l) {
+      double lane = 0.0;
+      for (std::int64_t r0 = 0; r0 < rounds; r0 += kRounds) {
+        float part = 0.0f;
+        for (std::int64_t r = r0; r < rounds && r < r0 + kRounds; ++r) part += x[r * kLanes + l];
+        lane += static_cast<double>(part);
+      }
+      a += lane;
+    }
+  }
+  for (std::int64_t i = span; i < n; ++i) a += static_cast<double>(x[i]);
+  return a;
+}
+
+template <class Op, class T>
+typename Op::acc run_of(const std::vector<T>& x, int contiguous) {
+  const T* p = x.data();
+  return sf_reduce_run<Op>([p](long long i) { return (typename Op::value)p[i]; }, 0,
+                           static_cast<long long>(x.size()), contiguous, 0, Op::identity());
+}
+
+// x folded through sf_reduce_fold in pieces of random lengths (1 to max_piece).
+template <class Op, class T>
+typename Op::acc fold_in_pieces(const std::vector<T>& x, int contiguous, std::mt19937& rng,
+                                long long max_piece) {
+  sf_reduce_fold<Op> f;
+  const long long n = static_cast<long long>(x.size());
+  f.begin(contiguous, n, 0);
+  std::uniform_int_distribution<long long> len(1, max_piece);
+  for (long long at = 0; at < n;) {
+    const long long m = std::min(len(rng), n - at);
+    const T* p = x.data() + at;
+    f.push([p](long long i) { return (typename Op::value)p[i]; }, m);
+    at += m;
+  }
+  return f.result();
+}
+
+// The run's lanes one by one (sf_reduce_lane), merged in order, then the tail: as CUDA folds.
+template <class Op, class T>
+typename Op::acc by_lanes(const std::vector<T>& x) {
+  const T* p = x.data();
+  const auto load = [p](long long i) { return (typename Op::value)p[i]; };
+  const long long n = static_cast<long long>(x.size());
+  const long long span = sf_reduce_lane_span(1, n);
+  typename Op::acc a = Op::identity();
+  if (span > 0)
+    for (int l = 0; l < kLanes; ++l) a = Op::merge(a, sf_reduce_lane<Op>(load, 0, span, 0, l));
+  return sf_reduce_tail<Op>(load, 0, span, n, 0, a);
+}
+
+// Lengths around every boundary the order has: the lane threshold (64), a round (16), a part
+// (8 rounds: 128 elements), and long runs with odd tails.
+const std::vector<long long> kLengths = {0,   1,   15,  16,  63,  64,  65,   79,   127,  128,
+                                         129, 143, 255, 256, 257, 300, 1000, 2048, 4099, 20011};
+
+std::vector<float> random_floats(long long n, std::mt19937& rng) {
+  // Magnitudes over 2^-30 .. 2^30 with both signs: sums that cancel and lose low bits.
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exp(-30, 30);
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (float& v : x) v = std::ldexp(mant(rng), exp(rng));
+  return x;
+}
+
+TEST(ReduceMathTest, AFloatSumFollowsTheDocumentedOrder) {
+  std::mt19937 rng(7);
+  for (long long n : kLengths) {
+    const std::vector<float> x = random_floats(n, rng);
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(run_of<sf_sum_float>(x, 1)),
+              std::bit_cast<std::uint64_t>(model_sum(x)))
+        << "n = " << n;
+  }
+}
+
+// The model is not the plain double sum: a part of 8 floats rounds (1 + 2^-24 is 1 in float),
+// so a run whose small elements only survive in double tells the two apart.
+TEST(ReduceMathTest, LanesAddTheirPartsInFloat) {
+  std::vector<float> x(256, 0x1p-24f);
+  for (int l = 0; l < kLanes; ++l) x[l] = 1.0f;  // each lane's first element
+  const double got = run_of<sf_sum_float>(x, 1);
+  EXPECT_EQ(got, 16.0 + 16 * 8 * 0x1p-24) << "the first part of each lane keeps only its 1";
+  double in_double = 0;
+  for (float v : x) in_double += v;
+  EXPECT_NE(got, in_double);
+}
+
+TEST(ReduceMathTest, AFloatSumStaysWithinItsBound) {
+  std::mt19937 rng(11);
+  for (long long n : {64LL, 1000LL, 65536LL}) {
+    const std::vector<float> x = random_floats(n, rng);
+    long double exact = 0, magnitude = 0;
+    for (float v : x) {
+      exact += v;
+      magnitude += std::fabs(v);
+    }
+    // Parts of 8 floats: 7 roundings of at most 2^-24 of what they have summed so far.
+    const long double bound = (kRounds - 1) * 0x1p-24L * magnitude + 1e-30L;
+    EXPECT_LE(std::fabs(static_cast<long double>(run_of<sf_sum_float>(x, 1)) - exact), bound)
+        << "n = " << n;
+  }
+}
+
+TEST(ReduceMathTest, PiecesAndLanesFoldAsTheRunDoes) {
+  std::mt19937 rng(3);
+  for (long long n : kLengths) {
+    const std::vector<float> x = random_floats(n, rng);
+    for (int contiguous : {0, 1}) {
+      const double run = run_of<sf_sum_float>(x, contiguous);
+      for (long long max_piece : {1LL, 7LL, 16LL, 300LL, 5000LL})
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(
+                      fold_in_pieces<sf_sum_float>(x, contiguous, rng, max_piece)),
+                  std::bit_cast<std::uint64_t>(run))
+            << "sum, n = " << n << ", contiguous " << contiguous << ", pieces <= " << max_piece;
+      const auto am = run_of<sf_argmax_float>(x, contiguous);
+      const auto am_f = fold_in_pieces<sf_argmax_float>(x, contiguous, rng, 37);
+      EXPECT_EQ(am_f.index, am.index) << "argmax, n = " << n;
+      const float mx = run_of<sf_extreme_float<1>>(x, contiguous);
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(
+                    fold_in_pieces<sf_extreme_float<1>>(x, contiguous, rng, 37)),
+                std::bit_cast<std::uint32_t>(mx))
+          << "max, n = " << n;
+    }
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(by_lanes<sf_sum_float>(x)),
+              std::bit_cast<std::uint64_t>(run_of<sf_sum_float>(x, 1)))
+        << "lanes, n = " << n;
+    EXPECT_EQ(by_lanes<sf_argmax_float>(x).index, run_of<sf_argmax_float>(x, 1).index);
+  }
+}
+
+}  // namespace
