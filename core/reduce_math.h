@@ -91,13 +91,22 @@ struct sf_sum_float {
 // most 7 float roundings, 7 * 2^-24 of the sum of its magnitudes; a sum of parts in double stays
 // within that bound, more accurate than a float sum of any length in any order beyond 8.
 #define SF_REDUCE_PART_ROUNDS 8
+//
+// held: the lanes' accumulators while a loop absorbs whole rounds of parts (hold, absorb_all,
+// release). GCC keeps an array of 16 doubles as 16 scalars there and converts each part on its
+// own; as two vectors of 8 the absorption is two conversions and two adds (a fused layer_norm of
+// rows of 768 in 0.87 of the time).
 template <class Op>
 struct sf_lane_part {
   static const int kRounds = 1;
   typedef unsigned char part;  // unused: what follows only lets the part paths compile
+  struct held {};
   SF_MATH_FN part identity() { return 0; }
   SF_MATH_FN part step(part p, typename Op::value) { return p; }
   SF_MATH_FN typename Op::acc absorb(typename Op::acc a, part) { return a; }
+  SF_MATH_FN held hold(const typename Op::acc*) { return held(); }
+  SF_MATH_FN void absorb_all(held&, const part*) {}
+  SF_MATH_FN void release(const held&, typename Op::acc*) {}
 };
 template <>
 struct sf_lane_part<sf_sum_float> {
@@ -106,6 +115,46 @@ struct sf_lane_part<sf_sum_float> {
   SF_MATH_FN part identity() { return 0.0f; }
   SF_MATH_FN part step(part p, float x) { return p + x; }
   SF_MATH_FN double absorb(double a, part p) { return a + (double)p; }
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && defined(__GNUC__)
+  typedef float f16v __attribute__((vector_size(16 * sizeof(float))));
+  typedef float f8v __attribute__((vector_size(8 * sizeof(float))));
+  typedef double d8v __attribute__((vector_size(8 * sizeof(double))));
+  struct held {
+    d8v lo, hi;
+  };
+  SF_MATH_FN held hold(const double* lanes) {
+    held h;
+    __builtin_memcpy(&h.lo, lanes, sizeof(d8v));
+    __builtin_memcpy(&h.hi, lanes + 8, sizeof(d8v));
+    return h;
+  }
+  SF_MATH_FN void absorb_all(held& h, const float* parts) {
+    f16v p;
+    __builtin_memcpy(&p, parts, sizeof(f16v));
+    h.lo += __builtin_convertvector(__builtin_shufflevector(p, p, 0, 1, 2, 3, 4, 5, 6, 7), d8v);
+    h.hi += __builtin_convertvector(
+        __builtin_shufflevector(p, p, 8, 9, 10, 11, 12, 13, 14, 15), d8v);
+  }
+  SF_MATH_FN void release(const held& h, double* lanes) {
+    __builtin_memcpy(lanes, &h.lo, sizeof(d8v));
+    __builtin_memcpy(lanes + 8, &h.hi, sizeof(d8v));
+  }
+#else
+  struct held {
+    double lanes[SF_REDUCE_LANES];
+  };
+  SF_MATH_FN held hold(const double* lanes) {
+    held h;
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) h.lanes[l] = lanes[l];
+    return h;
+  }
+  SF_MATH_FN void absorb_all(held& h, const float* parts) {
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) h.lanes[l] = absorb(h.lanes[l], parts[l]);
+  }
+  SF_MATH_FN void release(const held& h, double* lanes) {
+    for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = h.lanes[l];
+  }
+#endif
 };
 
 // Sum (and mean) of integer values: wrapping 64-bit.
@@ -262,6 +311,7 @@ SF_REDUCE_RUN_FN typename Op::acc sf_reduce_run(const Load& load, long long firs
           lanes[l] = Op::step(lanes[l], load(first + i + l), index0 + i + l);
     } else {
       const long long chunk = (long long)P::kRounds * SF_REDUCE_LANES;
+      typename P::held held = P::hold(lanes);
       for (long long c = 0; c < span; c += chunk) {
         const long long stop = span - c < chunk ? span : c + chunk;
         typename P::part parts[SF_REDUCE_LANES];
@@ -269,8 +319,9 @@ SF_REDUCE_RUN_FN typename Op::acc sf_reduce_run(const Load& load, long long firs
         for (long long i = c; i < stop; i += SF_REDUCE_LANES)
           for (int l = 0; l < SF_REDUCE_LANES; ++l)
             parts[l] = P::step(parts[l], load(first + i + l));
-        for (int l = 0; l < SF_REDUCE_LANES; ++l) lanes[l] = P::absorb(lanes[l], parts[l]);
+        P::absorb_all(held, parts);
       }
+      P::release(held, lanes);
     }
     for (int l = 0; l < SF_REDUCE_LANES; ++l) a = Op::merge(a, lanes[l]);
   }
@@ -333,6 +384,7 @@ struct sf_reduce_fold {
     // Whole rounds while aligned, a chunk's worth (or what this piece holds of it) at a time in
     // local parts (the loop vectorizes), then one element at a time.
     if ((pos & (SF_REDUCE_LANES - 1)) == 0) {
+      typename P::held held = P::hold(lanes);
       while (i + SF_REDUCE_LANES <= in_lanes) {
         const long long round = (pos + i) / SF_REDUCE_LANES;
         long long to_end = P::kRounds - round % P::kRounds;
@@ -343,13 +395,13 @@ struct sf_reduce_fold {
         for (int l = 0; l < SF_REDUCE_LANES; ++l) p[l] = parts[l];
         for (long long k = 0; k < take; ++k, i += SF_REDUCE_LANES)
           for (int l = 0; l < SF_REDUCE_LANES; ++l) p[l] = P::step(p[l], load(i + l));
-        if (take == to_end)
-          for (int l = 0; l < SF_REDUCE_LANES; ++l) {
-            lanes[l] = P::absorb(lanes[l], p[l]);
-            p[l] = P::identity();
-          }
+        if (take == to_end) {
+          P::absorb_all(held, p);
+          for (int l = 0; l < SF_REDUCE_LANES; ++l) p[l] = P::identity();
+        }
         for (int l = 0; l < SF_REDUCE_LANES; ++l) parts[l] = p[l];
       }
+      P::release(held, lanes);
     }
     for (; i < in_lanes; ++i) {
       const long long q = pos + i;
