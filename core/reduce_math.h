@@ -117,7 +117,6 @@ struct sf_lane_part<sf_sum_float> {
   SF_MATH_FN double absorb(double a, part p) { return a + (double)p; }
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && defined(__GNUC__)
   typedef float f16v __attribute__((vector_size(16 * sizeof(float))));
-  typedef float f8v __attribute__((vector_size(8 * sizeof(float))));
   typedef double d8v __attribute__((vector_size(8 * sizeof(double))));
   struct held {
     d8v lo, hi;

@@ -1,7 +1,8 @@
 // The reduction template (core/reduce_math.h) against a plain model of the order it documents,
 // and its three ways of folding a contiguous run against each other: sf_reduce_run (eager),
 // sf_reduce_fold fed in pieces (fused kernels and the interpreter), sf_reduce_lane per lane
-// (CUDA). Kernels are compared with each other elsewhere; here the template itself.
+// (CUDA); and the max and min they fold with. Kernels are compared with each other elsewhere;
+// here the template itself.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -155,6 +156,40 @@ TEST(ReduceMathTest, PiecesAndLanesFoldAsTheRunDoes) {
               std::bit_cast<std::uint64_t>(run_of<sf_sum_float>(x, 1)))
         << "lanes, n = " << n;
     EXPECT_EQ(by_lanes<sf_argmax_float>(x).index, run_of<sf_argmax_float>(x, 1).index);
+  }
+}
+
+// sf_max / sf_min (core/scalar_ops.h) as their comment specifies them: a NaN wins (the first
+// operand's if both are), +0 is above -0, otherwise the larger (smaller) value; on the bits.
+float reference_extreme(float a, float b, bool want_max) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  if (a == b) {  // equal: +0 and -0 differ only in sign
+    const bool a_neg = std::signbit(a);
+    return want_max ? (a_neg ? b : a) : (a_neg ? a : b);
+  }
+  return (want_max ? a > b : a < b) ? a : b;
+}
+
+TEST(ReduceMathTest, MaxAndMinLetNaNWinAndOrderSignedZeros) {
+  std::vector<float> special = {0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f, 0x1p-126f,
+                                0x1.fffffep127f, -0x1.fffffep127f, INFINITY, -INFINITY};
+  for (std::uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffbfffffu})
+    special.push_back(std::bit_cast<float>(nan));
+  std::vector<std::pair<float, float>> pairs;
+  for (float a : special)
+    for (float b : special) pairs.emplace_back(a, b);
+  std::mt19937 rng(13);
+  for (int i = 0; i < 200000; ++i)
+    pairs.emplace_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())),
+                       std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  for (const auto& [a, b] : pairs) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(sf_max(a, b)),
+              std::bit_cast<std::uint32_t>(reference_extreme(a, b, true)))
+        << "max(" << a << ", " << b << ")";
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(sf_min(a, b)),
+              std::bit_cast<std::uint32_t>(reference_extreme(a, b, false)))
+        << "min(" << a << ", " << b << ")";
   }
 }
 
