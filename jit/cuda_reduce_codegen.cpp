@@ -55,7 +55,7 @@ class CudaReduceSource final : public ReduceSource {
       s += stage(k);
     }
     s += row_group(stages);
-    s += outputs();
+    s += outputs(/*block_per_row=*/true);
     s += "    __syncthreads();  // the next row's stages reuse the shared accumulators\n";
     s += "  }\n}\n";
     return s;
@@ -90,7 +90,7 @@ class CudaReduceSource final : public ReduceSource {
   // row, so that a warp's loads of one step along the axis are adjacent; each stage folds block
   // by block with the template's in-order run, the outputs follow along the row.
   std::string columns() const {
-    const std::size_t ni = p_.inputs.size(), stages = p_.anchor.stages.size();
+    const std::size_t stages = p_.anchor.stages.size();
     std::string s = "  if (a.columns) {\n";
     s += "  for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < rows;\n"
          "       row += (long long)gridDim.x * blockDim.x) {\n";
@@ -101,12 +101,7 @@ class CudaReduceSource final : public ReduceSource {
       const std::string op = "Op" + std::to_string(k);
       s += row_group(k);
       s += "    {\n";
-      s += "      typedef " + reduce_op_type(st.op, types_[static_cast<std::size_t>(st.input)]) +
-           " " + op + ";\n";
-      s += "      const auto load = [&](long long j) -> " + op + "::value {\n";
-      s += inner_index("        ");
-      s += lines(closure({st.input}), "        ");
-      s += "        return " + register_name(st.input) + ";\n      };\n";
+      s += stage_op(st, op);
       s += "      " + op + "::acc total = " + op + "::identity();\n";
       s += "      for (long long b = 0; b < sf_reduce_blocks(n); ++b) {\n";
       s += "        const long long start = b * SF_REDUCE_BLOCK;\n";
@@ -117,23 +112,7 @@ class CudaReduceSource final : public ReduceSource {
            ";\n    }\n";
     }
     s += row_group(stages);
-    std::string stores, row_stores;
-    for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
-      const ProgramOutput& out = p_.outputs[o];
-      (out.per_row ? row_stores : stores) +=
-          (out.per_row ? "    " : "      ") +
-          store_line(out, out.per_row ? row_element(ni + o) : at(ni + o));
-    }
-    if (!stores.empty()) {
-      std::vector<std::int32_t> roots;
-      for (const ProgramOutput& o : p_.outputs)
-        if (!o.per_row) roots.push_back(o.reg);
-      s += "    for (long long j = 0; j < n; ++j) {\n";
-      s += inner_index("      ");
-      s += lines(closure(roots), "      ");
-      s += stores + "    }\n";
-    }
-    s += row_stores;
+    s += outputs(/*block_per_row=*/false);
     s += "  }\n  return;\n  }\n";
     return s;
   }
@@ -186,16 +165,10 @@ class CudaReduceSource final : public ReduceSource {
   std::string stage(std::size_t k) const {
     const ReduceStage& st = p_.anchor.stages[k];
     const std::string ks = std::to_string(k), op = "Op" + ks;
-    const ValueType vt = types_[static_cast<std::size_t>(st.input)];
     const std::string B = std::to_string(kCudaBlockSize);
     std::string s = "    {\n";
-    s += "      typedef " + reduce_op_type(st.op, vt) + " " + op + ";\n";
+    s += stage_op(st, op);
     s += "      " + op + "::acc* const part = (" + op + "::acc*)sf_shared;\n";
-    // The stage's value at element j of the row.
-    s += "      const auto load = [&](long long j) -> " + op + "::value {\n";
-    s += inner_index("        ");
-    s += lines(closure({st.input}), "        ");
-    s += "        return " + register_name(st.input) + ";\n      };\n";
     s += "      const int lanes = (int)a.lanes[" + ks + "];\n";
     s += "      const long long blocks = sf_reduce_blocks(n);\n";
     // A round: 16 reduction blocks a lane per thread, or " + B + " blocks a thread each.
@@ -234,14 +207,17 @@ class CudaReduceSource final : public ReduceSource {
     return s;
   }
 
-  std::string outputs() const {
+  // The row's outputs: every element's, then every row's; block_per_row: the block's threads
+  // share the elements and thread 0 stores the row's, else the row's one thread stores all.
+  std::string outputs(bool block_per_row) const {
     const std::size_t ni = p_.inputs.size();
     std::vector<std::int32_t> roots;
     for (const ProgramOutput& o : p_.outputs)
       if (!o.per_row) roots.push_back(o.reg);
     std::string s;
     if (!roots.empty()) {
-      s += "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {\n";
+      s += block_per_row ? "    for (long long j = threadIdx.x; j < n; j += blockDim.x) {\n"
+                         : "    for (long long j = 0; j < n; ++j) {\n";
       s += inner_index("      ");
       s += lines(closure(roots), "      ");
       for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
@@ -251,13 +227,25 @@ class CudaReduceSource final : public ReduceSource {
       }
       s += "    }\n";
     }
-    s += "    if (threadIdx.x == 0) {\n";
+    s += block_per_row ? "    if (threadIdx.x == 0) {\n" : "    {\n";
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       const ProgramOutput& out = p_.outputs[o];
       if (!out.per_row) continue;
       s += "      " + store_line(out, row_element(ni + o));
     }
     s += "    }\n";
+    return s;
+  }
+  // Stage st's accumulator type, named `op`, and its value at element j of the row as `load`
+  // (for the template's folds).
+  std::string stage_op(const ReduceStage& st, const std::string& op) const {
+    std::string s = "      typedef " +
+                    reduce_op_type(st.op, types_[static_cast<std::size_t>(st.input)]) + " " + op +
+                    ";\n";
+    s += "      const auto load = [&](long long j) -> " + op + "::value {\n";
+    s += inner_index("        ");
+    s += lines(closure({st.input}), "        ");
+    s += "        return " + register_name(st.input) + ";\n      };\n";
     return s;
   }
 };
