@@ -5,7 +5,8 @@
 //
 // Include it in one file of the test program: it sets STREAMFUSE_CACHE_DIR during static
 // initialization, before any device starts (devices read it once), and the directory lives until
-// the program ends.
+// the program ends: it is removed after the runtime's exit handler (registered later, so run
+// earlier) has flushed its plans and stopped compiling.
 #pragma once
 
 #include <stdlib.h>
@@ -15,12 +16,10 @@
 namespace streamfuse::testing {
 
 inline const TempDir& own_cache_dir() {
-  static const auto* dir = [] {
-    auto* d = new TempDir;
-    setenv("STREAMFUSE_CACHE_DIR", d->path().c_str(), 1);
-    return d;
-  }();
-  return *dir;
+  static const TempDir dir;
+  static const bool exported = setenv("STREAMFUSE_CACHE_DIR", dir.path().c_str(), 1) == 0;
+  (void)exported;
+  return dir;
 }
 
 namespace {

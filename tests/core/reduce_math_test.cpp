@@ -193,4 +193,46 @@ TEST(ReduceMathTest, MaxAndMinLetNaNWinAndOrderSignedZeros) {
   }
 }
 
+// The CPU's any-order fold of float max and min (on integer keys) against sf_max / sf_min folded
+// in order: the same bits without a NaN; with one, a NaN of the run. Rows mix signed zeros,
+// infinities, subnormals and random bits, some all of one sign, of every length up to beyond
+// the fold's two vectors of lanes.
+TEST(ReduceMathTest, AnyOrderMaxAndMinEqualTheFoldInOrder) {
+  const std::vector<float> special = {0.0f,       -0.0f,     0x1p-149f, -0x1p-149f,
+                                      INFINITY,   -INFINITY, 1.5f,      -1.5f,
+                                      0x1.fffffep127f, -0x1.fffffep127f};
+  const std::vector<float> nans = {std::bit_cast<float>(0x7fc00000u),
+                                   std::bit_cast<float>(0xffc00001u),
+                                   std::bit_cast<float>(0x7f800001u)};
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const long long n = trial < 200 ? 1 + trial : 1 + static_cast<long long>(rng() % 1100);
+    const int sign = static_cast<int>(rng() % 3);  // 0 mixed, 1 all >= +0, 2 all <= -0
+    const bool with_nan = rng() % 4 == 0;
+    std::vector<float> x(n);
+    for (float& v : x) {
+      v = rng() % 3 == 0 ? special[rng() % special.size()]
+                         : std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0xbf7fffffu);
+      if (sign) v = std::copysign(v, sign == 1 ? 1.0f : -1.0f);
+    }
+    if (with_nan) x[rng() % n] = nans[rng() % nans.size()];
+    const auto load = [&](long long i) { return x[i]; };
+    for (const bool want_max : {true, false}) {
+      const float got = want_max ? sf_reduce_any_order<sf_extreme_float<1>>(load, 0, n)
+                                 : sf_reduce_any_order<sf_extreme_float<0>>(load, 0, n);
+      float in_order = want_max ? -INFINITY : INFINITY;
+      for (float v : x) in_order = reference_extreme(in_order, v, want_max);
+      if (with_nan) {
+        ASSERT_TRUE(std::isnan(got)) << "trial " << trial;
+        bool from_run = false;
+        for (float v : x) from_run |= std::bit_cast<std::uint32_t>(v) == std::bit_cast<std::uint32_t>(got);
+        ASSERT_TRUE(from_run) << "trial " << trial;
+      } else {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(in_order))
+            << (want_max ? "max" : "min") << " of " << n << " elements, trial " << trial;
+      }
+    }
+  }
+}
+
 }  // namespace
