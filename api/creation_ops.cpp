@@ -1,8 +1,11 @@
 // Creation ops: copies of host data, constants, ranges and random tensors. Those made of other
 // ops (zeros over full, the *_like functions) name themselves in errors (api_call).
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "api/api_call.h"
 #include "api/recorder.h"
@@ -64,6 +67,23 @@ Tensor from_blob(const void* data, DType dtype, Shape shape, Device device) {
   check_new_shape(shape, dtype, "from_blob");
   if (!data && shape.numel() > 0) throw Error("from_blob: data is null");
   return Tensor(runtime::from_host(device, data, dtype, shape));
+}
+
+Tensor from_blob(const void* data, DType dtype, Shape shape, std::shared_ptr<const void> owner) {
+  return api_call("from_blob", [&] {
+    check_new_shape(shape, dtype, "from_blob");
+    if (!owner)
+      throw Error(
+          "from_blob: the zero-copy form needs an owner that keeps the memory alive (a "
+          "std::shared_ptr; the form without one copies)");
+    if (!data && shape.numel() > 0) throw Error("from_blob: data is null");
+    const std::size_t align = element_size(dtype);
+    if (reinterpret_cast<std::uintptr_t>(data) % align != 0)
+      throw Error("from_blob: data at " + std::to_string(reinterpret_cast<std::uintptr_t>(data)) +
+                  " is not aligned to its " + std::to_string(align) + "-byte elements (" +
+                  std::string(dtype_name(dtype)) + "); copy it with the form without an owner");
+    return Tensor(runtime::borrow_host(data, dtype, shape, std::move(owner)));
+  });
 }
 
 namespace detail {

@@ -27,7 +27,8 @@ TensorHandle Backend::elementwise_output(const core::OpDesc& op, std::span<Tenso
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const core::TensorDesc& in = op.inputs[i];
     if (in.status == core::TensorStatus::kReadWrite && in.dtype == od.dtype &&
-        in.shape == od.shape && inputs[i].storage.unique() && is_contiguous(inputs[i], in.shape)) {
+        in.shape == od.shape && inputs[i].storage.may_overwrite() &&
+        is_contiguous(inputs[i], in.shape)) {
       overwrite(inputs[i]);
       return inputs[i];
     }

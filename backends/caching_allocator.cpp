@@ -92,7 +92,13 @@ StorageRef CachingAllocator::allocate(std::size_t bytes) {
   return ref;
 }
 
-void release_block(StorageBlock* block) noexcept { block->owner->release(block); }
+void release_block(StorageBlock* block) noexcept {
+  if (block->borrowed) {
+    delete block;  // and with it the lender's reference
+    return;
+  }
+  block->owner->release(block);
+}
 
 void CachingAllocator::release(StorageBlock* b) noexcept {
   std::lock_guard lock(mutex_);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 namespace streamfuse::backends {
@@ -11,13 +12,19 @@ namespace streamfuse::backends {
 class CachingAllocator;
 
 // One allocation. Owned by its allocator; StorageRef counts the references to it and hands it
-// back when the last one goes.
+// back when the last one goes. Or memory the library borrows (from_blob's zero-copy form,
+// make_borrowed_block): no allocator, `lender` kept alive until the last reference goes, and
+// never written in place.
 struct StorageBlock {
   void* data = nullptr;
   std::size_t bytes = 0;     // requested size
   std::size_t capacity = 0;  // size of the block as allocated (its size class)
   std::atomic<std::int32_t> refs{0};
   CachingAllocator* owner = nullptr;
+  // What keeps borrowed memory alive; `borrowed` blocks have no owner and are deleted, with
+  // their lender's reference, by release_block.
+  std::shared_ptr<const void> lender;
+  bool borrowed = false;
   // The backend's queues (CUDA streams) whose work used the block, one bit each: what work
   // handing the block out again must wait for (backends/cuda/stream_set.h). Bookkeeping, not
   // the block's value: kept through the const references views hand out.
@@ -30,7 +37,8 @@ struct StorageBlock {
   StorageBlock* lru_next = nullptr;
 };
 
-// Returns `block` to its allocator; called when the last StorageRef goes.
+// Returns `block` to its allocator (or drops a borrowed one); called when the last StorageRef
+// goes.
 void release_block(StorageBlock* block) noexcept;
 
 class StorageRef {
@@ -55,8 +63,12 @@ class StorageRef {
   explicit operator bool() const { return block_ != nullptr; }
   void* data() const { return block_->data; }
   std::size_t bytes() const { return block_->bytes; }
-  // True when no other tensor or view shares the block, so it may be overwritten in place.
-  bool unique() const { return use_count() == 1; }
+  // True when the block may be overwritten in place by whoever holds `holders` of its
+  // references: nothing else (no other tensor or view) shares it, and it is the library's own
+  // memory, not borrowed (the caller's, perhaps a read-only mapping of a file).
+  bool may_overwrite(std::int32_t holders = 1) const {
+    return block_ && !block_->borrowed && use_count() == holders;
+  }
   // References to the block (tensors, views, and copies held while an op runs).
   std::int32_t use_count() const {
     return block_ ? block_->refs.load(std::memory_order_acquire) : 0;

@@ -3,6 +3,7 @@
 // device runtimes, streams and backends stay behind them.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,10 @@ stream::TensorNode* record(Device device, core::OpKind kind,
                            std::span<const Scalar> scalars);
 // A tensor of `device` holding a copy of `data` (`shape` elements of `dtype`, contiguous).
 stream::TensorNode* from_host(Device device, const void* data, DType dtype, const Shape& shape);
+// A tensor of the CPU reading `data` in place (`shape` elements of `dtype`, contiguous), which
+// `lender` keeps alive for as long as the tensor's memory is in use (backends/borrowed_storage.h).
+stream::TensorNode* borrow_host(const void* data, DType dtype, const Shape& shape,
+                                std::shared_ptr<const void> lender);
 // A copy of `node`'s value on `device` (another device than its own): a sync point of the source.
 // Throws Error when the value could not be computed, DeviceError when `device` is not there.
 stream::TensorNode* transfer(const stream::TensorNode& node, Device device);

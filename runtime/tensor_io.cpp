@@ -1,8 +1,10 @@
 // Recording, host copies and transfers between devices, for the API: through the device's
 // streams and the cross-stream protocol (stream/cross_stream.h).
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "backends/borrowed_storage.h"
 #include "backends/views.h"
 #include "runtime/device_runtime.h"
 #include "runtime/runtime.h"
@@ -37,6 +39,14 @@ stream::TensorNode* from_host(Device device, const void* data, DType dtype, cons
   const backends::StreamScope scope(this_threads_stream_id(streams));
   return stream::materialize(streams, streams.backend().from_host(data, dtype, shape), shape,
                              dtype);
+}
+
+stream::TensorNode* borrow_host(const void* data, DType dtype, const Shape& shape,
+                                std::shared_ptr<const void> lender) {
+  stream::DeviceStreams& streams = DeviceRuntime::get(Device::cpu()).streams();
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * element_size(dtype);
+  return stream::materialize(
+      streams, backends::borrow_host_memory(data, bytes, shape, std::move(lender)), shape, dtype);
 }
 
 stream::TensorNode* transfer(const stream::TensorNode& n, Device device) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ template <class T>
 Tensor from_blob(const T* data, Shape shape, Device device = Device::cpu()) {
   return from_blob(static_cast<const void*>(data), dtype_of<T>(), shape, device);
 }
+// Wraps `data` (host memory, `shape` elements of `dtype`, contiguous) as a CPU tensor without
+// copying it: weights mapped from a file, a buffer the caller already has. `owner` is what keeps
+// the memory alive (a mapping, a std::vector, or an aliasing shared_ptr): the tensor holds it
+// until the last tensor or view reading the memory is gone, which may be after this tensor's
+// handle goes (ops run lazily). streamfuse never writes the memory: an op that would reuse a
+// last-use input's buffer writes new memory instead. The memory must not change while tensors
+// read it. `data` must be aligned to the element size; Error otherwise, and for a null owner.
+Tensor from_blob(const void* data, DType dtype, Shape shape, std::shared_ptr<const void> owner);
 namespace detail {
 // from_vector's work: copies `n` elements of `dtype` (n must be the shape's numel); errors name
 // from_vector.

@@ -9,24 +9,12 @@
 
 #include <streamfuse/streamfuse.h>
 
+#include "tests/expect_error.h"
+
 namespace sf = streamfuse;
+using streamfuse::testing::expect_error;
 
 namespace {
-
-// Runs `f`, expects an exception of type E whose message contains every fragment.
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<const char*> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one mentioning " << *fragments.begin();
-  } catch (const E& e) {
-    const std::string what = e.what();
-    for (const char* frag : fragments)
-      EXPECT_NE(what.find(frag), std::string::npos) << "'" << frag << "' missing from: " << what;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
 
 TEST(ErrorsTest, BroadcastMismatchNamesOpShapesAndDtypes) {
   const sf::Tensor a = sf::ones({2, 3}), b = sf::ones({4}, sf::kF16);

@@ -52,9 +52,9 @@ TEST(CachingAllocatorTest, FreedBlocksAreReusedForTheSameClass) {
   {
     sfb::StorageRef a = alloc.allocate(1000);
     first = a.data();
-    EXPECT_TRUE(a.unique());
+    EXPECT_TRUE(a.may_overwrite());
     sfb::StorageRef b = a;
-    EXPECT_FALSE(a.unique());
+    EXPECT_FALSE(a.may_overwrite());
   }
   sfb::StorageRef c = alloc.allocate(1000);
   EXPECT_EQ(c.data(), first);

@@ -74,7 +74,7 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       if (k.lend[o] >= 0) {
         Value& in = input(k.inputs[static_cast<std::size_t>(k.lend[o])]);
         // Ours and the handle container's reference, nothing else: nobody can see the writes.
-        if (!in.failure && in.handle.storage.use_count() == 2 &&
+        if (!in.failure && in.handle.storage.may_overwrite(2) &&
             backends::is_contiguous(in.handle, in.desc->shape)) {
           context.backend().overwrite(in.handle);
           out.handle = in.handle;
