@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <system_error>
+#include <utility>
 
 #include "cache/crc32.h"
 #include "streamfuse/error.h"
@@ -95,30 +96,52 @@ long writer_of_temporary(const fs::path& path) {
   return pid;
 }
 
-void write_file_atomically(const fs::path& path, std::string_view bytes,
-                           const fs::path& temporary) {
-  const fs::path tmp = temporary.empty() ? temporary_beside(path) : temporary;
-  auto fail = [&](int err) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw WriteError("cannot write " + path.string() + ": " + std::strerror(err), err);
-  };
+AtomicFileWriter::AtomicFileWriter(fs::path path, fs::path temporary)
+    : path_(std::move(path)),
+      temporary_(temporary.empty() ? temporary_beside(path_) : std::move(temporary)) {
   // POSIX calls, not a stream: the caller needs the error number (a full disk shows at write
   // or, on some file systems, only at close).
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fail(errno);
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0) fail(errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (done_) return;
+  if (fd_ >= 0) ::close(fd_);
+  std::error_code ec;
+  fs::remove(temporary_, ec);
+}
+
+void AtomicFileWriter::fail(int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  done_ = true;
+  std::error_code ec;
+  fs::remove(temporary_, ec);
+  throw WriteError("cannot write " + path_.string() + ": " + std::strerror(err), err);
+}
+
+void AtomicFileWriter::append(std::string_view bytes) {
   for (std::size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      fail(err);
-    }
+    if (n <= 0) fail(n < 0 ? errno : EIO);
     done += static_cast<std::size_t>(n);
   }
+}
+
+void AtomicFileWriter::commit() {
+  const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) fail(errno);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
+  if (std::rename(temporary_.c_str(), path_.c_str()) != 0) fail(errno);
+  done_ = true;
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes,
+                           const fs::path& temporary) {
+  AtomicFileWriter file(path, temporary);
+  file.append(bytes);
+  file.commit();
 }
 
 void write_cache_file(const fs::path& path, FileKind kind, std::string_view fingerprint,

@@ -78,6 +78,28 @@ class WriteError : public CacheError {
   int error_number_;
 };
 
+// A file made piece by piece and put in place whole: written to `temporary` (on the same file
+// system; empty: temporary_beside(path)), renamed to `path` by commit(), so readers see the old
+// file or all of the new one. Destroyed without commit() it removes the temporary. Throws
+// WriteError with the path and the system's reason (and removes the temporary).
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path path, std::filesystem::path temporary = {});
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void append(std::string_view bytes);
+  void commit();
+
+ private:
+  [[noreturn]] void fail(int error_number);
+
+  std::filesystem::path path_, temporary_;
+  int fd_ = -1;
+  bool done_ = false;
+};
+
 // Writes `bytes` to `path` through the file `temporary` (on the same file system), renamed into
 // place; an empty `temporary` is temporary_beside(path). The temporary is removed on failure.
 // Throws WriteError with the path and the system's reason.

@@ -6,6 +6,8 @@ find_package(dnnl 2.6 CONFIG REQUIRED)
 find_package(Boost 1.81 REQUIRED)
 # Plan and kernel serialization.
 find_package(cereal CONFIG REQUIRED)
+# safetensors headers (JSON): headers only.
+find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 if(STREAMFUSE_OPENMP)
   find_package(OpenMP REQUIRED COMPONENTS CXX)
 endif()

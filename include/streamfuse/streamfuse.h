@@ -8,5 +8,6 @@
 #include "streamfuse/ops.h"
 #include "streamfuse/plans.h"
 #include "streamfuse/profiler.h"
+#include "streamfuse/safetensors.h"
 #include "streamfuse/shape.h"
 #include "streamfuse/tensor.h"

@@ -1,0 +1,156 @@
+// load_safetensors / save_safetensors: files mapped and checked (api/safetensors_format.h), their
+// tensors borrowed from the mapping; tensors written through an atomic file.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/api_call.h"
+#include "api/safetensors_format.h"
+#include "cache/cache_file.h"
+#include "runtime/runtime.h"
+#include "streamfuse/error.h"
+#include "streamfuse/ops.h"
+#include "streamfuse/safetensors.h"
+
+namespace streamfuse {
+namespace {
+
+using api::api_call;
+
+// A whole file mapped read-only; unmapped when the last tensor borrowing it goes.
+class MappedFile {
+ public:
+  MappedFile(void* data, std::size_t size) : data_(data), size_(size) {}
+  ~MappedFile() {
+    if (size_ > 0) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_;
+  std::size_t size_;
+};
+
+std::shared_ptr<const MappedFile> map_file(const std::string& path) {
+  // O_NONBLOCK: a FIFO where a file is expected must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw Error("cannot read " + path + ": " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + " is not a file");
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* data = nullptr;
+  if (size > 0) {
+    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      throw Error("cannot map " + path + ": " + std::strerror(err));
+    }
+  }
+  ::close(fd);  // the mapping keeps the file
+  return std::make_shared<const MappedFile>(data, size);
+}
+
+api::SafetensorsHeader read_header(const std::string& path, const MappedFile& file) {
+  try {
+    return api::read_safetensors_header(file.bytes());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> load_safetensors(const std::string& path, Device device) {
+  return api_call("load_safetensors", [&] {
+    const std::shared_ptr<const MappedFile> file = map_file(path);
+    const api::SafetensorsHeader header = read_header(path, *file);
+    std::map<std::string, Tensor> out;
+    for (const api::SafetensorsEntry& e : header.tensors) {
+      const char* data = file->bytes().data() + header.data_start + e.begin;
+      const bool aligned =
+          reinterpret_cast<std::uintptr_t>(data) % element_size(e.dtype) == 0;
+      Tensor t = aligned ? from_blob(data, e.dtype, e.shape, file)
+                         : from_blob(static_cast<const void*>(data), e.dtype, e.shape);
+      out.emplace(e.name, device == Device::cpu() ? std::move(t) : t.to(device));
+    }
+    return out;
+  });
+}
+
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
+  return api_call("load_safetensors_metadata", [&] {
+    const std::shared_ptr<const MappedFile> file = map_file(path);
+    return read_header(path, *file).metadata;
+  });
+}
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  api_call("save_safetensors", [&] {
+    // Wider elements first, then by name: each tensor starts aligned to its element size (the
+    // data starts 8-byte aligned and every size before it is a multiple of that element size),
+    // so loading borrows every one of them from the mapping.
+    std::vector<std::pair<const std::string*, const Tensor*>> order;
+    for (const auto& [name, t] : tensors) {
+      if (name.empty()) throw Error("save_safetensors: a tensor has an empty name");
+      if (name == "__metadata__")
+        throw Error("save_safetensors: '__metadata__' is the format's own key, not a name");
+      if (!t.defined()) throw Error("save_safetensors: tensor '" + name + "' is undefined");
+      order.emplace_back(&name, &t);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return element_size(a.second->dtype()) > element_size(b.second->dtype());
+    });
+    std::vector<api::SafetensorsEntry> entries;
+    std::uint64_t offset = 0;
+    for (const auto& [name, t] : order) {
+      const std::uint64_t bytes =
+          static_cast<std::uint64_t>(t->numel()) * element_size(t->dtype());
+      entries.push_back({*name, t->dtype(), t->shape(), offset, offset + bytes});
+      offset += bytes;
+    }
+    std::string header;
+    try {
+      header = api::write_safetensors_header(entries, metadata);
+    } catch (const std::exception& e) {  // the JSON library: a name or value that is not UTF-8
+      throw Error(std::string("save_safetensors: ") + e.what());
+    }
+    try {
+      cache::AtomicFileWriter file(path);
+      file.append(header);
+      std::vector<char> buffer;
+      for (const auto& [name, t] : order) {
+        buffer.resize(static_cast<std::size_t>(t->numel()) * element_size(t->dtype()));
+        if (!buffer.empty()) runtime::to_host(*t->node(), buffer.data(), "save_safetensors");
+        file.append({buffer.data(), buffer.size()});
+      }
+      file.commit();
+    } catch (const cache::WriteError& e) {
+      throw Error(std::string("save_safetensors: ") + e.what());
+    }
+    return 0;
+  });
+}
+
+}  // namespace streamfuse
