@@ -38,6 +38,7 @@ enum class OpCategory : std::uint8_t {
   kReduce,    // over one axis or all
   kMatmul,
   kMovement,  // views and copies
+  kIndex,     // reads at positions another tensor holds (index_select, gather)
 };
 
 // Every op kind, listed once: X(Name, "api name", category, tensor arity; -1 = variadic).
@@ -90,7 +91,9 @@ enum class OpCategory : std::uint8_t {
   X(Expand, "expand", kMovement, 1)         \
   X(Slice, "slice", kMovement, 1)           \
   X(Cat, "cat", kMovement, -1)              \
-  X(Copy, "contiguous", kMovement, 1)
+  X(Copy, "contiguous", kMovement, 1)       \
+  X(IndexSelect, "index_select", kIndex, 2) \
+  X(Gather, "gather", kIndex, 2)
 
 enum class OpKind : std::uint8_t {
 #define STREAMFUSE_X(name, api, category, arity) k##name,
@@ -130,7 +133,7 @@ struct OpAttrs {
   // promoted operand dtype, for where the value dtype, for cast the source dtype).
   DType dtype = kF32;
   ScalarSide scalar_side = ScalarSide::kNone;
-  // Reduce (kAllAxes or a normalized axis), Slice, Cat.
+  // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather.
   std::int8_t axis = 0;
   bool keepdim = false;
   // Permute: output dimension i is input dimension perm[i].
@@ -153,6 +156,9 @@ struct TensorDesc {
 //   RandNormal {seed, offset, mean, std}; binary/compare with a scalar operand {value};
 //   Slice {start, step}.
 // Reshape, Expand and Cat take their sizes from the output's shape.
+// IndexSelect(x, indices) [axis]: x with its axis replaced by the indices' dimensions, each
+// position taking x's slice at that index. Gather(x, index) [axis]: index's shape, each element
+// x's at the same position but along axis the index there. Indices are i32 or i64.
 struct OpDesc {
   OpKind kind = OpKind::kDrop;
   boost::container::small_vector<TensorDesc, 3> inputs;

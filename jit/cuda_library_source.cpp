@@ -358,4 +358,58 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
                {"$T", storage_c_type(dtype)}});
 }
 
+std::string cuda_index_source(core::OpKind kind, std::size_t element_bytes, DType index_dtype,
+                              const std::string& name) {
+  const char* element = element_bytes == 1   ? "unsigned char"
+                        : element_bytes == 2 ? "unsigned short"
+                        : element_bytes == 4 ? "unsigned int"
+                                             : "unsigned long long";
+  const std::string source = kind == core::OpKind::kIndexSelect ? R"(
+    const long long e = i % a.inner, r = i / a.inner;
+    const long long j = r % a.count, o = r / a.count;
+    const long long v = (long long)(($I*)a.indices)[j];
+    if (v < 0 || v >= a.axis_size) {
+      *a.bad = 1;
+      continue;
+    }
+    (($E*)a.out)[i] = ((const $E*)a.x)[(o * a.axis_size + v) * a.inner + e];)"
+                                                                : R"(
+    const long long v = (long long)(($I*)a.indices)[i];
+    if (v < 0 || v >= a.x_axis_size) {
+      *a.bad = 1;
+      continue;
+    }
+    long long from = 0, rest = i;
+    for (long long d = a.rank - 1; d >= 0; --d) {
+      const long long c = rest % a.sizes[d];
+      rest /= a.sizes[d];
+      from += (d == a.axis ? v : c) * a.x_strides[d];
+    }
+    (($E*)a.out)[i] = ((const $E*)a.x)[from];)";
+  return fill(R"(// $NAME: $KIND of $BYTES-byte elements by $IDX indices
+struct $NAME_args {
+  const char* x;
+  const char* indices;
+  char* out;
+  int* bad;
+  long long numel;
+  long long outer, axis_size, count, inner;
+  long long rank, axis, sizes[8], x_strides[8];
+};
+extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.numel;
+       i += (long long)gridDim.x * blockDim.x) {$BODY
+  }
+}
+)",
+              {{"$BODY", fill(source, {{"a.x_axis_size", "a.axis_size"}})},
+               {"$NAME", name},
+               {"$KIND", std::string(core::op_name(kind))},
+               {"$BYTES", std::to_string(element_bytes)},
+               {"$IDX", std::string(dtype_name(index_dtype))},
+               {"$BLOCK", std::to_string(kCudaBlockSize)},
+               {"$E", element},
+               {"$I", index_dtype == kI32 ? "int" : "long long"}});
+}
+
 }  // namespace streamfuse::jit

@@ -68,4 +68,20 @@ struct CudaIntMatmulArgs {
 };
 std::string cuda_int_matmul_source(DType dtype, const std::string& name);
 
+// index_select and gather (core/ir.h) of a contiguous x and indices into a contiguous out, a
+// thread per output element moving `element_bytes` bytes. IndexSelect uses outer / axis_size /
+// count / inner (backends/index_layout.h); Gather the index's shape (`rank` sizes) and x's
+// contiguous strides. An index out of range leaves its element unwritten and sets *bad to 1.
+struct CudaIndexArgs {
+  const void* x;
+  const void* indices;
+  void* out;
+  int* bad;
+  long long numel;
+  long long outer, axis_size, count, inner;
+  long long rank, axis, sizes[8], x_strides[8];
+};
+std::string cuda_index_source(core::OpKind kind, std::size_t element_bytes, DType index_dtype,
+                              const std::string& name);
+
 }  // namespace streamfuse::jit

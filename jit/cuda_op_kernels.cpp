@@ -6,6 +6,7 @@
 
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cuda/device_memory.h"
+#include "backends/index_layout.h"
 #include "backends/views.h"
 #include "core/scalar_ops.h"
 #include "jit/cuda_codegen.h"
@@ -271,6 +272,41 @@ void CudaOpKernels::integer_matmul(DType dtype, const backends::MatmulOperand& a
   args.b_row_stride = l.b.row_stride, args.b_col_stride = l.b.col_stride;
   launch(fn, cuda_grid_blocks(total, device_->properties().multiprocessors), &args,
          "matmul of " + std::string(dtype_name(dtype)));
+}
+
+void CudaOpKernels::index(const core::OpDesc& op, const TensorHandle& x,
+                          const TensorHandle& indices, const TensorHandle& out,
+                          const TensorHandle& bad) {
+  const backends::cuda::Driver& d = device_->driver();
+  device_->make_current();
+  d.check(d.memset_d8_async(backends::cuda::device_address(bad.storage.data()), 0, 4,
+                            stream_of_()),
+          "clearing the index check on " + device_->name());
+  const core::TensorDesc& xd = op.inputs[0];
+  const DType index_dtype = op.inputs[1].dtype;
+  const std::size_t bytes = element_size(xd.dtype);
+  const std::string name = std::string("sf_") + std::string(core::op_name(op.kind)) + "_" +
+                           std::to_string(bytes) + "_" + std::string(dtype_name(index_dtype));
+  const CUfunction fn =
+      library_kernel(name, cuda_index_source(op.kind, bytes, index_dtype, name), name);
+  CudaIndexArgs a{};
+  a.x = backends::element_ptr(x, xd.dtype);
+  a.indices = backends::element_ptr(indices, index_dtype);
+  a.out = out.storage.data();
+  a.bad = static_cast<int*>(bad.storage.data());
+  a.numel = op.outputs[0].shape.numel();
+  const backends::IndexSelectLayout l = backends::index_select_layout(op);
+  a.outer = l.outer, a.axis_size = l.axis_size, a.count = l.count, a.inner = l.inner;
+  const Shape& is = op.inputs[1].shape;
+  const auto strides = backends::contiguous_strides(xd.shape);
+  a.rank = is.rank();
+  a.axis = op.attrs.axis;
+  for (int i = 0; i < is.rank(); ++i) {
+    a.sizes[i] = is[i];
+    a.x_strides[i] = strides[static_cast<std::size_t>(i)];
+  }
+  launch(fn, cuda_grid_blocks(a.numel, device_->properties().multiprocessors), &a,
+         std::string(core::op_name(op.kind)));
 }
 
 }  // namespace streamfuse::jit

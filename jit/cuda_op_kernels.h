@@ -41,6 +41,9 @@ class CudaOpKernels final : public backends::cuda::GeneratedKernels {
               const std::function<backends::TensorHandle(std::size_t)>& scratch) override;
   void integer_matmul(DType dtype, const backends::MatmulOperand& a,
                       const backends::MatmulOperand& b, void* out, const Shape& out_shape) override;
+  void index(const core::OpDesc& op, const backends::TensorHandle& x,
+             const backends::TensorHandle& indices, const backends::TensorHandle& out,
+             const backends::TensorHandle& bad) override;
 
   // Library modules loaded so far, and how many of them came from the store (for tests).
   std::size_t library_modules() const;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/index_ops.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/views.h"
@@ -63,6 +64,8 @@ void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
       return run_matmul(op, inputs, out);
     case core::OpCategory::kMovement:
       return run_movement(*this, op, inputs, out);
+    case core::OpCategory::kIndex:
+      return run_index(*this, op, inputs, out, threads());
     case core::OpCategory::kLifetime:
       return;
   }

@@ -1,5 +1,9 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <cstring>
+#include <vector>
+
+#include "backends/index_layout.h"
 #include "backends/movement.h"
 #include "backends/views.h"
 #include "streamfuse/error.h"
@@ -90,6 +94,8 @@ void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs
       return run_matmul(op, inputs, out);
     case core::OpCategory::kMovement:
       return run_movement(*this, op, inputs, out);
+    case core::OpCategory::kIndex:
+      return run_index(op, inputs, out);
     case core::OpCategory::kLifetime:
       return;
   }
@@ -101,6 +107,44 @@ void CudaBackend::run_elementwise(const core::OpDesc& op, std::span<TensorHandle
   out = elementwise_output(op, inputs);
   if (od.shape.numel() == 0) return;
   kernels().elementwise(op, inputs, out);
+}
+
+void CudaBackend::run_index(const core::OpDesc& op, std::span<TensorHandle> inputs,
+                            TensorHandle& out) {
+  const core::TensorDesc& od = op.outputs[0];
+  out = allocate(od.shape, od.dtype);
+  if (od.shape.numel() == 0) return;
+  TensorHandle dense[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    const core::TensorDesc& d = op.inputs[i];
+    dense[i] = is_contiguous(inputs[i], d.shape)
+                   ? inputs[i]
+                   : copy_contiguous(*this, inputs[i], d.shape, d.dtype, d.dtype);
+  }
+  const TensorHandle bad = allocate(Shape{1}, kI32);
+  kernels().index(op, dense[0], dense[1], out, bad);
+  // The check's flag, then on a bad index the indices themselves, read back: a sync point, so
+  // the error names the same index as the CPU's (the first) and surfaces with this op.
+  std::int32_t flag = 0;
+  to_host(bad, kI32, Shape{1}, &flag);
+  if (!flag) return;
+  const core::TensorDesc& id = op.inputs[1];
+  std::vector<char> host(static_cast<std::size_t>(id.shape.numel()) * element_size(id.dtype));
+  to_host(dense[1], id.dtype, id.shape, host.data());
+  const std::int64_t at =
+      first_bad_index(host.data(), id.dtype, id.shape.numel(), op.inputs[0].shape[op.attrs.axis]);
+  if (at < 0)
+    throw Error("internal error: " + std::string(core::op_name(op.kind)) +
+                " flagged an index the host finds in range; please report this");
+  std::int64_t value = 0;
+  if (id.dtype == kI32) {
+    std::int32_t v;
+    std::memcpy(&v, host.data() + at * 4, 4);
+    value = v;
+  } else {
+    std::memcpy(&value, host.data() + at * 8, 8);
+  }
+  throw_bad_index(op, at, value);
 }
 
 void CudaBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs,

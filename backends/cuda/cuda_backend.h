@@ -49,6 +49,9 @@ class CudaBackend final : public Backend {
   GeneratedKernels& kernels();
   void run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   void run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  // IndexSelect and Gather: the kernel, then its check read back (throws Error naming the first
+  // index out of range).
+  void run_index(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
 
   std::shared_ptr<const DeviceContext> device_;
   // Declared in destruction order's reverse: the allocator returns its blocks (and the streams

@@ -38,6 +38,11 @@ class GeneratedKernels {
   // `out` contiguous of `out_shape`, operand data device pointers.
   virtual void integer_matmul(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
                               void* out, const Shape& out_shape) = 0;
+  // IndexSelect or Gather (core/ir.h) of contiguous `x` and `indices` into a contiguous `out`.
+  // Zeroes the 4 bytes of `bad` first, and sets them to 1 where an index is out of range
+  // (leaving that element of `out` unwritten).
+  virtual void index(const core::OpDesc& op, const TensorHandle& x, const TensorHandle& indices,
+                     const TensorHandle& out, const TensorHandle& bad) = 0;
 };
 
 }  // namespace streamfuse::backends::cuda

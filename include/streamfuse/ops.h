@@ -195,6 +195,23 @@ Tensor unsqueeze(Tensor x, int axis);
 Tensor squeeze(Tensor x, int axis);
 Tensor flatten(Tensor x);
 
+// ---- indexing --------------------------------------------------------------------------------
+
+// x's slices along `axis` at `indices` (i32 or i64, any shape; their dimensions replace the
+// axis): out[..., j..., ...] = x[..., indices[j...], ...]. A 1-D `indices` is PyTorch's
+// index_select; numpy's take along an axis. Every index must lie in [0, size of the axis): one
+// outside is an Error naming it and its position, raised where the result (or anything computed
+// from it) is read, since indices are values the op reads when it runs.
+Tensor index_select(Tensor x, int axis, Tensor indices);
+// The rows of `weight` ([num_embeddings, dim...]) at `ids` (i32 or i64, any shape):
+// index_select(weight, 0, ids), of shape ids.shape + weight.shape[1:].
+Tensor embedding(Tensor weight, Tensor ids);
+// Elements of x picked along `axis` by `index` (i32 or i64, x's rank; along every other axis no
+// larger than x): out has index's shape and out[i, j, ...] = x[i, ..., index[i, j, ...], ...]
+// with the index in place of the axis coordinate (PyTorch's gather). Out-of-range indices as
+// index_select.
+Tensor gather(Tensor x, int axis, Tensor index);
+
 // ---- neural-network functions, composed from the ops above so they fuse ----------------------
 
 namespace nn {

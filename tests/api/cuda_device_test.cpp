@@ -347,6 +347,46 @@ TEST_P(CudaDevice, MovementOps) {
       "cat f16 along the inner axis");
 }
 
+TEST_P(CudaDevice, IndexOps) {
+  const auto ids = [](sf::Device d, sf::Shape s, std::int64_t below, sf::DType dtype) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(s.numel()));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i * 5 + 3) % below;
+    return sf::from_vector(v, s, d).to(dtype);
+  };
+  same<float>([&](sf::Device d) { return sf::embedding(input(d, {11, 6}), ids(d, {2, 3}, 11, sf::kI32)); },
+              "embedding, i32 ids");
+  same<float>(
+      [&](sf::Device d) {
+        return sf::index_select(sf::transpose(input(d, {5, 7}), 0, 1), 1, ids(d, {4}, 5, sf::kI64));
+      },
+      "index_select of a transposed x along its inner axis");
+  same<sf::Half>(
+      [&](sf::Device d) {
+        return sf::index_select(input(d, {3, 4, 2}).to(sf::kF16), 1, ids(d, {3}, 4, sf::kI64));
+      },
+      "index_select f16 along a middle axis");
+  same<std::int64_t>(
+      [&](sf::Device d) { return sf::gather(ids(d, {4, 6}, 100, sf::kI64), 1, ids(d, {4, 3}, 6, sf::kI32)); },
+      "gather i64 along the inner axis");
+  same<float>(
+      [&](sf::Device d) { return sf::gather(input(d, {5, 3, 2}), 0, ids(d, {2, 3, 1}, 5, sf::kI64)); },
+      "gather along the outer axis, index smaller than x");
+  // An index out of range: the CPU's error, naming the same (first) index.
+  std::string messages[2];
+  for (int k = 0; k < 2; ++k) {
+    const sf::Device d = k ? kGpu : kCpu;
+    try {
+      sf::embedding(input(d, {4, 2}), sf::from_vector(std::vector<std::int64_t>{1, 9, 7}, {3}, d))
+          .to(kCpu)
+          .to_vector<float>();
+    } catch (const sf::Error& e) {
+      messages[k] = e.what();
+    }
+  }
+  EXPECT_NE(messages[0].find("index 9 at [1]"), std::string::npos) << messages[0];
+  EXPECT_NE(messages[1].find("index 9 at [1]"), std::string::npos) << messages[1];
+}
+
 TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
   const auto host = input(kCpu, {40, 3});
   const sf::Tensor gpu = host.to(kGpu);

@@ -1,0 +1,96 @@
+// index_select, embedding and gather: validation at the call; the values of the indices are
+// checked when the op runs (backends/index_layout.h).
+#include <string>
+#include <vector>
+
+#include "api/api_call.h"
+#include "api/recorder.h"
+#include "api/shape_rules.h"
+#include "streamfuse/error.h"
+#include "streamfuse/ops.h"
+
+namespace streamfuse {
+
+using api::api_call;
+using api::describe;
+using api::node_of;
+using api::normalize_axis;
+using api::record;
+
+namespace {
+
+void check_index_dtype(const Tensor& indices, std::string_view op, std::string_view what) {
+  const DType d = node_of(indices, op).dtype;
+  if (d != kI32 && d != kI64)
+    throw DTypeError(std::string(op) + ": " + std::string(what) + " " + describe(indices) +
+                     " must be i32 or i64 (convert with .to(kI64))");
+}
+
+}  // namespace
+
+Tensor index_select(Tensor x, int axis, Tensor indices) {
+  return api_call("index_select", [&] {
+    const stream::TensorNode& n = node_of(x, "index_select");
+    check_index_dtype(indices, "index_select", "indices");
+    std::vector<Tensor> ops{std::move(x), std::move(indices)};
+    const Device device = api::common_device(ops, "index_select");
+    if (n.shape.rank() == 0)
+      throw ShapeError("index_select: x " + describe(ops[0]) + " has no axis to index");
+    const int a = normalize_axis(axis, n.shape.rank(), "index_select", ops[0]);
+    const Shape& is = ops[1].node()->shape;
+    if (n.shape.rank() - 1 + is.rank() > kMaxRank)
+      throw ShapeError("index_select: x " + describe(ops[0]) + " indexed by " + describe(ops[1]) +
+                       " would have rank " + std::to_string(n.shape.rank() - 1 + is.rank()) +
+                       ", beyond " + std::to_string(kMaxRank));
+    if (n.shape[a] == 0 && is.numel() > 0)
+      throw ShapeError("index_select: axis " + std::to_string(axis) + " of x " +
+                       describe(ops[0]) + " is empty: no index is valid");
+    Shape out;
+    for (int d = 0; d < a; ++d) out.push_back(n.shape[d]);
+    for (int d = 0; d < is.rank(); ++d) out.push_back(is[d]);
+    for (int d = a + 1; d < n.shape.rank(); ++d) out.push_back(n.shape[d]);
+    core::OpAttrs attrs;
+    attrs.axis = static_cast<std::int8_t>(a);
+    attrs.dtype = n.dtype;
+    return record(core::OpKind::kIndexSelect, ops, out, n.dtype, device, attrs);
+  });
+}
+
+Tensor embedding(Tensor weight, Tensor ids) {
+  return api_call("embedding", [&] {
+    const stream::TensorNode& w = node_of(weight, "embedding");
+    check_index_dtype(ids, "embedding", "ids");
+    if (w.shape.rank() < 1)
+      throw ShapeError("embedding: weight " + describe(weight) +
+                       " must have at least one dimension (rows of embeddings)");
+    return index_select(std::move(weight), 0, std::move(ids));
+  });
+}
+
+Tensor gather(Tensor x, int axis, Tensor index) {
+  return api_call("gather", [&] {
+    const stream::TensorNode& n = node_of(x, "gather");
+    check_index_dtype(index, "gather", "index");
+    std::vector<Tensor> ops{std::move(x), std::move(index)};
+    const Device device = api::common_device(ops, "gather");
+    if (n.shape.rank() == 0)
+      throw ShapeError("gather: x " + describe(ops[0]) + " has no axis to gather along");
+    const int a = normalize_axis(axis, n.shape.rank(), "gather", ops[0]);
+    const Shape& is = ops[1].node()->shape;
+    bool fits = is.rank() == n.shape.rank();
+    for (int d = 0; fits && d < is.rank(); ++d) fits = d == a || is[d] <= n.shape[d];
+    if (!fits)
+      throw ShapeError("gather: index " + describe(ops[1]) + " must have x's rank (x is " +
+                       describe(ops[0]) + ") and no dimension larger than x's but along axis " +
+                       std::to_string(axis));
+    if (n.shape[a] == 0 && is.numel() > 0)
+      throw ShapeError("gather: axis " + std::to_string(axis) + " of x " + describe(ops[0]) +
+                       " is empty: no index is valid");
+    core::OpAttrs attrs;
+    attrs.axis = static_cast<std::int8_t>(a);
+    attrs.dtype = n.dtype;
+    return record(core::OpKind::kGather, ops, is, n.dtype, device, attrs);
+  });
+}
+
+}  // namespace streamfuse
