@@ -1,5 +1,5 @@
 // index_select, embedding and gather: validation at the call; the values of the indices are
-// checked when the op runs (backends/index_layout.h).
+// checked when the op runs (backends/index_layout.h). slice_update.
 #include <string>
 #include <vector>
 
@@ -90,6 +90,36 @@ Tensor gather(Tensor x, int axis, Tensor index) {
     attrs.axis = static_cast<std::int8_t>(a);
     attrs.dtype = n.dtype;
     return record(core::OpKind::kGather, ops, is, n.dtype, device, attrs);
+  });
+}
+
+Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src) {
+  return api_call("slice_update", [&] {
+    const stream::TensorNode& n = node_of(x, "slice_update");
+    node_of(src, "slice_update");
+    std::vector<Tensor> ops{std::move(x), std::move(src)};
+    const Device device = api::common_device(ops, "slice_update");
+    if (n.shape.rank() == 0)
+      throw ShapeError("slice_update: x " + describe(ops[0]) + " has no axis to update along");
+    const int a = normalize_axis(axis, n.shape.rank(), "slice_update", ops[0]);
+    const Shape& ss = ops[1].node()->shape;
+    bool fits = ss.rank() == n.shape.rank();
+    for (int d = 0; fits && d < ss.rank(); ++d) fits = d == a || ss[d] == n.shape[d];
+    if (!fits)
+      throw ShapeError("slice_update: src " + describe(ops[1]) + " must have x's shape (x is " +
+                       describe(ops[0]) + ") but along axis " + std::to_string(axis));
+    const std::int64_t size = n.shape[a], b = start < 0 ? start + size : start;
+    if (b < 0 || b + ss[a] > size)
+      throw ShapeError("slice_update: " + std::to_string(ss[a]) + " elements from " +
+                       std::to_string(start) + " do not fit axis " + std::to_string(axis) +
+                       " of size " + std::to_string(size) + " (x " + describe(ops[0]) + ")");
+    core::OpAttrs attrs;
+    attrs.axis = static_cast<std::int8_t>(a);
+    attrs.dtype = n.dtype;
+    const Scalar scalars[] = {b};
+    const Shape out = n.shape;
+    const DType dtype = n.dtype;
+    return record(core::OpKind::kSliceUpdate, ops, out, dtype, device, attrs, scalars);
   });
 }
 

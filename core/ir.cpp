@@ -143,7 +143,8 @@ std::string to_string(const OpDesc& op, OpForm form) {
   if (op.attrs.scalar_side != ScalarSide::kNone)
     os << (op.attrs.scalar_side == ScalarSide::kLhs ? "[scalar lhs]" : "[scalar rhs]");
   if (op_category(op.kind) == OpCategory::kReduce || op.kind == OpKind::kSlice ||
-      op.kind == OpKind::kCat || op_category(op.kind) == OpCategory::kIndex)
+      op.kind == OpKind::kCat || op_category(op.kind) == OpCategory::kIndex ||
+      op.kind == OpKind::kSliceUpdate)
     os << "[axis " << int{op.attrs.axis} << (op.attrs.keepdim ? ", keepdim]" : "]");
   for (const TensorDesc& t : op.outputs) {
     os << " -> ";

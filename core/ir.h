@@ -39,6 +39,7 @@ enum class OpCategory : std::uint8_t {
   kMatmul,
   kMovement,  // views and copies
   kIndex,     // reads at positions another tensor holds (index_select, gather)
+  kUpdate,    // a tensor with part of it replaced (in place when it is the last use)
 };
 
 // Every op kind, listed once: X(Name, "api name", category, tensor arity; -1 = variadic).
@@ -93,7 +94,8 @@ enum class OpCategory : std::uint8_t {
   X(Cat, "cat", kMovement, -1)              \
   X(Copy, "contiguous", kMovement, 1)       \
   X(IndexSelect, "index_select", kIndex, 2) \
-  X(Gather, "gather", kIndex, 2)
+  X(Gather, "gather", kIndex, 2)             \
+  X(SliceUpdate, "slice_update", kUpdate, 2)
 
 enum class OpKind : std::uint8_t {
 #define STREAMFUSE_X(name, api, category, arity) k##name,
@@ -133,7 +135,7 @@ struct OpAttrs {
   // promoted operand dtype, for where the value dtype, for cast the source dtype).
   DType dtype = kF32;
   ScalarSide scalar_side = ScalarSide::kNone;
-  // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather.
+  // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather, SliceUpdate.
   std::int8_t axis = 0;
   bool keepdim = false;
   // Permute: output dimension i is input dimension perm[i].
@@ -154,11 +156,13 @@ struct TensorDesc {
 // One op. Scalars by kind:
 //   Full {value}; Arange {start, step}; RandUniform {seed, offset, low, high};
 //   RandNormal {seed, offset, mean, std}; binary/compare with a scalar operand {value};
-//   Slice {start, step}.
+//   Slice {start, step}; SliceUpdate {start}.
 // Reshape, Expand and Cat take their sizes from the output's shape.
 // IndexSelect(x, indices) [axis]: x with its axis replaced by the indices' dimensions, each
 // position taking x's slice at that index. Gather(x, index) [axis]: index's shape, each element
 // x's at the same position but along axis the index there. Indices are i32 or i64.
+// SliceUpdate(x, src) [axis] {start}: x with src (x's dtype; x's shape but along axis) in place of
+// its elements start .. start + src's size along axis; x's memory when x is its last use.
 struct OpDesc {
   OpKind kind = OpKind::kDrop;
   boost::container::small_vector<TensorDesc, 3> inputs;

@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/views.h"
 #include "backends/movement.h"
+#include "backends/update.h"
 #include "core/scalar_values.h"
 #include "streamfuse/error.h"
 
@@ -66,6 +67,8 @@ void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
       return run_movement(*this, op, inputs, out);
     case core::OpCategory::kIndex:
       return run_index(*this, op, inputs, out, threads());
+    case core::OpCategory::kUpdate:
+      return run_update(*this, op, inputs, out);
     case core::OpCategory::kLifetime:
       return;
   }

@@ -5,6 +5,7 @@
 
 #include "backends/index_layout.h"
 #include "backends/movement.h"
+#include "backends/update.h"
 #include "backends/views.h"
 #include "streamfuse/error.h"
 
@@ -96,6 +97,8 @@ void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs
       return run_movement(*this, op, inputs, out);
     case core::OpCategory::kIndex:
       return run_index(op, inputs, out);
+    case core::OpCategory::kUpdate:
+      return run_update(*this, op, inputs, out);
     case core::OpCategory::kLifetime:
       return;
   }

@@ -212,6 +212,15 @@ Tensor embedding(Tensor weight, Tensor ids);
 // index_select.
 Tensor gather(Tensor x, int axis, Tensor index);
 
+// ---- updating part of a tensor (value semantics) ---------------------------------------------
+
+// x with its elements start .. start + src.shape[axis] - 1 along `axis` replaced by src (x's
+// shape along every other axis; converted to x's dtype). A negative start counts from the end.
+// x itself is unchanged, as for every op; but when this call holds x's last handle (it was
+// moved in) the result takes x's memory and only the slice is written:
+//   kv = sf::slice_update(std::move(kv), 1, t, k_new);  // writes k_new's rows, copies nothing
+Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src);
+
 // ---- neural-network functions, composed from the ops above so they fuse ----------------------
 
 namespace nn {

@@ -387,6 +387,22 @@ TEST_P(CudaDevice, IndexOps) {
   EXPECT_NE(messages[1].find("index 9 at [1]"), std::string::npos) << messages[1];
 }
 
+TEST_P(CudaDevice, SliceUpdate) {
+  same<float>(
+      [](sf::Device d) {
+        return sf::slice_update(input(d, {3, 5, 2}), 1, 2, input(d, {3, 2, 2}, 3.0f).to(sf::kF16));
+      },
+      "slice_update, src converted");
+  same<float>(
+      [](sf::Device d) {
+        sf::Tensor kv = sf::zeros({2, 6, 3}, sf::kF32, d);
+        for (int t = 0; t < 6; ++t)
+          kv = sf::slice_update(std::move(kv), 1, t, input(d, {2, 1, 3}, static_cast<float>(t)));
+        return kv;
+      },
+      "a cache updated in place, row by row");
+}
+
 TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
   const auto host = input(kCpu, {40, 3});
   const sf::Tensor gpu = host.to(kGpu);
