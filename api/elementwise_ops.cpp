@@ -99,7 +99,52 @@ Tensor binary_scalar(core::OpKind kind, Tensor t, Scalar s, core::ScalarSide sid
   return record(kind, {&t, 1}, shape, out, device, attrs, {&s, 1});
 }
 
+// a op= b (b a tensor) or a op= s: checked while a's handle is still held, so that an error
+// loses nothing; then a is moved in (its last use when no other handle shares it, so the op
+// writes a's memory) and rebound. The result keeps a's shape and dtype: a result of another
+// float dtype, or of another integer dtype, converts back (f16 += f32, i32 += i64), as PyTorch's
+// in-place ops do; a float result for an integer a is an error.
+Tensor& compound(core::OpKind kind, Tensor& a, const Tensor* b, const Scalar* s) {
+  const std::string call = name_of(kind) + "=";  // "add=": the op, assigned
+  return api_call(call, [&]() -> Tensor& {
+    const stream::TensorNode& n = node_of(a, call);
+    const DType want = n.dtype;
+    DType out;
+    if (b) {
+      const std::array<Tensor, 2> check{a, *b};
+      common_device(check, call);
+      if (api::broadcast_shapes(check, call) != n.shape)
+        throw ShapeError(call + ": " + describe_all(check) + " broadcast to another shape than " +
+                         "the first's, which an assignment keeps; write a = a " +
+                         "op b to get the broadcast result");
+      out = arithmetic_dtype(kind, promote_types(want, node_of(*b, call).dtype), check);
+    } else {
+      out = arithmetic_dtype(kind, promote_with_scalar(want, *s), {&a, 1});
+    }
+    if (is_floating(out) != is_floating(want))
+      throw DTypeError(call + ": the result is " + std::string(dtype_name(out)) + ", which " +
+                       api::describe(a) + " cannot hold; write a = a op b for a new tensor");
+    if (b) {
+      Tensor other = *b;  // before a moves: b may be a itself (a *= a)
+      a = binary(kind, std::move(a), std::move(other));
+    } else {
+      a = binary_scalar(kind, std::move(a), *s, core::ScalarSide::kRhs);
+    }
+    if (out != want) a = std::move(a).to(want);
+    return a;
+  });
+}
+
 }  // namespace
+
+Tensor& operator+=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kAdd, a, &b, nullptr); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kSub, a, &b, nullptr); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kMul, a, &b, nullptr); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kDiv, a, &b, nullptr); }
+Tensor& operator+=(Tensor& a, Scalar b) { return compound(core::OpKind::kAdd, a, nullptr, &b); }
+Tensor& operator-=(Tensor& a, Scalar b) { return compound(core::OpKind::kSub, a, nullptr, &b); }
+Tensor& operator*=(Tensor& a, Scalar b) { return compound(core::OpKind::kMul, a, nullptr, &b); }
+Tensor& operator/=(Tensor& a, Scalar b) { return compound(core::OpKind::kDiv, a, nullptr, &b); }
 
 Tensor operator+(Tensor a, Tensor b) {
   return binary(core::OpKind::kAdd, std::move(a), std::move(b));

@@ -155,6 +155,10 @@ class Printer {
 
 }  // namespace
 
+std::ostream& operator<<(std::ostream& os, DType d) { return os << dtype_name(d); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.to_string(); }
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.to_string(); }
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "tensor(undefined)";
   // Reading is the step that can fail (the value could not be computed): name the user's call.

@@ -63,6 +63,21 @@ Tensor Tensor::to(Device device) && {
 }
 
 Tensor Tensor::to(DType dtype) const& { return Tensor(*this).to(dtype); }
+#define STREAMFUSE_REDUCTION_MEMBERS(name)                                                \
+  Tensor Tensor::name() const& { return streamfuse::name(*this); }                          \
+  Tensor Tensor::name() && { return streamfuse::name(std::move(*this)); }                   \
+  Tensor Tensor::name(int axis, bool keepdim) const& {                                     \
+    return streamfuse::name(*this, axis, keepdim);                                         \
+  }                                                                                        \
+  Tensor Tensor::name(int axis, bool keepdim) && {                                         \
+    return streamfuse::name(std::move(*this), axis, keepdim);                              \
+  }
+STREAMFUSE_REDUCTION_MEMBERS(sum)
+STREAMFUSE_REDUCTION_MEMBERS(mean)
+STREAMFUSE_REDUCTION_MEMBERS(max)
+STREAMFUSE_REDUCTION_MEMBERS(min)
+STREAMFUSE_REDUCTION_MEMBERS(argmax)
+#undef STREAMFUSE_REDUCTION_MEMBERS
 Tensor Tensor::reshape(Shape s) const& { return streamfuse::reshape(*this, s); }
 Tensor Tensor::reshape(Shape s) && { return streamfuse::reshape(std::move(*this), s); }
 Tensor Tensor::permute(std::initializer_list<int> axes) const& {

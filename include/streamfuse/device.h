@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 namespace streamfuse {
@@ -22,5 +23,8 @@ struct Device {
   std::string to_string() const;
   friend bool operator==(const Device&, const Device&) = default;
 };
+
+// Writes to_string(): "cpu", "cuda:0".
+std::ostream& operator<<(std::ostream& os, const Device& d);
 
 }  // namespace streamfuse

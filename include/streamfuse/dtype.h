@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 #include <type_traits>
 
@@ -142,5 +143,8 @@ class Scalar {
 
 // The dtype of `tensor op scalar` for an arithmetic op (see Scalar).
 DType promote_with_scalar(DType tensor, const Scalar& s);
+
+// Writes dtype_name(d): "f32", "bf16", ...
+std::ostream& operator<<(std::ostream& os, DType d);
 
 }  // namespace streamfuse

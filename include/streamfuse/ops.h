@@ -96,6 +96,18 @@ Tensor operator/(Tensor a, Tensor b);
 Tensor operator/(Tensor a, Scalar b);
 Tensor operator/(Scalar a, Tensor b);
 Tensor operator-(Tensor a);
+// a = a op b, keeping a's shape (b broadcasts to it) and dtype (a result of another float dtype,
+// or of another integer dtype, converts back; a float result for an integer a is a DTypeError),
+// as PyTorch's in-place ops. Value semantics: the handle is rebound, other handles of a's old
+// value keep it, and when a was its only handle the result is written into its memory.
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, Scalar b);
 
 Tensor neg(Tensor x);
 Tensor abs(Tensor x);

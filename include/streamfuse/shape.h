@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -47,5 +48,8 @@ class Shape {
   std::array<std::int64_t, kMaxRank> dims_{};
   std::int8_t rank_ = 0;
 };
+
+// Writes to_string(): "[2, 3]".
+std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 }  // namespace streamfuse

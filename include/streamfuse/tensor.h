@@ -60,6 +60,28 @@ class Tensor {
   Tensor contiguous() const&;
   Tensor contiguous() &&;
 
+  // Reductions as members (the functions of ops.h): x.sum(), x.mean(-1, true), ...
+  Tensor sum() const&;
+  Tensor sum() &&;
+  Tensor sum(int axis, bool keepdim = false) const&;
+  Tensor sum(int axis, bool keepdim = false) &&;
+  Tensor mean() const&;
+  Tensor mean() &&;
+  Tensor mean(int axis, bool keepdim = false) const&;
+  Tensor mean(int axis, bool keepdim = false) &&;
+  Tensor max() const&;
+  Tensor max() &&;
+  Tensor max(int axis, bool keepdim = false) const&;
+  Tensor max(int axis, bool keepdim = false) &&;
+  Tensor min() const&;
+  Tensor min() &&;
+  Tensor min(int axis, bool keepdim = false) const&;
+  Tensor min(int axis, bool keepdim = false) &&;
+  Tensor argmax() const&;
+  Tensor argmax() &&;
+  Tensor argmax(int axis, bool keepdim = false) const&;
+  Tensor argmax(int axis, bool keepdim = false) &&;
+
   // Sync points. T must be the C++ type of dtype() exactly (see dtype_of); anything else throws
   // DTypeError rather than converting silently: convert with to() first.
   template <class T>
