@@ -92,6 +92,13 @@ void Model::reset() {
   position_ = 0;
 }
 
+void Model::rewind(std::int64_t position) {
+  if (position < 0 || position > position_)
+    throw sf::Error("gpt2: cannot rewind to position " + std::to_string(position) + " of " +
+                    std::to_string(position_));
+  position_ = position;  // later positions of the cache are written again before they are read
+}
+
 sf::Tensor Model::block(std::size_t layer, sf::Tensor x, const sf::Tensor& mask) {
   const Block& b = blocks_[layer];
   const Config& c = config_;

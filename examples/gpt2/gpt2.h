@@ -47,6 +47,9 @@ class Model {
   std::int64_t position() const { return position_; }
   // Empties the cache (a new sequence).
   void reset();
+  // Forgets the tokens from `position` on (0 <= position <= position()): the next forward
+  // continues the sequence there, as after a prompt of that length.
+  void rewind(std::int64_t position);
 
   // Greedy generation: the prompt, then `count` tokens each the argmax of the last logits.
   std::vector<std::int64_t> generate(const std::vector<std::int64_t>& prompt, int count);
