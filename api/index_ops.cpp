@@ -26,33 +26,49 @@ void check_index_dtype(const Tensor& indices, std::string_view op, std::string_v
                      " must be i32 or i64 (convert with .to(kI64))");
 }
 
+// The operands of an index op, checked as both need them: defined, `what` (the indices) i32 or
+// i64, one device, and x with an axis `axis` (normalized into `axis`).
+struct IndexOperands {
+  std::vector<Tensor> ops;  // x, indices
+  Device device;
+  int axis;
+};
+IndexOperands index_operands(Tensor x, Tensor indices, int axis, std::string_view op,
+                             std::string_view what) {
+  const stream::TensorNode& n = node_of(x, op);
+  check_index_dtype(indices, op, what);
+  std::vector<Tensor> ops{std::move(x), std::move(indices)};
+  const Device device = api::common_device(ops, op);
+  if (n.shape.rank() == 0)
+    throw ShapeError(std::string(op) + ": x " + describe(ops[0]) + " has no axis to index");
+  const int a = normalize_axis(axis, n.shape.rank(), op, ops[0]);
+  if (n.shape[a] == 0 && ops[1].node()->shape.numel() > 0)
+    throw ShapeError(std::string(op) + ": axis " + std::to_string(axis) + " of x " +
+                     describe(ops[0]) + " is empty: no index is valid");
+  return {std::move(ops), device, a};
+}
+
 }  // namespace
 
 Tensor index_select(Tensor x, int axis, Tensor indices) {
   return api_call("index_select", [&] {
-    const stream::TensorNode& n = node_of(x, "index_select");
-    check_index_dtype(indices, "index_select", "indices");
-    std::vector<Tensor> ops{std::move(x), std::move(indices)};
-    const Device device = api::common_device(ops, "index_select");
-    if (n.shape.rank() == 0)
-      throw ShapeError("index_select: x " + describe(ops[0]) + " has no axis to index");
-    const int a = normalize_axis(axis, n.shape.rank(), "index_select", ops[0]);
-    const Shape& is = ops[1].node()->shape;
+    IndexOperands o = index_operands(std::move(x), std::move(indices), axis, "index_select",
+                                     "indices");
+    const stream::TensorNode& n = *o.ops[0].node();
+    const Shape& is = o.ops[1].node()->shape;
     if (n.shape.rank() - 1 + is.rank() > kMaxRank)
-      throw ShapeError("index_select: x " + describe(ops[0]) + " indexed by " + describe(ops[1]) +
-                       " would have rank " + std::to_string(n.shape.rank() - 1 + is.rank()) +
-                       ", beyond " + std::to_string(kMaxRank));
-    if (n.shape[a] == 0 && is.numel() > 0)
-      throw ShapeError("index_select: axis " + std::to_string(axis) + " of x " +
-                       describe(ops[0]) + " is empty: no index is valid");
+      throw ShapeError("index_select: x " + describe(o.ops[0]) + " indexed by " +
+                       describe(o.ops[1]) + " would have rank " +
+                       std::to_string(n.shape.rank() - 1 + is.rank()) + ", beyond " +
+                       std::to_string(kMaxRank));
     Shape out;
-    for (int d = 0; d < a; ++d) out.push_back(n.shape[d]);
+    for (int d = 0; d < o.axis; ++d) out.push_back(n.shape[d]);
     for (int d = 0; d < is.rank(); ++d) out.push_back(is[d]);
-    for (int d = a + 1; d < n.shape.rank(); ++d) out.push_back(n.shape[d]);
+    for (int d = o.axis + 1; d < n.shape.rank(); ++d) out.push_back(n.shape[d]);
     core::OpAttrs attrs;
-    attrs.axis = static_cast<std::int8_t>(a);
+    attrs.axis = static_cast<std::int8_t>(o.axis);
     attrs.dtype = n.dtype;
-    return record(core::OpKind::kIndexSelect, ops, out, n.dtype, device, attrs);
+    return record(core::OpKind::kIndexSelect, o.ops, out, n.dtype, o.device, attrs);
   });
 }
 
@@ -69,27 +85,19 @@ Tensor embedding(Tensor weight, Tensor ids) {
 
 Tensor gather(Tensor x, int axis, Tensor index) {
   return api_call("gather", [&] {
-    const stream::TensorNode& n = node_of(x, "gather");
-    check_index_dtype(index, "gather", "index");
-    std::vector<Tensor> ops{std::move(x), std::move(index)};
-    const Device device = api::common_device(ops, "gather");
-    if (n.shape.rank() == 0)
-      throw ShapeError("gather: x " + describe(ops[0]) + " has no axis to gather along");
-    const int a = normalize_axis(axis, n.shape.rank(), "gather", ops[0]);
-    const Shape& is = ops[1].node()->shape;
+    IndexOperands o = index_operands(std::move(x), std::move(index), axis, "gather", "index");
+    const stream::TensorNode& n = *o.ops[0].node();
+    const Shape is = o.ops[1].node()->shape;
     bool fits = is.rank() == n.shape.rank();
-    for (int d = 0; fits && d < is.rank(); ++d) fits = d == a || is[d] <= n.shape[d];
+    for (int d = 0; fits && d < is.rank(); ++d) fits = d == o.axis || is[d] <= n.shape[d];
     if (!fits)
-      throw ShapeError("gather: index " + describe(ops[1]) + " must have x's rank (x is " +
-                       describe(ops[0]) + ") and no dimension larger than x's but along axis " +
+      throw ShapeError("gather: index " + describe(o.ops[1]) + " must have x's rank (x is " +
+                       describe(o.ops[0]) + ") and no dimension larger than x's but along axis " +
                        std::to_string(axis));
-    if (n.shape[a] == 0 && is.numel() > 0)
-      throw ShapeError("gather: axis " + std::to_string(axis) + " of x " + describe(ops[0]) +
-                       " is empty: no index is valid");
     core::OpAttrs attrs;
-    attrs.axis = static_cast<std::int8_t>(a);
+    attrs.axis = static_cast<std::int8_t>(o.axis);
     attrs.dtype = n.dtype;
-    return record(core::OpKind::kGather, ops, is, n.dtype, device, attrs);
+    return record(core::OpKind::kGather, o.ops, is, n.dtype, o.device, attrs);
   });
 }
 

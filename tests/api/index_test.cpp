@@ -12,6 +12,7 @@
 #include <streamfuse/streamfuse.h>
 
 #include "tests/expect_error.h"
+#include "tests/fusion_off_and_on.h"
 
 namespace sf = streamfuse;
 using streamfuse::testing::expect_error;
@@ -69,17 +70,7 @@ sf::Tensor index_values(sf::Shape shape, std::int64_t below, sf::DType dtype, st
 
 std::vector<std::int64_t> as_i64(const sf::Tensor& t) { return t.to(sf::kI64).to_vector<std::int64_t>(); }
 
-class IndexOps : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    saved_ = sf::config();
-    sf::Config c = saved_;
-    c.fusion = GetParam();
-    sf::set_config(c);
-  }
-  void TearDown() override { sf::set_config(saved_); }
-  sf::Config saved_;
-};
+class IndexOps : public streamfuse::testing::FusionOffAndOn {};
 
 TEST_P(IndexOps, IndexSelectMatchesALoop) {
   std::mt19937 rng(5);
@@ -177,8 +168,7 @@ TEST_P(IndexOps, ComposesWithElementWiseOps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fusion, IndexOps, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "On" : "Off"; });
+STREAMFUSE_FUSION_OFF_AND_ON(IndexOps);
 
 TEST(IndexOpsErrors, AtTheCall) {
   const sf::Tensor x = sf::ones({4, 3});

@@ -11,23 +11,14 @@
 #include <streamfuse/streamfuse.h>
 
 #include "tests/expect_error.h"
+#include "tests/fusion_off_and_on.h"
 
 namespace sf = streamfuse;
 using streamfuse::testing::expect_error;
 
 namespace {
 
-class SliceUpdate : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    saved_ = sf::config();
-    sf::Config c = saved_;
-    c.fusion = GetParam();
-    sf::set_config(c);
-  }
-  void TearDown() override { sf::set_config(saved_); }
-  sf::Config saved_;
-};
+class SliceUpdate : public streamfuse::testing::FusionOffAndOn {};
 
 TEST_P(SliceUpdate, MatchesALoop) {
   std::mt19937 rng(3);
@@ -71,7 +62,9 @@ TEST_P(SliceUpdate, MatchesALoop) {
               sv[static_cast<std::size_t>((o * ss[axis] + j) * inner + i)];
     EXPECT_EQ(out.to_vector<float>(), want);
     EXPECT_EQ(x.to_vector<float>(), xv) << "x changed";
-    if (!moved) EXPECT_EQ(copy.to_vector<float>(), xv) << "the kept handle changed";
+    if (!moved) {
+      EXPECT_EQ(copy.to_vector<float>(), xv) << "the kept handle changed";
+    }
   }
 }
 
@@ -97,8 +90,7 @@ TEST_P(SliceUpdate, AMovedCacheIsUpdatedInPlace) {
       ASSERT_EQ(v[static_cast<std::size_t>((h * steps + t) * dim + 5)], static_cast<float>(t));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fusion, SliceUpdate, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "On" : "Off"; });
+STREAMFUSE_FUSION_OFF_AND_ON(SliceUpdate);
 
 TEST(SliceUpdateErrors, AtTheCall) {
   const sf::Tensor x = sf::zeros({3, 4});
