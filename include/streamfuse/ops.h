@@ -177,6 +177,23 @@ Tensor min(Tensor x);
 Tensor min(Tensor x, int axis, bool keepdim = false);
 Tensor argmax(Tensor x);
 Tensor argmax(Tensor x, int axis, bool keepdim = false);
+// Over several axes at once (each named once; none: x unchanged): sum(x, {0, 2}, true).
+Tensor sum(Tensor x, std::span<const int> axes, bool keepdim = false);
+Tensor sum(Tensor x, std::initializer_list<int> axes, bool keepdim = false);
+Tensor mean(Tensor x, std::span<const int> axes, bool keepdim = false);
+Tensor mean(Tensor x, std::initializer_list<int> axes, bool keepdim = false);
+Tensor max(Tensor x, std::span<const int> axes, bool keepdim = false);
+Tensor max(Tensor x, std::initializer_list<int> axes, bool keepdim = false);
+Tensor min(Tensor x, std::span<const int> axes, bool keepdim = false);
+Tensor min(Tensor x, std::initializer_list<int> axes, bool keepdim = false);
+// Variance: the sum of squared deviations from the mean divided by (n - correction), over
+// `axis` or all elements (correction 1: the sample variance, PyTorch's default; 0: the
+// population's). Integer inputs compute in f32, bool is a DTypeError. n <= correction divides
+// by zero or less (inf or nan, as PyTorch). std: its square root.
+Tensor var(Tensor x, int axis, bool keepdim = false, double correction = 1);
+Tensor var(Tensor x, double correction = 1);
+Tensor std(Tensor x, int axis, bool keepdim = false, double correction = 1);
+Tensor std(Tensor x, double correction = 1);
 
 // ---- linear algebra --------------------------------------------------------------------------
 
@@ -206,6 +223,14 @@ Tensor contiguous(Tensor x);
 Tensor unsqueeze(Tensor x, int axis);
 Tensor squeeze(Tensor x, int axis);
 Tensor flatten(Tensor x);
+// x reversed along `axis`.
+Tensor flip(Tensor x, int axis);
+// The lower (tril) or upper (triu) triangle of the last two dimensions, the rest zero: elements
+// with column - row <= diagonal (tril) or >= diagonal (triu) kept.
+Tensor tril(Tensor x, std::int64_t diagonal = 0);
+Tensor triu(Tensor x, std::int64_t diagonal = 0);
+// x with `value` where `mask` (bool, broadcasting to x's shape) is true.
+Tensor masked_fill(Tensor x, Tensor mask, Scalar value);
 
 // ---- indexing --------------------------------------------------------------------------------
 
