@@ -40,6 +40,7 @@ enum class OpCategory : std::uint8_t {
   kMovement,  // views and copies
   kIndex,     // reads at positions another tensor holds (index_select, gather)
   kUpdate,    // a tensor with part of it replaced (in place when it is the last use)
+  kScan,      // along one axis, each result from the axis' elements in order (cumsum, argsort)
 };
 
 // Every op kind, listed once: X(Name, "api name", category, tensor arity; -1 = variadic).
@@ -95,7 +96,9 @@ enum class OpCategory : std::uint8_t {
   X(Copy, "contiguous", kMovement, 1)       \
   X(IndexSelect, "index_select", kIndex, 2) \
   X(Gather, "gather", kIndex, 2)             \
-  X(SliceUpdate, "slice_update", kUpdate, 2)
+  X(SliceUpdate, "slice_update", kUpdate, 2) \
+  X(Cumsum, "cumsum", kScan, 1)              \
+  X(Argsort, "argsort", kScan, 1)
 
 enum class OpKind : std::uint8_t {
 #define STREAMFUSE_X(name, api, category, arity) k##name,
@@ -135,7 +138,8 @@ struct OpAttrs {
   // promoted operand dtype, for where the value dtype, for cast the source dtype).
   DType dtype = kF32;
   ScalarSide scalar_side = ScalarSide::kNone;
-  // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather, SliceUpdate.
+  // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather, SliceUpdate,
+  // Cumsum, Argsort.
   std::int8_t axis = 0;
   bool keepdim = false;
   // Permute: output dimension i is input dimension perm[i].
@@ -156,13 +160,16 @@ struct TensorDesc {
 // One op. Scalars by kind:
 //   Full {value}; Arange {start, step}; RandUniform {seed, offset, low, high};
 //   RandNormal {seed, offset, mean, std}; binary/compare with a scalar operand {value};
-//   Slice {start, step}; SliceUpdate {start}.
+//   Slice {start, step}; SliceUpdate {start}; Argsort {descending: 0 or 1}.
 // Reshape, Expand and Cat take their sizes from the output's shape.
 // IndexSelect(x, indices) [axis]: x with its axis replaced by the indices' dimensions, each
 // position taking x's slice at that index. Gather(x, index) [axis]: index's shape, each element
 // x's at the same position but along axis the index there. Indices are i32 or i64.
 // SliceUpdate(x, src) [axis] {start}: x with src (x's dtype; x's shape but along axis) in place of
 // its elements start .. start + src's size along axis; x's memory when x is its last use.
+// Cumsum(x) [axis]: running sums along axis, accumulated in double for float dtypes (each prefix
+// rounded to the dtype) and in wrapping i64 for integers and bool (an i64 result). Argsort(x)
+// [axis] {descending}: the i64 positions along axis that sort it, stably; NaN is the largest.
 struct OpDesc {
   OpKind kind = OpKind::kDrop;
   boost::container::small_vector<TensorDesc, 3> inputs;

@@ -412,4 +412,84 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
                {"$I", index_dtype == kI32 ? "int" : "long long"}});
 }
 
+std::string cuda_scan_source(core::OpKind kind, DType in, DType out, const std::string& name) {
+  const bool floating = float_storage(in);
+  const std::string element = std::string("((const ") + storage_c_type(in) + "*)a.x)[e]";
+  const std::string key =
+      floating ? "(double)(" + load_value(element, in, ValueType::kFloat) + ")"
+               : load_value(element, in, ValueType::kI64);
+  const std::string body =
+      kind == core::OpKind::kCumsum
+          ? (floating ? R"(
+    double acc = 0;
+    for (long long k = 0; k < a.size; ++k) {
+      const long long e = first + k * a.inner;
+      acc += $KEY;
+      (($OUT*)a.out)[e] = $STORE;
+    })"
+                      : R"(
+    unsigned long long acc = 0;  // wrapping
+    for (long long k = 0; k < a.size; ++k) {
+      const long long e = first + k * a.inner;
+      acc += (unsigned long long)($KEY);
+      ((long long*)a.out)[e] = (long long)acc;
+    })")
+          : R"(
+    long long* src = a.a + line * a.size;
+    long long* dst = a.b + line * a.size;
+    for (long long k = 0; k < a.size; ++k) src[k] = k;
+    for (long long width = 1; width < a.size; width *= 2) {
+      for (long long lo = 0; lo < a.size; lo += 2 * width) {
+        const long long mid = lo + width < a.size ? lo + width : a.size;
+        const long long hi = lo + 2 * width < a.size ? lo + 2 * width : a.size;
+        long long i = lo, j = mid, k = lo;
+        while (i < mid && j < hi) {
+          const $KEYT left = $NAME_key(a, first, src[i]), right = $NAME_key(a, first, src[j]);
+          // Stable: the right one first only when it sorts strictly before the left one.
+          const bool right_first = a.descending ? $NAME_before(left, right) : $NAME_before(right, left);
+          dst[k++] = right_first ? src[j++] : src[i++];
+        }
+        while (i < mid) dst[k++] = src[i++];
+        while (j < hi) dst[k++] = src[j++];
+      }
+      long long* t = src;
+      src = dst;
+      dst = t;
+    }
+    for (long long k = 0; k < a.size; ++k) ((long long*)a.out)[first + k * a.inner] = src[k];)";
+  return fill(R"(// $NAME: $KIND of $IN into $OUTDT
+struct $NAME_args {
+  const char* x;
+  char* out;
+  long long* a;
+  long long* b;
+  long long outer, size, inner;
+  long long descending;
+};
+__device__ __forceinline__ $KEYT $NAME_key(const $NAME_args& a, long long first, long long k) {
+  const long long e = first + k * a.inner;
+  return $KEY;
+}
+// NaN after every number; -0 equal to +0 (backends/scan_layout.h's sorts_before).
+__device__ __forceinline__ bool $NAME_before($KEYT p, $KEYT q) { return $BEFORE; }
+extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
+  for (long long line = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+       line < a.outer * a.inner; line += (long long)gridDim.x * blockDim.x) {
+    const long long first = line / a.inner * a.size * a.inner + line % a.inner;$BODY
+  }
+}
+)",
+              {{"$BODY", body},
+               {"$STORE", store_value("(float)acc", ValueType::kFloat, out)},
+               {"$BEFORE", floating ? "p == p && (q != q || p < q)" : "p < q"},
+               {"$KEYT", floating ? "double" : "long long"},
+               {"$KEY", key},
+               {"$OUTDT", std::string(dtype_name(out))},
+               {"$OUT", storage_c_type(out)},
+               {"$IN", std::string(dtype_name(in))},
+               {"$KIND", std::string(core::op_name(kind))},
+               {"$NAME", name},
+               {"$BLOCK", std::to_string(kCudaBlockSize)}});
+}
+
 }  // namespace streamfuse::jit

@@ -84,4 +84,17 @@ struct CudaIndexArgs {
 std::string cuda_index_source(core::OpKind kind, std::size_t element_bytes, DType index_dtype,
                               const std::string& name);
 
+// cumsum and argsort (core/ir.h) of a contiguous x: a thread per line along the axis, in the
+// CPU's order (backends/cpu/scan_ops.cpp), so the results are the CPU's bit for bit. argsort
+// merge-sorts the line's positions bottom-up, stably, through `a` and `b` (lines x size each).
+struct CudaScanArgs {
+  const void* x;
+  void* out;
+  long long* a;
+  long long* b;
+  long long outer, size, inner;
+  long long descending;
+};
+std::string cuda_scan_source(core::OpKind kind, DType in, DType out, const std::string& name);
+
 }  // namespace streamfuse::jit

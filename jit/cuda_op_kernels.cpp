@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/index_layout.h"
+#include "backends/scan_layout.h"
 #include "backends/views.h"
 #include "core/scalar_ops.h"
 #include "jit/cuda_codegen.h"
@@ -306,6 +307,32 @@ void CudaOpKernels::index(const core::OpDesc& op, const TensorHandle& x,
     a.x_strides[i] = strides[static_cast<std::size_t>(i)];
   }
   launch(fn, cuda_grid_blocks(a.numel, device_->properties().multiprocessors), &a,
+         std::string(core::op_name(op.kind)));
+}
+
+void CudaOpKernels::scan(const core::OpDesc& op, const TensorHandle& x, const TensorHandle& out,
+                         const std::function<TensorHandle(std::size_t)>& scratch) {
+  const core::TensorDesc& xd = op.inputs[0];
+  const DType out_dtype = op.outputs[0].dtype;
+  const std::string name = std::string("sf_") + std::string(core::op_name(op.kind)) + "_" +
+                           std::string(dtype_name(xd.dtype)) + "_" +
+                           std::string(dtype_name(out_dtype));
+  const CUfunction fn =
+      library_kernel(name, cuda_scan_source(op.kind, xd.dtype, out_dtype, name), name);
+  const backends::ScanLayout l = backends::scan_layout(xd.shape, op.attrs.axis);
+  CudaScanArgs a{};
+  a.x = backends::element_ptr(x, xd.dtype);
+  a.out = out.storage.data();
+  a.outer = l.outer, a.size = l.size, a.inner = l.inner;
+  TensorHandle buffers;  // argsort's two arrays of positions, a line's each
+  if (op.kind == core::OpKind::kArgsort) {
+    a.descending = op.scalars[0].to_int() != 0;
+    const std::size_t line_bytes = static_cast<std::size_t>(l.size) * 8;
+    buffers = scratch(2 * line_bytes * static_cast<std::size_t>(l.lines()));
+    a.a = static_cast<long long*>(buffers.storage.data());
+    a.b = a.a + l.size * l.lines();
+  }
+  launch(fn, cuda_grid_blocks(l.lines(), device_->properties().multiprocessors), &a,
          std::string(core::op_name(op.kind)));
 }
 

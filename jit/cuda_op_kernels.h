@@ -44,6 +44,9 @@ class CudaOpKernels final : public backends::cuda::GeneratedKernels {
   void index(const core::OpDesc& op, const backends::TensorHandle& x,
              const backends::TensorHandle& indices, const backends::TensorHandle& out,
              const backends::TensorHandle& bad) override;
+  void scan(const core::OpDesc& op, const backends::TensorHandle& x,
+            const backends::TensorHandle& out,
+            const std::function<backends::TensorHandle(std::size_t)>& scratch) override;
 
   // Library modules loaded so far, and how many of them came from the store (for tests).
   std::size_t library_modules() const;

@@ -4,6 +4,7 @@
 
 #include "backends/cpu/index_ops.h"
 #include "backends/cpu/isa.h"
+#include "backends/cpu/scan_ops.h"
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/views.h"
 #include "backends/movement.h"
@@ -69,6 +70,8 @@ void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
       return run_index(*this, op, inputs, out, threads());
     case core::OpCategory::kUpdate:
       return run_update(*this, op, inputs, out);
+    case core::OpCategory::kScan:
+      return run_scan(*this, op, inputs, out, threads());
     case core::OpCategory::kLifetime:
       return;
   }

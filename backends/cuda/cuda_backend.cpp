@@ -99,6 +99,18 @@ void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs
       return run_index(op, inputs, out);
     case core::OpCategory::kUpdate:
       return run_update(*this, op, inputs, out);
+    case core::OpCategory::kScan: {
+      out = allocate(od.shape, od.dtype);
+      if (od.shape.numel() == 0) return;
+      const core::TensorDesc& xd = op.inputs[0];
+      const TensorHandle x = is_contiguous(inputs[0], xd.shape)
+                                 ? inputs[0]
+                                 : copy_contiguous(*this, inputs[0], xd.shape, xd.dtype, xd.dtype);
+      kernels().scan(op, x, out, [this](std::size_t bytes) {
+        return allocate(Shape{static_cast<std::int64_t>(bytes)}, kBool);
+      });
+      return;
+    }
     case core::OpCategory::kLifetime:
       return;
   }

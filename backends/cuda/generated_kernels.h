@@ -43,6 +43,10 @@ class GeneratedKernels {
   // (leaving that element of `out` unwritten).
   virtual void index(const core::OpDesc& op, const TensorHandle& x, const TensorHandle& indices,
                      const TensorHandle& out, const TensorHandle& bad) = 0;
+  // Cumsum or Argsort (core/ir.h) of a contiguous `x` into a contiguous `out`, with the CPU's
+  // values; `scratch(bytes)` gives device memory alive while the work is queued.
+  virtual void scan(const core::OpDesc& op, const TensorHandle& x, const TensorHandle& out,
+                    const std::function<TensorHandle(std::size_t bytes)>& scratch) = 0;
 };
 
 }  // namespace streamfuse::backends::cuda

@@ -186,6 +186,22 @@ Tensor max(Tensor x, std::span<const int> axes, bool keepdim = false);
 Tensor max(Tensor x, std::initializer_list<int> axes, bool keepdim = false);
 Tensor min(Tensor x, std::span<const int> axes, bool keepdim = false);
 Tensor min(Tensor x, std::initializer_list<int> axes, bool keepdim = false);
+// Running sums along `axis`: out[..., k, ...] = x[..., 0, ...] + ... + x[..., k, ...], in order,
+// accumulated in double for float dtypes (each prefix rounded to the dtype) and in wrapping i64
+// for integers and bool (an i64 result), as PyTorch's CPU cumsum.
+Tensor cumsum(Tensor x, int axis);
+// The i64 positions along `axis` that sort x there, stably (equal elements keep their order;
+// -0 equals +0); NaN sorts after every number (first when descending).
+Tensor argsort(Tensor x, int axis = -1, bool descending = false);
+struct Sorted {
+  Tensor values;   // x's elements in order along the axis
+  Tensor indices;  // their positions in x (i64)
+};
+// x sorted along `axis` (argsort's order), with the positions.
+Sorted sort(Tensor x, int axis = -1, bool descending = false);
+// The k largest (or smallest) elements along `axis`, largest (smallest) first, ties in x's order,
+// with their positions; 0 <= k <= the axis' size.
+Sorted topk(Tensor x, std::int64_t k, int axis = -1, bool largest = true);
 // Variance: the sum of squared deviations from the mean divided by (n - correction), over
 // `axis` or all elements (correction 1: the sample variance, PyTorch's default; 0: the
 // population's). Integer inputs compute in f32, bool is a DTypeError. n <= correction divides

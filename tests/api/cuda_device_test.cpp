@@ -403,6 +403,27 @@ TEST_P(CudaDevice, SliceUpdate) {
       "a cache updated in place, row by row");
 }
 
+TEST_P(CudaDevice, Scans) {
+  same<float>([](sf::Device d) { return sf::cumsum(input(d, {3, 40, 2}, 9.0f), 1); },
+              "cumsum f32 along a middle axis (double sums)");
+  same<sf::BFloat16>([](sf::Device d) { return sf::cumsum(input(d, {70}).to(sf::kBF16), 0); },
+                     "cumsum bf16");
+  same<std::int64_t>([](sf::Device d) { return sf::cumsum(input(d, {5, 6}).to(sf::kI32), -1); },
+                     "cumsum i32 into i64");
+  same<std::int64_t>(
+      [](sf::Device d) {
+        // Many ties (the input repeats every 113 elements), NaN and signed zeros.
+        const sf::Tensor x = sf::cat({input(d, {4, 300}), sf::full({4, 2}, NAN, sf::kF32, d),
+                                      sf::full({4, 1}, -0.0f, sf::kF32, d)},
+                                     1);
+        return sf::argsort(x, -1, true);
+      },
+      "argsort descending, stable");
+  same<std::int64_t>([](sf::Device d) { return sf::argsort(input(d, {33, 3}).to(sf::kI64), 0); },
+                     "argsort i64 along the outer axis");
+  same<float>([](sf::Device d) { return sf::topk(input(d, {2, 500}), 5).values; }, "topk");
+}
+
 TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
   const auto host = input(kCpu, {40, 3});
   const sf::Tensor gpu = host.to(kGpu);

@@ -67,6 +67,21 @@ std::string all_library_kernels() {
     s += cuda_int_matmul_source(d, name);
     s += size_check(name + "_args", sizeof(CudaIntMatmulArgs));
   }
+  for (core::OpKind k : {core::OpKind::kIndexSelect, core::OpKind::kGather})
+    for (std::size_t bytes : {1, 2, 4, 8})
+      for (DType index : {kI32, kI64}) {
+        const std::string name = "index" + std::to_string(n++);
+        s += cuda_index_source(k, bytes, index, name);
+        s += size_check(name + "_args", sizeof(CudaIndexArgs));
+      }
+  for (DType d : kAll) {
+    const std::string cumsum = "cumsum" + std::to_string(n++);
+    s += cuda_scan_source(core::OpKind::kCumsum, d, is_floating(d) ? d : kI64, cumsum);
+    s += size_check(cumsum + "_args", sizeof(CudaScanArgs));
+    const std::string argsort = "argsort" + std::to_string(n++);
+    s += cuda_scan_source(core::OpKind::kArgsort, d, kI64, argsort);
+    s += size_check(argsort + "_args", sizeof(CudaScanArgs));
+  }
   return s;
 }
 
