@@ -131,6 +131,35 @@ Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src) {
   });
 }
 
+Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src) {
+  return api_call("index_put", [&] {
+    node_of(src, "index_put");
+    IndexOperands o = index_operands(std::move(x), std::move(indices), axis, "index_put",
+                                     "indices");
+    const stream::TensorNode& n = *o.ops[0].node();
+    const Shape& is = o.ops[1].node()->shape;
+    if (is.rank() != 1)
+      throw ShapeError("index_put: indices " + describe(o.ops[1]) + " must be 1-D");
+    o.ops.push_back(std::move(src));
+    if (o.ops[2].device() != o.device)
+      throw DeviceError("index_put: src " + describe(o.ops[2]) + " is on " +
+                        o.ops[2].device().to_string() + ", x on " + o.device.to_string());
+    const Shape& ss = o.ops[2].node()->shape;
+    bool fits = ss.rank() == n.shape.rank();
+    for (int d = 0; fits && d < ss.rank(); ++d) fits = ss[d] == (d == o.axis ? is[0] : n.shape[d]);
+    if (!fits)
+      throw ShapeError("index_put: src " + describe(o.ops[2]) + " must be x's shape (x is " +
+                       describe(o.ops[0]) + ") with the " + std::to_string(is[0]) +
+                       " indices along axis " + std::to_string(axis));
+    core::OpAttrs attrs;
+    attrs.axis = static_cast<std::int8_t>(o.axis);
+    attrs.dtype = n.dtype;
+    const Shape out = n.shape;
+    const DType dtype = n.dtype;
+    return record(core::OpKind::kIndexPut, o.ops, out, dtype, o.device, attrs);
+  });
+}
+
 Tensor cumsum(Tensor x, int axis) {
   return api_call("cumsum", [&] {
     const stream::TensorNode& n = node_of(x, "cumsum");

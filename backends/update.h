@@ -1,5 +1,6 @@
-// Ops that replace part of a tensor (core/ir.h: SliceUpdate), on any backend through its copy
-// kernel: in the input's own memory when the op holds its last reference, else in a copy.
+// Ops that replace part of a tensor (core/ir.h: SliceUpdate, IndexPut), on any backend through
+// its copy kernel: in the input's own memory when the op holds its last reference, else in a
+// copy.
 #pragma once
 
 #include <span>

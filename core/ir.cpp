@@ -144,7 +144,7 @@ std::string to_string(const OpDesc& op, OpForm form) {
     os << (op.attrs.scalar_side == ScalarSide::kLhs ? "[scalar lhs]" : "[scalar rhs]");
   if (op_category(op.kind) == OpCategory::kReduce || op.kind == OpKind::kSlice ||
       op.kind == OpKind::kCat || op_category(op.kind) == OpCategory::kIndex ||
-      op.kind == OpKind::kSliceUpdate || op_category(op.kind) == OpCategory::kScan)
+      op_category(op.kind) == OpCategory::kUpdate || op_category(op.kind) == OpCategory::kScan)
     os << "[axis " << int{op.attrs.axis} << (op.attrs.keepdim ? ", keepdim]" : "]");
   for (const TensorDesc& t : op.outputs) {
     os << " -> ";

@@ -98,7 +98,8 @@ enum class OpCategory : std::uint8_t {
   X(Gather, "gather", kIndex, 2)             \
   X(SliceUpdate, "slice_update", kUpdate, 2) \
   X(Cumsum, "cumsum", kScan, 1)              \
-  X(Argsort, "argsort", kScan, 1)
+  X(Argsort, "argsort", kScan, 1)            \
+  X(IndexPut, "index_put", kUpdate, 3)
 
 enum class OpKind : std::uint8_t {
 #define STREAMFUSE_X(name, api, category, arity) k##name,
@@ -139,7 +140,7 @@ struct OpAttrs {
   DType dtype = kF32;
   ScalarSide scalar_side = ScalarSide::kNone;
   // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather, SliceUpdate,
-  // Cumsum, Argsort.
+  // IndexPut, Cumsum, Argsort.
   std::int8_t axis = 0;
   bool keepdim = false;
   // Permute: output dimension i is input dimension perm[i].
@@ -167,6 +168,9 @@ struct TensorDesc {
 // x's at the same position but along axis the index there. Indices are i32 or i64.
 // SliceUpdate(x, src) [axis] {start}: x with src (x's dtype; x's shape but along axis) in place of
 // its elements start .. start + src's size along axis; x's memory when x is its last use.
+// IndexPut(x, indices, src) [axis]: x with its slices along axis at the (1-D, i32 or i64)
+// indices replaced by src's slices in order (a repeated index: the last one's), in x's memory
+// when x is its last use.
 // Cumsum(x) [axis]: running sums along axis, accumulated in double for float dtypes (each prefix
 // rounded to the dtype) and in wrapping i64 for integers and bool (an i64 result). Argsort(x)
 // [axis] {descending}: the i64 positions along axis that sort it, stably; NaN is the largest.

@@ -273,6 +273,11 @@ Tensor gather(Tensor x, int axis, Tensor index);
 // moved in) the result takes x's memory and only the slice is written:
 //   kv = sf::slice_update(std::move(kv), 1, t, k_new);  // writes k_new's rows, copies nothing
 Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src);
+// x with its slices along `axis` at `indices` (1-D, i32 or i64) replaced by src's slices, the
+// j-th by the j-th (src: x's shape but indices' count along the axis; converted to x's dtype). A
+// repeated index takes the last of its slices. In x's memory when x is moved in, as
+// slice_update. An index out of range is an Error naming it, raised where the result is read.
+Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src);
 
 // ---- neural-network functions, composed from the ops above so they fuse ----------------------
 

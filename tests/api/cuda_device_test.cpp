@@ -401,6 +401,13 @@ TEST_P(CudaDevice, SliceUpdate) {
         return kv;
       },
       "a cache updated in place, row by row");
+  same<float>(
+      [](sf::Device d) {
+        return sf::index_put(input(d, {6, 4}), 0,
+                             sf::from_vector(std::vector<std::int64_t>{5, 1, 5}, {3}, d),
+                             input(d, {3, 4}, 2.0f));
+      },
+      "index_put, a repeated index");
 }
 
 TEST_P(CudaDevice, Scans) {

@@ -90,6 +90,37 @@ TEST_P(SliceUpdate, AMovedCacheIsUpdatedInPlace) {
       ASSERT_EQ(v[static_cast<std::size_t>((h * steps + t) * dim + 5)], static_cast<float>(t));
 }
 
+TEST_P(SliceUpdate, IndexPutReplacesTheIndexedSlicesLastOneWinning) {
+  const sf::Tensor x = sf::arange(0, 24, 1, sf::kF32).reshape({2, 4, 3});
+  const sf::Tensor idx = sf::from_vector(std::vector<std::int32_t>{3, 0, 3});
+  const sf::Tensor src = sf::full({2, 3, 3}, 0.0f) + sf::from_vector(std::vector<float>{100, 200, 300}, {1, 3, 1});
+  const std::vector<float> xv = x.to_vector<float>();
+  for (const bool moved : {false, true}) {
+    sf::Tensor copy = x;
+    const sf::Tensor out = moved ? sf::index_put(std::move(copy), 1, idx, src.to(sf::kF16))
+                                 : sf::index_put(copy, 1, idx, src);
+    std::vector<float> want = xv;
+    for (int a = 0; a < 2; ++a)
+      for (int c = 0; c < 3; ++c) {
+        want[static_cast<std::size_t>((a * 4 + 0) * 3 + c)] = 200;
+        want[static_cast<std::size_t>((a * 4 + 3) * 3 + c)] = 300;  // index 3 twice: the last
+      }
+    EXPECT_EQ(out.to_vector<float>(), want);
+    EXPECT_EQ(x.to_vector<float>(), xv);
+  }
+  // Moved in: the cache-sized tensor is written in place.
+  sf::Tensor table = sf::zeros({512, 64});
+  sf::synchronize();
+  sf::reset_peak_memory_stats();
+  const std::int64_t before = sf::memory_stats().bytes_in_use;
+  for (int i = 0; i < 16; ++i)
+    table = sf::index_put(std::move(table), 0, sf::from_vector(std::vector<std::int64_t>{i * 3}),
+                          sf::full({1, 64}, static_cast<float>(i)));
+  sf::synchronize();
+  EXPECT_LT(sf::memory_stats().peak_bytes_in_use - before, 512 * 64 * 4 / 4);
+  EXPECT_EQ(table.to_vector<float>()[static_cast<std::size_t>(15 * 3 * 64 + 1)], 15.0f);
+}
+
 STREAMFUSE_FUSION_OFF_AND_ON(SliceUpdate);
 
 TEST(SliceUpdateErrors, AtTheCall) {
@@ -104,6 +135,21 @@ TEST(SliceUpdateErrors, AtTheCall) {
                                {"slice_update", "axis"});
   expect_error<sf::Error>([&] { return sf::slice_update(x, 0, 0, sf::Tensor()); },
                           {"slice_update"});
+  expect_error<sf::ShapeError>(
+      [&] { return sf::index_put(x, 0, sf::zeros({2}, sf::kI64), sf::ones({3, 4})); },
+      {"index_put", "src [3, 4] f32", "2 indices"});
+  expect_error<sf::ShapeError>(
+      [&] { return sf::index_put(x, 0, sf::zeros({1, 1}, sf::kI64), sf::ones({1, 4})); },
+      {"index_put", "1-D"});
+  expect_error<sf::DTypeError>(
+      [&] { return sf::index_put(x, 0, sf::zeros({1}), sf::ones({1, 4})); },
+      {"index_put", "i32 or i64"});
+  expect_error<sf::Error>(
+      [&] {
+        return sf::index_put(x, 0, sf::from_vector(std::vector<std::int64_t>{1, 3}), sf::ones({2, 4}))
+            .to_vector<float>();
+      },
+      {"index_put", "index 3 at [1]", "size 3"});
   // An empty src changes nothing; a negative start counts from the end.
   EXPECT_EQ(sf::slice_update(x, 0, 3, sf::ones({0, 4})).to_vector<float>(),
             std::vector<float>(12, 0.0f));
