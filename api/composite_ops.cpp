@@ -152,7 +152,7 @@ Tensor std(Tensor x, double correction) {
 #define STREAMFUSE_OVER_AXES(name)                                                       \
   Tensor name(Tensor x, std::span<const int> axes, bool keepdim) {                       \
     return over_axes(std::move(x), axes, keepdim, #name,                                 \
-                     [](Tensor t, int a, bool k) { return name(std::move(t), a, k); }); \
+                     [](Tensor t, int a, bool k) { return name(std::move(t), a, k); });  \
   }                                                                                      \
   Tensor name(Tensor x, std::initializer_list<int> axes, bool keepdim) {                 \
     return name(std::move(x), std::span<const int>(axes.begin(), axes.size()), keepdim); \

@@ -137,10 +137,18 @@ Tensor& compound(core::OpKind kind, Tensor& a, const Tensor* b, const Scalar* s)
 
 }  // namespace
 
-Tensor& operator+=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kAdd, a, &b, nullptr); }
-Tensor& operator-=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kSub, a, &b, nullptr); }
-Tensor& operator*=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kMul, a, &b, nullptr); }
-Tensor& operator/=(Tensor& a, const Tensor& b) { return compound(core::OpKind::kDiv, a, &b, nullptr); }
+Tensor& operator+=(Tensor& a, const Tensor& b) {
+  return compound(core::OpKind::kAdd, a, &b, nullptr);
+}
+Tensor& operator-=(Tensor& a, const Tensor& b) {
+  return compound(core::OpKind::kSub, a, &b, nullptr);
+}
+Tensor& operator*=(Tensor& a, const Tensor& b) {
+  return compound(core::OpKind::kMul, a, &b, nullptr);
+}
+Tensor& operator/=(Tensor& a, const Tensor& b) {
+  return compound(core::OpKind::kDiv, a, &b, nullptr);
+}
 Tensor& operator+=(Tensor& a, Scalar b) { return compound(core::OpKind::kAdd, a, nullptr, &b); }
 Tensor& operator-=(Tensor& a, Scalar b) { return compound(core::OpKind::kSub, a, nullptr, &b); }
 Tensor& operator*=(Tensor& a, Scalar b) { return compound(core::OpKind::kMul, a, nullptr, &b); }

@@ -52,8 +52,8 @@ IndexOperands index_operands(Tensor x, Tensor indices, int axis, std::string_vie
 
 Tensor index_select(Tensor x, int axis, Tensor indices) {
   return api_call("index_select", [&] {
-    IndexOperands o = index_operands(std::move(x), std::move(indices), axis, "index_select",
-                                     "indices");
+    IndexOperands o =
+        index_operands(std::move(x), std::move(indices), axis, "index_select", "indices");
     const stream::TensorNode& n = *o.ops[0].node();
     const Shape& is = o.ops[1].node()->shape;
     if (n.shape.rank() - 1 + is.rank() > kMaxRank)
@@ -134,8 +134,8 @@ Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src) {
 Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src) {
   return api_call("index_put", [&] {
     node_of(src, "index_put");
-    IndexOperands o = index_operands(std::move(x), std::move(indices), axis, "index_put",
-                                     "indices");
+    IndexOperands o =
+        index_operands(std::move(x), std::move(indices), axis, "index_put", "indices");
     const stream::TensorNode& n = *o.ops[0].node();
     const Shape& is = o.ops[1].node()->shape;
     if (is.rank() != 1)
@@ -210,9 +210,8 @@ Sorted topk(Tensor x, std::int64_t k, int axis, bool largest) {
     const int a = normalize_axis(axis, rank, "topk", x);
     const std::int64_t size = n.shape[a];
     if (k < 0 || k > size)
-      throw ShapeError("topk: k = " + std::to_string(k) + " is not in [0, " +
-                       std::to_string(size) + "] for axis " + std::to_string(axis) +
-                       " of a tensor " + describe(x));
+      throw ShapeError("topk: k = " + std::to_string(k) + " is not in [0, " + std::to_string(size) +
+                       "] for axis " + std::to_string(axis) + " of a tensor " + describe(x));
     Tensor order = argsort(x, a, largest).slice(a, 0, k);
     Tensor values = gather(std::move(x), a, order);
     return Sorted{std::move(values), std::move(order)};

@@ -88,8 +88,7 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path, Device d
     std::map<std::string, Tensor> out;
     for (const api::SafetensorsEntry& e : header.tensors) {
       const char* data = file->bytes().data() + header.data_start + e.begin;
-      const bool aligned =
-          reinterpret_cast<std::uintptr_t>(data) % element_size(e.dtype) == 0;
+      const bool aligned = reinterpret_cast<std::uintptr_t>(data) % element_size(e.dtype) == 0;
       Tensor t = aligned ? from_blob(data, e.dtype, e.shape, file)
                          : from_blob(static_cast<const void*>(data), e.dtype, e.shape);
       out.emplace(e.name, device == Device::cpu() ? std::move(t) : t.to(device));
@@ -125,8 +124,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     std::vector<api::SafetensorsEntry> entries;
     std::uint64_t offset = 0;
     for (const auto& [name, t] : order) {
-      const std::uint64_t bytes =
-          static_cast<std::uint64_t>(t->numel()) * element_size(t->dtype());
+      const std::uint64_t bytes = static_cast<std::uint64_t>(t->numel()) * element_size(t->dtype());
       entries.push_back({*name, t->dtype(), t->shape(), offset, offset + bytes});
       offset += bytes;
     }

@@ -24,11 +24,11 @@ struct DTypeName {
   std::string_view name;
   DType dtype;
 };
-constexpr DTypeName kDTypes[] = {{"F32", kF32}, {"F16", kF16},  {"BF16", kBF16},
+constexpr DTypeName kDTypes[] = {{"F32", kF32}, {"F16", kF16}, {"BF16", kBF16},
                                  {"I32", kI32}, {"I64", kI64}, {"BOOL", kBool}};
 // The format's other dtypes: named in the error, so that a model file is not called corrupt.
-constexpr std::string_view kOtherDTypes[] = {"F64", "I8",  "U8",  "I16",     "U16",
-                                             "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
+constexpr std::string_view kOtherDTypes[] = {"F64", "I8",      "U8",      "I16",     "U16",
+                                             "U32", "U64",     "F8_E4M3", "F8_E5M2", "F8_E8M0",
                                              "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 [[noreturn]] void bad(const std::string& what) { throw Error(what); }
@@ -59,7 +59,8 @@ Shape parse_shape(const std::string& name, const Json& value) {
   Shape shape;
   for (const Json& d : value) {
     if (!d.is_number_unsigned() ||
-        d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        d.get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       bad("tensor " + in_quotes(name) + ": a dimension of \"shape\" is not a size");
     shape.push_back(static_cast<std::int64_t>(d.get<std::uint64_t>()));
   }
@@ -167,8 +168,8 @@ SafetensorsHeader read_safetensors_header(std::string_view file) {
   }
   if (expected != data_size)
     bad(expected > data_size
-            ? "truncated: the tensors need " + std::to_string(expected) + " bytes of data, the file has " +
-                  std::to_string(data_size)
+            ? "truncated: the tensors need " + std::to_string(expected) +
+                  " bytes of data, the file has " + std::to_string(data_size)
             : "the tensors account for " + std::to_string(expected) + " of the file's " +
                   std::to_string(data_size) + " bytes of data");
   return out;

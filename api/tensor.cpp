@@ -63,14 +63,14 @@ Tensor Tensor::to(Device device) && {
 }
 
 Tensor Tensor::to(DType dtype) const& { return Tensor(*this).to(dtype); }
-#define STREAMFUSE_REDUCTION_MEMBERS(name)                                                \
-  Tensor Tensor::name() const& { return streamfuse::name(*this); }                          \
-  Tensor Tensor::name() && { return streamfuse::name(std::move(*this)); }                   \
-  Tensor Tensor::name(int axis, bool keepdim) const& {                                     \
-    return streamfuse::name(*this, axis, keepdim);                                         \
-  }                                                                                        \
-  Tensor Tensor::name(int axis, bool keepdim) && {                                         \
-    return streamfuse::name(std::move(*this), axis, keepdim);                              \
+#define STREAMFUSE_REDUCTION_MEMBERS(name)                               \
+  Tensor Tensor::name() const& { return streamfuse::name(*this); }       \
+  Tensor Tensor::name()&& { return streamfuse::name(std::move(*this)); } \
+  Tensor Tensor::name(int axis, bool keepdim) const& {                   \
+    return streamfuse::name(*this, axis, keepdim);                       \
+  }                                                                      \
+  Tensor Tensor::name(int axis, bool keepdim)&& {                        \
+    return streamfuse::name(std::move(*this), axis, keepdim);            \
   }
 STREAMFUSE_REDUCTION_MEMBERS(sum)
 STREAMFUSE_REDUCTION_MEMBERS(mean)

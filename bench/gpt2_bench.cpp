@@ -49,8 +49,8 @@ void BM_Prefill(benchmark::State& state) {
     benchmark::DoNotOptimize(sf::argmax(logits).item<std::int64_t>());
   }
   state.SetLabel(std::string("prefill ") + std::to_string(n) + "/" + sf::bench::mode_name(mode));
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n * state.iterations()),
-                                                   benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(n * state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // Decode: one token at a context of `n` (the cache holds n - 1 tokens), its argmax read as
@@ -75,8 +75,7 @@ void BM_Decode(benchmark::State& state) {
     sf::Tensor logits = step();
     benchmark::DoNotOptimize(sf::argmax(logits).item<std::int64_t>());
   }
-  state.SetLabel(std::string("decode at ") + std::to_string(n) + "/" +
-                 sf::bench::mode_name(mode));
+  state.SetLabel(std::string("decode at ") + std::to_string(n) + "/" + sf::bench::mode_name(mode));
 }
 
 // The floor of a decode step: every weight read once. A read of GPT-2 small's 498 MB of f32

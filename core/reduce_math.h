@@ -26,8 +26,8 @@
 // Where the order cannot change the result (Op::kAnyOrder: max and min, NaN payloads aside, and
 // integer sums), runs and pushed pieces fold in the order that is fastest on the CPU instead
 // (sf_reduce_any_order: four independent sets of lanes, merged as a tree; float max and min on
-// integer keys of the floats), so a kernel that
-// follows the order above still gets the same value.
+// integer keys of the floats), so a kernel that follows the order above still gets the same
+// value.
 //
 // Like the other prelude headers the text is pasted verbatim into generated kernels: it includes
 // nothing (include scalar_ops.h first) and reaches the platform only through SF_MATH_FN.
@@ -279,7 +279,8 @@ struct sf_float_extreme<sf_extreme_float<kMax> > {
 // A NaN's key lies above +inf's or, negative, below -inf's: *found is then 0 and the caller folds
 // the run again through Op::step, whose NaN payload depends on the order.
 template <int kKind, class Load>
-SF_MATH_FN float sf_reduce_extreme_keys(const Load& load, long long first, long long n, int* found) {
+SF_MATH_FN float sf_reduce_extreme_keys(const Load& load, long long first, long long n,
+                                         int* found) {
   const int kWidth = 2 * SF_REDUCE_LANES;
   const int kInfKey = 0x7f800000, kMinusInfKey = (int)0x807fffff;
   int hi[kWidth], lo[kWidth];

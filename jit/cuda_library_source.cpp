@@ -415,26 +415,23 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
 std::string cuda_scan_source(core::OpKind kind, DType in, DType out, const std::string& name) {
   const bool floating = float_storage(in);
   const std::string element = std::string("((const ") + storage_c_type(in) + "*)a.x)[e]";
-  const std::string key =
-      floating ? "(double)(" + load_value(element, in, ValueType::kFloat) + ")"
-               : load_value(element, in, ValueType::kI64);
-  const std::string body =
-      kind == core::OpKind::kCumsum
-          ? (floating ? R"(
+  const std::string key = floating ? "(double)(" + load_value(element, in, ValueType::kFloat) + ")"
+                                   : load_value(element, in, ValueType::kI64);
+  const std::string body = kind == core::OpKind::kCumsum ? (floating ? R"(
     double acc = 0;
     for (long long k = 0; k < a.size; ++k) {
       const long long e = first + k * a.inner;
       acc += $KEY;
       (($OUT*)a.out)[e] = $STORE;
     })"
-                      : R"(
+                                                                     : R"(
     unsigned long long acc = 0;  // wrapping
     for (long long k = 0; k < a.size; ++k) {
       const long long e = first + k * a.inner;
       acc += (unsigned long long)($KEY);
       ((long long*)a.out)[e] = (long long)acc;
     })")
-          : R"(
+                                                         : R"(
     long long* src = a.a + line * a.size;
     long long* dst = a.b + line * a.size;
     for (long long k = 0; k < a.size; ++k) src[k] = k;

@@ -280,8 +280,7 @@ void CudaOpKernels::index(const core::OpDesc& op, const TensorHandle& x,
                           const TensorHandle& bad) {
   const backends::cuda::Driver& d = device_->driver();
   device_->make_current();
-  d.check(d.memset_d8_async(backends::cuda::device_address(bad.storage.data()), 0, 4,
-                            stream_of_()),
+  d.check(d.memset_d8_async(backends::cuda::device_address(bad.storage.data()), 0, 4, stream_of_()),
           "clearing the index check on " + device_->name());
   const core::TensorDesc& xd = op.inputs[0];
   const DType index_dtype = op.inputs[1].dtype;

@@ -109,7 +109,11 @@ void drop_native_code(std::vector<BundleSection>& sections) {
     boost::unordered_flat_map<std::string, std::shared_ptr<const jit::LibraryImage>> stubs;
     for (jit::KernelRecord& k : s.kernels) {
       std::shared_ptr<const jit::LibraryImage>& stub = stubs[k.library->name];
-      if (!stub) stub = std::make_shared<jit::LibraryImage>(jit::LibraryImage{k.library->name});
+      if (!stub) {
+        auto image = std::make_shared<jit::LibraryImage>();
+        image->name = k.library->name;  // a stub: the name only
+        stub = std::move(image);
+      }
       k.library = stub;
     }
   }

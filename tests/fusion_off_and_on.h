@@ -25,6 +25,6 @@ class FusionOffAndOn : public ::testing::TestWithParam<bool> {
 
 }  // namespace streamfuse::testing
 
-#define STREAMFUSE_FUSION_OFF_AND_ON(suite)                                 \
-  INSTANTIATE_TEST_SUITE_P(Fusion, suite, ::testing::Bool(),               \
+#define STREAMFUSE_FUSION_OFF_AND_ON(suite)                  \
+  INSTANTIATE_TEST_SUITE_P(Fusion, suite, ::testing::Bool(), \
                            [](const auto& info) { return info.param ? "On" : "Off"; })

@@ -4,8 +4,8 @@
 
 #include "backends/cpu/index_ops.h"
 #include "backends/cpu/isa.h"
-#include "backends/cpu/scan_ops.h"
 #include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/scan_ops.h"
 #include "backends/cpu/views.h"
 #include "backends/movement.h"
 #include "backends/update.h"

@@ -40,10 +40,18 @@ void check(const core::OpDesc& op, const char* indices, std::int64_t size) {
 
 void copy_element(char* to, const char* from, std::size_t bytes) {
   switch (bytes) {
-    case 1: *to = *from; return;
-    case 2: std::memcpy(to, from, 2); return;
-    case 4: std::memcpy(to, from, 4); return;
-    default: std::memcpy(to, from, 8); return;
+    case 1:
+      *to = *from;
+      return;
+    case 2:
+      std::memcpy(to, from, 2);
+      return;
+    case 4:
+      std::memcpy(to, from, 4);
+      return;
+    default:
+      std::memcpy(to, from, 8);
+      return;
   }
 }
 

@@ -49,8 +49,8 @@ void store_float(char* p, DType d, std::int64_t i, double v) {
   std::memcpy(p + i * 2, &h, 2);
 }
 
-void cumsum(const ScanLayout& l, const char* x, DType in, char* out, DType to,
-            std::int64_t begin, std::int64_t end) {
+void cumsum(const ScanLayout& l, const char* x, DType in, char* out, DType to, std::int64_t begin,
+            std::int64_t end) {
   for (std::int64_t line = begin; line < end; ++line) {
     const std::int64_t o = line / l.inner, i = line % l.inner;
     const std::int64_t first = o * l.size * l.inner + i;
@@ -116,7 +116,8 @@ void run_scan(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> 
   out = backend.allocate(od.shape, od.dtype);
   if (od.shape.numel() == 0) return;
   TensorHandle dense = inputs[0];
-  if (!is_contiguous(dense, xd.shape)) dense = copy_contiguous(backend, dense, xd.shape, xd.dtype, xd.dtype);
+  if (!is_contiguous(dense, xd.shape))
+    dense = copy_contiguous(backend, dense, xd.shape, xd.dtype, xd.dtype);
   const char* x = static_cast<const char*>(element_ptr(dense, xd.dtype));
   char* o = static_cast<char*>(out.storage.data());
   const ScanLayout l = scan_layout(xd.shape, op.attrs.axis);

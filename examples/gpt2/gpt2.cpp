@@ -65,15 +65,13 @@ Model::Model(const std::map<std::string, sf::Tensor>& w,
   ln_f_b_ = take(w, "ln_f.bias", {C});
   for (std::int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
-    blocks_.push_back({take(w, p + "ln_1.weight", {C}), take(w, p + "ln_1.bias", {C}),
-                       take(w, p + "attn.c_attn.weight", {C, 3 * C}),
-                       take(w, p + "attn.c_attn.bias", {3 * C}),
-                       take(w, p + "attn.c_proj.weight", {C, C}),
-                       take(w, p + "attn.c_proj.bias", {C}), take(w, p + "ln_2.weight", {C}),
-                       take(w, p + "ln_2.bias", {C}), take(w, p + "mlp.c_fc.weight", {C, 4 * C}),
-                       take(w, p + "mlp.c_fc.bias", {4 * C}),
-                       take(w, p + "mlp.c_proj.weight", {4 * C, C}),
-                       take(w, p + "mlp.c_proj.bias", {C})});
+    blocks_.push_back(
+        {take(w, p + "ln_1.weight", {C}), take(w, p + "ln_1.bias", {C}),
+         take(w, p + "attn.c_attn.weight", {C, 3 * C}), take(w, p + "attn.c_attn.bias", {3 * C}),
+         take(w, p + "attn.c_proj.weight", {C, C}), take(w, p + "attn.c_proj.bias", {C}),
+         take(w, p + "ln_2.weight", {C}), take(w, p + "ln_2.bias", {C}),
+         take(w, p + "mlp.c_fc.weight", {C, 4 * C}), take(w, p + "mlp.c_fc.bias", {4 * C}),
+         take(w, p + "mlp.c_proj.weight", {4 * C, C}), take(w, p + "mlp.c_proj.bias", {C})});
   }
   reset();
 }
@@ -133,8 +131,7 @@ sf::Tensor Model::forward(const std::vector<std::int64_t>& ids, bool all_logits)
   if (tokens == 0) throw sf::Error("gpt2: forward of no tokens");
   if (position_ + tokens > config_.positions)
     throw sf::Error("gpt2: " + std::to_string(position_ + tokens) +
-                    " positions are more than the model's " +
-                    std::to_string(config_.positions));
+                    " positions are more than the model's " + std::to_string(config_.positions));
   // Checked here, where the ids are still on the host: an id past the vocabulary would make
   // the embedding's result an error, and with it every layer's cache.
   for (std::int64_t id : ids)

@@ -20,12 +20,18 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const long long v = std::atoll(argv[i + 1]);
-    if (flag == "--layers") c.layers = v;
-    else if (flag == "--embd") c.embd = v;
-    else if (flag == "--heads") c.heads = v;
-    else if (flag == "--vocab") c.vocab = v;
-    else if (flag == "--positions") c.positions = v;
-    else if (flag == "--seed") seed = static_cast<std::uint64_t>(v);
+    if (flag == "--layers")
+      c.layers = v;
+    else if (flag == "--embd")
+      c.embd = v;
+    else if (flag == "--heads")
+      c.heads = v;
+    else if (flag == "--vocab")
+      c.vocab = v;
+    else if (flag == "--positions")
+      c.positions = v;
+    else if (flag == "--seed")
+      seed = static_cast<std::uint64_t>(v);
     else {
       std::cerr << "gpt2_make_weights: unknown option " << flag << "\n";
       return 2;

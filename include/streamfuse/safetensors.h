@@ -28,8 +28,8 @@ std::map<std::string, std::string> load_safetensors_metadata(const std::string& 
 // Writes `tensors` (any device, layout or dtype streamfuse has) and `metadata` to `path` as a
 // safetensors file, wider elements first, then in name order, so that every tensor's bytes are
 // aligned to its element size (load_safetensors then copies none). The file is replaced whole or
-// not at all (written beside it, then renamed). A sync point of every tensor. Throws Error naming the path when it cannot be
-// written, and for names that are empty or not UTF-8.
+// not at all (written beside it, then renamed). A sync point of every tensor. Throws Error naming
+// the path when it cannot be written, and for names that are empty or not UTF-8.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 

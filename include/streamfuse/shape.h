@@ -3,8 +3,8 @@
 
 #include <array>
 #include <cstdint>
-#include <iosfwd>
 #include <initializer_list>
+#include <iosfwd>
 #include <span>
 #include <string>
 

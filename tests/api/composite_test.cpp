@@ -74,7 +74,8 @@ TEST_P(Composite, VarAndStdAgainstALoopInDouble) {
         }
         const double want = ss / (7 - correction);
         EXPECT_NEAR(v[static_cast<std::size_t>(a * 3 + c)], want, 1e-5 * want);
-        EXPECT_NEAR(s[static_cast<std::size_t>(a * 3 + c)], std::sqrt(want), 1e-5 * std::sqrt(want));
+        EXPECT_NEAR(s[static_cast<std::size_t>(a * 3 + c)], std::sqrt(want),
+                    1e-5 * std::sqrt(want));
       }
     // Over everything.
     double mean = 0, ss = 0;
@@ -122,8 +123,11 @@ STREAMFUSE_FUSION_OFF_AND_ON(Composite);
 TEST(CompositeErrors, NameTheFunction) {
   const sf::Tensor x = sf::ones({2, 3});
   expect_error<sf::DTypeError>([&] { return sf::masked_fill(x, x, 0); }, {"masked_fill", "bool"});
-  expect_error<sf::ShapeError>([&] { return sf::masked_fill(x, sf::ones({4, 2, 3}, sf::kBool), 0); },
-                               {"masked_fill", "x's shape"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::masked_fill(x, sf::ones({4, 2, 3}, sf::kBool), 0);
+      },
+      {"masked_fill", "x's shape"});
   expect_error<sf::ShapeError>([&] { return sf::tril(sf::ones({3})); }, {"tril", "two dimensions"});
   expect_error<sf::ShapeError>([&] { return sf::flip(x, 2); }, {"flip", "axis"});
   expect_error<sf::DTypeError>([&] { return sf::var(x > 0.0f); }, {"var", "bool"});

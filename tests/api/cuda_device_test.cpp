@@ -353,8 +353,11 @@ TEST_P(CudaDevice, IndexOps) {
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i * 5 + 3) % below;
     return sf::from_vector(v, s, d).to(dtype);
   };
-  same<float>([&](sf::Device d) { return sf::embedding(input(d, {11, 6}), ids(d, {2, 3}, 11, sf::kI32)); },
-              "embedding, i32 ids");
+  same<float>(
+      [&](sf::Device d) {
+        return sf::embedding(input(d, {11, 6}), ids(d, {2, 3}, 11, sf::kI32));
+      },
+      "embedding, i32 ids");
   same<float>(
       [&](sf::Device d) {
         return sf::index_select(sf::transpose(input(d, {5, 7}), 0, 1), 1, ids(d, {4}, 5, sf::kI64));
@@ -366,10 +369,14 @@ TEST_P(CudaDevice, IndexOps) {
       },
       "index_select f16 along a middle axis");
   same<std::int64_t>(
-      [&](sf::Device d) { return sf::gather(ids(d, {4, 6}, 100, sf::kI64), 1, ids(d, {4, 3}, 6, sf::kI32)); },
+      [&](sf::Device d) {
+        return sf::gather(ids(d, {4, 6}, 100, sf::kI64), 1, ids(d, {4, 3}, 6, sf::kI32));
+      },
       "gather i64 along the inner axis");
   same<float>(
-      [&](sf::Device d) { return sf::gather(input(d, {5, 3, 2}), 0, ids(d, {2, 3, 1}, 5, sf::kI64)); },
+      [&](sf::Device d) {
+        return sf::gather(input(d, {5, 3, 2}), 0, ids(d, {2, 3, 1}, 5, sf::kI64));
+      },
       "gather along the outer axis, index smaller than x");
   // An index out of range: the CPU's error, naming the same (first) index.
   std::string messages[2];
@@ -411,12 +418,18 @@ TEST_P(CudaDevice, SliceUpdate) {
 }
 
 TEST_P(CudaDevice, Scans) {
-  same<float>([](sf::Device d) { return sf::cumsum(input(d, {3, 40, 2}, 9.0f), 1); },
-              "cumsum f32 along a middle axis (double sums)");
+  same<float>(
+      [](sf::Device d) {
+        return sf::cumsum(input(d, {3, 40, 2}, 9.0f), 1);
+      },
+      "cumsum f32 along a middle axis (double sums)");
   same<sf::BFloat16>([](sf::Device d) { return sf::cumsum(input(d, {70}).to(sf::kBF16), 0); },
                      "cumsum bf16");
-  same<std::int64_t>([](sf::Device d) { return sf::cumsum(input(d, {5, 6}).to(sf::kI32), -1); },
-                     "cumsum i32 into i64");
+  same<std::int64_t>(
+      [](sf::Device d) {
+        return sf::cumsum(input(d, {5, 6}).to(sf::kI32), -1);
+      },
+      "cumsum i32 into i64");
   same<std::int64_t>(
       [](sf::Device d) {
         // Many ties (the input repeats every 113 elements), NaN and signed zeros.
@@ -426,8 +439,11 @@ TEST_P(CudaDevice, Scans) {
         return sf::argsort(x, -1, true);
       },
       "argsort descending, stable");
-  same<std::int64_t>([](sf::Device d) { return sf::argsort(input(d, {33, 3}).to(sf::kI64), 0); },
-                     "argsort i64 along the outer axis");
+  same<std::int64_t>(
+      [](sf::Device d) {
+        return sf::argsort(input(d, {33, 3}).to(sf::kI64), 0);
+      },
+      "argsort i64 along the outer axis");
   same<float>([](sf::Device d) { return sf::topk(input(d, {2, 500}), 5).values; }, "topk");
 }
 

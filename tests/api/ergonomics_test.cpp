@@ -18,9 +18,9 @@ namespace {
 TEST(CompoundAssignment, ComputesAsTheBinaryOps) {
   sf::Tensor a = sf::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
   const sf::Tensor b = sf::from_vector(std::vector<float>{10, 20});
-  a += b;       // b broadcasts
-  a -= 1.0f;    // scalars
-  a *= a;       // itself
+  a += b;     // b broadcasts
+  a -= 1.0f;  // scalars
+  a *= a;     // itself
   a /= 2;
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{50, 220.5f, 72, 264.5f}));
   EXPECT_EQ(a.shape(), sf::Shape({2, 2}));
@@ -61,7 +61,11 @@ TEST(CompoundAssignment, KeepsTheDtypeAndShapeOrSaysWhy) {
   expect_error<sf::DTypeError>([&] { i /= 2; }, {"div=", "f32"});
   EXPECT_EQ(i.to_vector<std::int32_t>(), (std::vector<std::int32_t>{3, 3})) << "the error lost i";
   sf::Tensor small = sf::ones({3});
-  expect_error<sf::ShapeError>([&] { small += sf::ones({2, 3}); }, {"add=", "[3] f32", "[2, 3] f32"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        small += sf::ones({2, 3});
+      },
+      {"add=", "[3] f32", "[2, 3] f32"});
   EXPECT_EQ(small.shape(), sf::Shape({3}));
   sf::Tensor flags = sf::ones({2}, sf::kBool);
   expect_error<sf::DTypeError>([&] { flags += flags; }, {"add", "bool"});

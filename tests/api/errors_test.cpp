@@ -142,9 +142,8 @@ void expect_error_of(const std::string& call, F&& f, std::initializer_list<const
 // Functions made of other API ops name the call the user wrote, then the op that failed.
 TEST(ErrorsTest, CompositesNameTheCallTheUserWrote) {
   const sf::Tensor x = sf::ones({2, 3}), i = sf::ones({2, 3}, sf::kI64);
-  expect_error_of<sf::ShapeError>(
-      "softmax", [&] { return sf::nn::softmax(x, 5); },
-      {"axis 5 is out of range", "[2, 3] f32", "-2 to 1"});
+  expect_error_of<sf::ShapeError>("softmax", [&] { return sf::nn::softmax(x, 5); },
+                                  {"axis 5 is out of range", "[2, 3] f32", "-2 to 1"});
   expect_error_of<sf::ShapeError>("zeros",
                                   [] {
                                     return sf::zeros({2, -1});

@@ -72,7 +72,8 @@ TEST(FromBlobTest, NeverWritesTheMemoryEvenWhenItsTensorIsALastUse) {
   {
     const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, values.data(), values.size() * 4), static_cast<ssize_t>(values.size() * 4));
+    ASSERT_EQ(::write(fd, values.data(), values.size() * 4),
+              static_cast<ssize_t>(values.size() * 4));
     ::close(fd);
   }
   const int fd = ::open(path.c_str(), O_RDONLY);
@@ -80,9 +81,8 @@ TEST(FromBlobTest, NeverWritesTheMemoryEvenWhenItsTensorIsALastUse) {
   void* map = ::mmap(nullptr, values.size() * 4, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   ASSERT_NE(map, MAP_FAILED);
-  const std::shared_ptr<const void> mapping(map, [n = values.size() * 4](const void* p) {
-    ::munmap(const_cast<void*>(p), n);
-  });
+  const std::shared_ptr<const void> mapping(
+      map, [n = values.size() * 4](const void* p) { ::munmap(const_cast<void*>(p), n); });
 
   for (const bool fusion : {false, true}) {
     sf::Config c = sf::config();
@@ -103,16 +103,15 @@ TEST(FromBlobTest, NeverWritesTheMemoryEvenWhenItsTensorIsALastUse) {
 
 TEST(FromBlobTest, BadArgumentsAreErrorsAtTheCall) {
   auto owner = iota_floats(8);
-  expect_error<sf::Error>(
-      [&] { return sf::from_blob(owner->data(), sf::kF32, {8}, nullptr); }, {"owner"});
+  expect_error<sf::Error>([&] { return sf::from_blob(owner->data(), sf::kF32, {8}, nullptr); },
+                          {"owner"});
   expect_error<sf::Error>(
       [&] {
         return sf::from_blob(reinterpret_cast<const char*>(owner->data()) + 2, sf::kF32, {2},
                              owner);
       },
       {"aligned", "4-byte"});
-  expect_error<sf::Error>([&] { return sf::from_blob(nullptr, sf::kF32, {2}, owner); },
-                          {"null"});
+  expect_error<sf::Error>([&] { return sf::from_blob(nullptr, sf::kF32, {2}, owner); }, {"null"});
   expect_error<sf::ShapeError>([&] { return sf::from_blob(owner->data(), sf::kF32, {-1}, owner); },
                                {"from_blob"});
   // Empty tensors need no memory.

@@ -29,11 +29,21 @@ Bytes bytes_of(const sf::Tensor& t) {
   b.element = sf::element_size(t.dtype());
   b.data.resize(static_cast<std::size_t>(t.numel()) * b.element);
   switch (t.dtype()) {
-    case sf::kF32: t.copy_to(reinterpret_cast<float*>(b.data.data()), t.numel()); break;
-    case sf::kF16: t.copy_to(reinterpret_cast<sf::Half*>(b.data.data()), t.numel()); break;
-    case sf::kBF16: t.copy_to(reinterpret_cast<sf::BFloat16*>(b.data.data()), t.numel()); break;
-    case sf::kI32: t.copy_to(reinterpret_cast<std::int32_t*>(b.data.data()), t.numel()); break;
-    case sf::kI64: t.copy_to(reinterpret_cast<std::int64_t*>(b.data.data()), t.numel()); break;
+    case sf::kF32:
+      t.copy_to(reinterpret_cast<float*>(b.data.data()), t.numel());
+      break;
+    case sf::kF16:
+      t.copy_to(reinterpret_cast<sf::Half*>(b.data.data()), t.numel());
+      break;
+    case sf::kBF16:
+      t.copy_to(reinterpret_cast<sf::BFloat16*>(b.data.data()), t.numel());
+      break;
+    case sf::kI32:
+      t.copy_to(reinterpret_cast<std::int32_t*>(b.data.data()), t.numel());
+      break;
+    case sf::kI64:
+      t.copy_to(reinterpret_cast<std::int64_t*>(b.data.data()), t.numel());
+      break;
     case sf::kBool: {
       const std::vector<bool> v = t.to_vector<bool>();
       for (std::size_t i = 0; i < v.size(); ++i) b.data[i] = v[i];
@@ -68,7 +78,9 @@ sf::Tensor index_values(sf::Shape shape, std::int64_t below, sf::DType dtype, st
   return sf::from_vector(v, shape).to(dtype);
 }
 
-std::vector<std::int64_t> as_i64(const sf::Tensor& t) { return t.to(sf::kI64).to_vector<std::int64_t>(); }
+std::vector<std::int64_t> as_i64(const sf::Tensor& t) {
+  return t.to(sf::kI64).to_vector<std::int64_t>();
+}
 
 class IndexOps : public streamfuse::testing::FusionOffAndOn {};
 
@@ -176,17 +188,26 @@ TEST(IndexOpsErrors, AtTheCall) {
   expect_error<sf::DTypeError>([&] { return sf::index_select(x, 0, ids.to(sf::kF32)); },
                                {"index_select", "i32 or i64", "f32"});
   expect_error<sf::DTypeError>([&] { return sf::embedding(x, ids > 0); }, {"embedding", "bool"});
-  expect_error<sf::ShapeError>([&] { return sf::index_select(x, 2, ids); }, {"index_select", "axis"});
+  expect_error<sf::ShapeError>([&] { return sf::index_select(x, 2, ids); },
+                               {"index_select", "axis"});
   expect_error<sf::ShapeError>([&] { return sf::index_select(sf::full({}, 1.0f), 0, ids); },
                                {"no axis"});
-  expect_error<sf::ShapeError>([&] { return sf::index_select(sf::ones({0, 2}), 0, ids); },
-                               {"empty"});
   expect_error<sf::ShapeError>(
-      [&] { return sf::index_select(sf::ones({2, 2, 2, 2, 2}), 0, sf::zeros({1, 1, 1, 1, 1}, sf::kI64)); },
+      [&] {
+        return sf::index_select(sf::ones({0, 2}), 0, ids);
+      },
+      {"empty"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::index_select(sf::ones({2, 2, 2, 2, 2}), 0, sf::zeros({1, 1, 1, 1, 1}, sf::kI64));
+      },
       {"rank 9"});
   expect_error<sf::ShapeError>([&] { return sf::gather(x, 0, ids); }, {"gather", "rank"});
-  expect_error<sf::ShapeError>([&] { return sf::gather(x, 0, sf::zeros({2, 5}, sf::kI64)); },
-                               {"gather", "larger"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::gather(x, 0, sf::zeros({2, 5}, sf::kI64));
+      },
+      {"gather", "larger"});
   expect_error<sf::Error>([&] { return sf::embedding(sf::Tensor(), ids); }, {"embedding"});
   // Empty indices are fine even along an empty axis' neighbours.
   EXPECT_EQ(sf::index_select(x, 0, sf::zeros({0}, sf::kI64)).shape(), sf::Shape({0, 3}));
@@ -203,9 +224,9 @@ TEST(IndexOpsErrors, OutOfRangeIndicesSurfaceWhereTheResultIsRead) {
     sf::set_config(c);
     const sf::Tensor ids = sf::from_vector(std::vector<std::int32_t>{1, 2, 10, 3, -1, 0}, {2, 3});
     const sf::Tensor h = sf::embedding(table, ids) + 1.0f;
-    expect_error<sf::Error>([&] { return h.to_vector<float>(); },
-                            {"index_select", "index 10 at [0, 2]", "axis 0 of size 10",
-                             "valid: 0 to 9"});
+    expect_error<sf::Error>(
+        [&] { return h.to_vector<float>(); },
+        {"index_select", "index 10 at [0, 2]", "axis 0 of size 10", "valid: 0 to 9"});
     const sf::Tensor negative = sf::from_vector(std::vector<std::int64_t>{-1}, {1, 1});
     expect_error<sf::Error>([&] { return sf::gather(table, 0, negative).item<float>(); },
                             {"gather", "index -1 at [0, 0]"});

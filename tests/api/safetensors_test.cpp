@@ -26,11 +26,21 @@ namespace {
 std::vector<std::uint8_t> bytes_of(const sf::Tensor& t) {
   std::vector<std::uint8_t> out(static_cast<std::size_t>(t.numel()) * sf::element_size(t.dtype()));
   switch (t.dtype()) {
-    case sf::kF32: t.copy_to(reinterpret_cast<float*>(out.data()), t.numel()); break;
-    case sf::kF16: t.copy_to(reinterpret_cast<sf::Half*>(out.data()), t.numel()); break;
-    case sf::kBF16: t.copy_to(reinterpret_cast<sf::BFloat16*>(out.data()), t.numel()); break;
-    case sf::kI32: t.copy_to(reinterpret_cast<std::int32_t*>(out.data()), t.numel()); break;
-    case sf::kI64: t.copy_to(reinterpret_cast<std::int64_t*>(out.data()), t.numel()); break;
+    case sf::kF32:
+      t.copy_to(reinterpret_cast<float*>(out.data()), t.numel());
+      break;
+    case sf::kF16:
+      t.copy_to(reinterpret_cast<sf::Half*>(out.data()), t.numel());
+      break;
+    case sf::kBF16:
+      t.copy_to(reinterpret_cast<sf::BFloat16*>(out.data()), t.numel());
+      break;
+    case sf::kI32:
+      t.copy_to(reinterpret_cast<std::int32_t*>(out.data()), t.numel());
+      break;
+    case sf::kI64:
+      t.copy_to(reinterpret_cast<std::int64_t*>(out.data()), t.numel());
+      break;
     case sf::kBool: {
       const std::vector<bool> b = t.to_vector<bool>();
       for (std::size_t i = 0; i < b.size(); ++i) out[i] = b[i];
@@ -124,10 +134,10 @@ TEST(SafetensorsTest, FilesOfOtherWritersLoad) {
   EXPECT_EQ(loaded.at("a").to_vector<float>(), (std::vector<float>{7.0f}));
 
   const std::string b = dir.path() + "/b.safetensors";
-  std::ofstream(b, std::ios::binary) << file_with(
-      R"({"flag":{"dtype":"BOOL","shape":[1],"data_offsets":[0,1]},)"
-      R"("x":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})",
-      std::string(1, '\1') + floats({3.0f, 4.0f}));
+  std::ofstream(b, std::ios::binary)
+      << file_with(R"({"flag":{"dtype":"BOOL","shape":[1],"data_offsets":[0,1]},)"
+                   R"("x":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})",
+                   std::string(1, '\1') + floats({3.0f, 4.0f}));
   const auto unaligned = sf::load_safetensors(b);
   EXPECT_EQ(unaligned.at("x").to_vector<float>(), (std::vector<float>{3.0f, 4.0f}));
   EXPECT_EQ(unaligned.at("flag").to_vector<bool>(), (std::vector<bool>{true}));
@@ -154,26 +164,25 @@ TEST(SafetensorsTest, BrokenAndLyingFilesAreErrorsNamingTheFile) {
   expect_bad(file_with("{" + x + "}", floats({1.0f, 2.0f, 3.0f})), "account for");
   expect_bad(file_with("{not json", ""), "not JSON");
   expect_bad(file_with("[1,2]", ""), "not a JSON object");
-  expect_bad(file_with(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
-                       floats({1.0f, 2.0f})),
-             "do not hold shape [3]");
-  expect_bad(file_with(R"({"x":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
-                       floats({1.0f, 2.0f})),
-             "F64 is not one streamfuse has");
-  expect_bad(file_with(R"({"x":{"dtype":"Q9","shape":[1],"data_offsets":[0,4]}})",
-                       floats({1.0f})),
+  expect_bad(
+      file_with(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", floats({1.0f, 2.0f})),
+      "do not hold shape [3]");
+  expect_bad(
+      file_with(R"({"x":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", floats({1.0f, 2.0f})),
+      "F64 is not one streamfuse has");
+  expect_bad(file_with(R"({"x":{"dtype":"Q9","shape":[1],"data_offsets":[0,4]}})", floats({1.0f})),
              "unknown dtype");
   expect_bad(file_with("{" + x + "," + x + "}", floats({1.0f, 2.0f})), "twice");
   expect_bad(file_with(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                        R"("y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                        floats({1.0f, 2.0f})),
              "overlaps");
-  expect_bad(file_with(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                       floats({1.0f, 2.0f})),
-             "belong to none");
-  expect_bad(file_with(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
-                       floats({1.0f})),
-             "not a size");
+  expect_bad(
+      file_with(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", floats({1.0f, 2.0f})),
+      "belong to none");
+  expect_bad(
+      file_with(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", floats({1.0f})),
+      "not a size");
   expect_bad(file_with(R"({"x":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})",
                        floats({1.0f})),
              "rank 9");
@@ -204,18 +213,30 @@ TEST(SafetensorsTest, BrokenAndLyingFilesAreErrorsNamingTheFile) {
 TEST(SafetensorsTest, SaveReportsWhatItCannotWrite) {
   const TempDir dir;
   expect_error<sf::Error>(
-      [&] { sf::save_safetensors(dir.path() + "/no/such/dir/x.safetensors", {{"a", sf::ones({1})}}); },
+      [&] {
+        sf::save_safetensors(dir.path() + "/no/such/dir/x.safetensors", {{"a", sf::ones({1})}});
+      },
       {"save_safetensors", "cannot write", "x.safetensors"});
-  expect_error<sf::Error>([&] { sf::save_safetensors(dir.path() + "/x", {{"", sf::ones({1})}}); },
-                          {"empty name"});
   expect_error<sf::Error>(
-      [&] { sf::save_safetensors(dir.path() + "/x", {{"__metadata__", sf::ones({1})}}); },
+      [&] {
+        sf::save_safetensors(dir.path() + "/x", {{"", sf::ones({1})}});
+      },
+      {"empty name"});
+  expect_error<sf::Error>(
+      [&] {
+        sf::save_safetensors(dir.path() + "/x", {{"__metadata__", sf::ones({1})}});
+      },
       {"format's own key"});
   expect_error<sf::Error>(
-      [&] { sf::save_safetensors(dir.path() + "/x", {{std::string("\xff\xfe"), sf::ones({1})}}); },
+      [&] {
+        sf::save_safetensors(dir.path() + "/x", {{std::string("\xff\xfe"), sf::ones({1})}});
+      },
       {"save_safetensors", "UTF-8"});
-  expect_error<sf::Error>([&] { sf::save_safetensors(dir.path() + "/x", {{"a", sf::Tensor()}}); },
-                          {"undefined"});
+  expect_error<sf::Error>(
+      [&] {
+        sf::save_safetensors(dir.path() + "/x", {{"a", sf::Tensor()}});
+      },
+      {"undefined"});
   // Nothing half-written is left behind.
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }

@@ -40,7 +40,9 @@ TEST_P(Scans, CumsumAccumulatesInDoubleAndRoundsEachPrefix) {
   double acc = 0;
   for (std::size_t k = 0; k < hv.size(); ++k) {
     acc += hv[k];
-    EXPECT_EQ(hs[k], sf::Tensor(sf::full({}, static_cast<float>(acc)).to(sf::kF16)).to(sf::kF32).item<float>());
+    EXPECT_EQ(
+        hs[k],
+        sf::Tensor(sf::full({}, static_cast<float>(acc)).to(sf::kF16)).to(sf::kF32).item<float>());
   }
   // Integers and bool sum in i64, wrapping.
   const sf::Tensor ints = sf::from_vector(std::vector<std::int32_t>{2147483647, 1, -5});
@@ -61,7 +63,9 @@ TEST_P(Scans, ArgsortIsAStableSortWithNanLast) {
       std::vector<std::int64_t> want(5);
       std::iota(want.begin(), want.end(), 0);
       const auto key = [&](std::int64_t k) { return v[static_cast<std::size_t>(r * 5 + k)]; };
-      const auto before = [](float a, float b) { return !std::isnan(a) && (std::isnan(b) || a < b); };
+      const auto before = [](float a, float b) {
+        return !std::isnan(a) && (std::isnan(b) || a < b);
+      };
       std::stable_sort(want.begin(), want.end(), [&](std::int64_t a, std::int64_t b) {
         return descending ? before(key(b), key(a)) : before(key(a), key(b));
       });

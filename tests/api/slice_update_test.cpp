@@ -45,9 +45,9 @@ TEST_P(SliceUpdate, MatchesALoop) {
     // Half of the trials move a copy of the handle in (the in-place path), half keep it.
     sf::Tensor copy = x;
     const bool moved = trial % 2 == 0;
-    const sf::Tensor out =
-        moved ? sf::slice_update(std::move(copy), axis, start - (trial % 4 == 0 ? xs[axis] : 0), src)
-              : sf::slice_update(copy, axis, start, src);
+    const sf::Tensor out = moved ? sf::slice_update(std::move(copy), axis,
+                                                    start - (trial % 4 == 0 ? xs[axis] : 0), src)
+                                 : sf::slice_update(copy, axis, start, src);
     ASSERT_EQ(out.shape(), xs);
     ASSERT_EQ(out.dtype(), sf::kF32);
 
@@ -93,7 +93,8 @@ TEST_P(SliceUpdate, AMovedCacheIsUpdatedInPlace) {
 TEST_P(SliceUpdate, IndexPutReplacesTheIndexedSlicesLastOneWinning) {
   const sf::Tensor x = sf::arange(0, 24, 1, sf::kF32).reshape({2, 4, 3});
   const sf::Tensor idx = sf::from_vector(std::vector<std::int32_t>{3, 0, 3});
-  const sf::Tensor src = sf::full({2, 3, 3}, 0.0f) + sf::from_vector(std::vector<float>{100, 200, 300}, {1, 3, 1});
+  const sf::Tensor src =
+      sf::full({2, 3, 3}, 0.0f) + sf::from_vector(std::vector<float>{100, 200, 300}, {1, 3, 1});
   const std::vector<float> xv = x.to_vector<float>();
   for (const bool moved : {false, true}) {
     sf::Tensor copy = x;
@@ -125,28 +126,47 @@ STREAMFUSE_FUSION_OFF_AND_ON(SliceUpdate);
 
 TEST(SliceUpdateErrors, AtTheCall) {
   const sf::Tensor x = sf::zeros({3, 4});
-  expect_error<sf::ShapeError>([&] { return sf::slice_update(x, 1, 3, sf::ones({3, 2})); },
-                               {"slice_update", "2 elements from 3", "axis 1 of size 4"});
-  expect_error<sf::ShapeError>([&] { return sf::slice_update(x, 1, -5, sf::ones({3, 1})); },
-                               {"slice_update", "from -5"});
-  expect_error<sf::ShapeError>([&] { return sf::slice_update(x, 1, 0, sf::ones({2, 1})); },
-                               {"slice_update", "src [2, 1] f32", "x's shape"});
-  expect_error<sf::ShapeError>([&] { return sf::slice_update(x, 2, 0, sf::ones({3, 1})); },
-                               {"slice_update", "axis"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::slice_update(x, 1, 3, sf::ones({3, 2}));
+      },
+      {"slice_update", "2 elements from 3", "axis 1 of size 4"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::slice_update(x, 1, -5, sf::ones({3, 1}));
+      },
+      {"slice_update", "from -5"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::slice_update(x, 1, 0, sf::ones({2, 1}));
+      },
+      {"slice_update", "src [2, 1] f32", "x's shape"});
+  expect_error<sf::ShapeError>(
+      [&] {
+        return sf::slice_update(x, 2, 0, sf::ones({3, 1}));
+      },
+      {"slice_update", "axis"});
   expect_error<sf::Error>([&] { return sf::slice_update(x, 0, 0, sf::Tensor()); },
                           {"slice_update"});
   expect_error<sf::ShapeError>(
-      [&] { return sf::index_put(x, 0, sf::zeros({2}, sf::kI64), sf::ones({3, 4})); },
+      [&] {
+        return sf::index_put(x, 0, sf::zeros({2}, sf::kI64), sf::ones({3, 4}));
+      },
       {"index_put", "src [3, 4] f32", "2 indices"});
   expect_error<sf::ShapeError>(
-      [&] { return sf::index_put(x, 0, sf::zeros({1, 1}, sf::kI64), sf::ones({1, 4})); },
+      [&] {
+        return sf::index_put(x, 0, sf::zeros({1, 1}, sf::kI64), sf::ones({1, 4}));
+      },
       {"index_put", "1-D"});
   expect_error<sf::DTypeError>(
-      [&] { return sf::index_put(x, 0, sf::zeros({1}), sf::ones({1, 4})); },
+      [&] {
+        return sf::index_put(x, 0, sf::zeros({1}), sf::ones({1, 4}));
+      },
       {"index_put", "i32 or i64"});
   expect_error<sf::Error>(
       [&] {
-        return sf::index_put(x, 0, sf::from_vector(std::vector<std::int64_t>{1, 3}), sf::ones({2, 4}))
+        return sf::index_put(x, 0, sf::from_vector(std::vector<std::int64_t>{1, 3}),
+                             sf::ones({2, 4}))
             .to_vector<float>();
       },
       {"index_put", "index 3 at [1]", "size 3"});

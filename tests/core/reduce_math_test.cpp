@@ -147,9 +147,9 @@ TEST(ReduceMathTest, PiecesAndLanesFoldAsTheRunDoes) {
       const auto am_f = fold_in_pieces<sf_argmax_float>(x, contiguous, rng, 37);
       EXPECT_EQ(am_f.index, am.index) << "argmax, n = " << n;
       const float mx = run_of<sf_extreme_float<1>>(x, contiguous);
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(
-                    fold_in_pieces<sf_extreme_float<1>>(x, contiguous, rng, 37)),
-                std::bit_cast<std::uint32_t>(mx))
+      EXPECT_EQ(
+          std::bit_cast<std::uint32_t>(fold_in_pieces<sf_extreme_float<1>>(x, contiguous, rng, 37)),
+          std::bit_cast<std::uint32_t>(mx))
           << "max, n = " << n;
     }
     EXPECT_EQ(std::bit_cast<std::uint64_t>(by_lanes<sf_sum_float>(x)),
@@ -172,8 +172,10 @@ float reference_extreme(float a, float b, bool want_max) {
 }
 
 TEST(ReduceMathTest, MaxAndMinLetNaNWinAndOrderSignedZeros) {
-  std::vector<float> special = {0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f, 0x1p-126f,
-                                0x1.fffffep127f, -0x1.fffffep127f, INFINITY, -INFINITY};
+  std::vector<float> special = {0.0f,      -0.0f,           1.0f,
+                                -1.0f,     0x1p-149f,       -0x1p-149f,
+                                0x1p-126f, 0x1.fffffep127f, -0x1.fffffep127f,
+                                INFINITY,  -INFINITY};
   for (std::uint32_t nan : {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffbfffffu})
     special.push_back(std::bit_cast<float>(nan));
   std::vector<std::pair<float, float>> pairs;
@@ -198,9 +200,9 @@ TEST(ReduceMathTest, MaxAndMinLetNaNWinAndOrderSignedZeros) {
 // infinities, subnormals and random bits, some all of one sign, of every length up to beyond
 // the fold's two vectors of lanes.
 TEST(ReduceMathTest, AnyOrderMaxAndMinEqualTheFoldInOrder) {
-  const std::vector<float> special = {0.0f,       -0.0f,     0x1p-149f, -0x1p-149f,
-                                      INFINITY,   -INFINITY, 1.5f,      -1.5f,
-                                      0x1.fffffep127f, -0x1.fffffep127f};
+  const std::vector<float> special = {
+      0.0f,      -0.0f, 0x1p-149f, -0x1p-149f,      INFINITY,
+      -INFINITY, 1.5f,  -1.5f,     0x1.fffffep127f, -0x1.fffffep127f};
   const std::vector<float> nans = {std::bit_cast<float>(0x7fc00000u),
                                    std::bit_cast<float>(0xffc00001u),
                                    std::bit_cast<float>(0x7f800001u)};
@@ -225,7 +227,8 @@ TEST(ReduceMathTest, AnyOrderMaxAndMinEqualTheFoldInOrder) {
       if (with_nan) {
         ASSERT_TRUE(std::isnan(got)) << "trial " << trial;
         bool from_run = false;
-        for (float v : x) from_run |= std::bit_cast<std::uint32_t>(v) == std::bit_cast<std::uint32_t>(got);
+        for (float v : x)
+          from_run |= std::bit_cast<std::uint32_t>(v) == std::bit_cast<std::uint32_t>(got);
         ASSERT_TRUE(from_run) << "trial " << trial;
       } else {
         ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(in_order))

@@ -215,7 +215,7 @@ TEST(Gpt2Example, LoadsItsCheckpointAndSaysWhatIsWrong) {
   gpt2::Model model(test_weights(), {{"n_head", "2"}});
   EXPECT_THROW(model.forward(std::vector<std::int64_t>(49, 1)), sf::Error);  // > 48 positions
   EXPECT_THROW(model.forward({300}), sf::Error);  // past the vocabulary: caught on the host
-  EXPECT_EQ(model.position(), 0);                   // and the cache is still usable
+  EXPECT_EQ(model.position(), 0);                 // and the cache is still usable
   EXPECT_EQ(model.forward({299}).shape(), sf::Shape({1, 300}));
 }
 
