@@ -1,5 +1,5 @@
-// index_select, embedding and gather: validation at the call; the values of the indices are
-// checked when the op runs (backends/index_layout.h). slice_update.
+// index_select, embedding and gather, and the updates slice_update and index_put: validation at
+// the call; the values of the indices are checked when the op runs (backends/index_layout.h).
 #include <string>
 #include <vector>
 
@@ -46,6 +46,14 @@ IndexOperands index_operands(Tensor x, Tensor indices, int axis, std::string_vie
     throw ShapeError(std::string(op) + ": axis " + std::to_string(axis) + " of x " +
                      describe(ops[0]) + " is empty: no index is valid");
   return {std::move(ops), device, a};
+}
+
+// Whether `s` is `x` but along `axis`, where it has `along` (-1: any size).
+bool same_but_along(const Shape& s, const Shape& x, int axis, std::int64_t along) {
+  if (s.rank() != x.rank()) return false;
+  for (int d = 0; d < s.rank(); ++d)
+    if (d == axis ? along >= 0 && s[d] != along : s[d] != x[d]) return false;
+  return true;
 }
 
 }  // namespace
@@ -111,9 +119,7 @@ Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src) {
       throw ShapeError("slice_update: x " + describe(ops[0]) + " has no axis to update along");
     const int a = normalize_axis(axis, n.shape.rank(), "slice_update", ops[0]);
     const Shape& ss = ops[1].node()->shape;
-    bool fits = ss.rank() == n.shape.rank();
-    for (int d = 0; fits && d < ss.rank(); ++d) fits = d == a || ss[d] == n.shape[d];
-    if (!fits)
+    if (!same_but_along(ss, n.shape, a, -1))
       throw ShapeError("slice_update: src " + describe(ops[1]) + " must have x's shape (x is " +
                        describe(ops[0]) + ") but along axis " + std::to_string(axis));
     const std::int64_t size = n.shape[a], b = start < 0 ? start + size : start;
@@ -141,13 +147,8 @@ Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src) {
     if (is.rank() != 1)
       throw ShapeError("index_put: indices " + describe(o.ops[1]) + " must be 1-D");
     o.ops.push_back(std::move(src));
-    if (o.ops[2].device() != o.device)
-      throw DeviceError("index_put: src " + describe(o.ops[2]) + " is on " +
-                        o.ops[2].device().to_string() + ", x on " + o.device.to_string());
-    const Shape& ss = o.ops[2].node()->shape;
-    bool fits = ss.rank() == n.shape.rank();
-    for (int d = 0; fits && d < ss.rank(); ++d) fits = ss[d] == (d == o.axis ? is[0] : n.shape[d]);
-    if (!fits)
+    api::common_device(o.ops, "index_put");
+    if (!same_but_along(o.ops[2].node()->shape, n.shape, o.axis, is[0]))
       throw ShapeError("index_put: src " + describe(o.ops[2]) + " must be x's shape (x is " +
                        describe(o.ops[0]) + ") with the " + std::to_string(is[0]) +
                        " indices along axis " + std::to_string(axis));
@@ -157,64 +158,6 @@ Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src) {
     const Shape out = n.shape;
     const DType dtype = n.dtype;
     return record(core::OpKind::kIndexPut, o.ops, out, dtype, o.device, attrs);
-  });
-}
-
-Tensor cumsum(Tensor x, int axis) {
-  return api_call("cumsum", [&] {
-    const stream::TensorNode& n = node_of(x, "cumsum");
-    if (n.shape.rank() == 0) return cumsum(std::move(x).reshape({1}), 0).reshape({});
-    const int a = normalize_axis(axis, n.shape.rank(), "cumsum", x);
-    const DType out = is_floating(n.dtype) ? n.dtype : kI64;
-    core::OpAttrs attrs;
-    attrs.axis = static_cast<std::int8_t>(a);
-    attrs.dtype = n.dtype;
-    const Shape shape = n.shape;
-    const Device device = n.device;
-    return record(core::OpKind::kCumsum, {&x, 1}, shape, out, device, attrs);
-  });
-}
-
-Tensor argsort(Tensor x, int axis, bool descending) {
-  return api_call("argsort", [&] {
-    const stream::TensorNode& n = node_of(x, "argsort");
-    if (n.shape.rank() == 0) return zeros({}, kI64, n.device);
-    const int a = normalize_axis(axis, n.shape.rank(), "argsort", x);
-    core::OpAttrs attrs;
-    attrs.axis = static_cast<std::int8_t>(a);
-    attrs.dtype = n.dtype;
-    const Scalar scalars[] = {descending ? 1 : 0};
-    const Shape shape = n.shape;
-    const Device device = n.device;
-    return record(core::OpKind::kArgsort, {&x, 1}, shape, kI64, device, attrs, scalars);
-  });
-}
-
-Sorted sort(Tensor x, int axis, bool descending) {
-  return api_call("sort", [&] {
-    node_of(x, "sort");
-    if (x.shape().rank() == 0) return Sorted{x, zeros({}, kI64, x.device())};
-    const int a = normalize_axis(axis, x.shape().rank(), "sort", x);
-    Tensor order = argsort(x, a, descending);
-    Tensor values = gather(std::move(x), a, order);
-    return Sorted{std::move(values), std::move(order)};
-  });
-}
-
-Sorted topk(Tensor x, std::int64_t k, int axis, bool largest) {
-  return api_call("topk", [&] {
-    const stream::TensorNode& n = node_of(x, "topk");
-    const int rank = n.shape.rank();
-    if (rank == 0)
-      throw ShapeError("topk: x " + describe(x) + " has no axis to pick along (reshape it to [1])");
-    const int a = normalize_axis(axis, rank, "topk", x);
-    const std::int64_t size = n.shape[a];
-    if (k < 0 || k > size)
-      throw ShapeError("topk: k = " + std::to_string(k) + " is not in [0, " + std::to_string(size) +
-                       "] for axis " + std::to_string(axis) + " of a tensor " + describe(x));
-    Tensor order = argsort(x, a, largest).slice(a, 0, k);
-    Tensor values = gather(std::move(x), a, order);
-    return Sorted{std::move(values), std::move(order)};
   });
 }
 

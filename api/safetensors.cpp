@@ -147,7 +147,6 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     } catch (const cache::WriteError& e) {
       throw Error(std::string("save_safetensors: ") + e.what());
     }
-    return 0;
   });
 }
 

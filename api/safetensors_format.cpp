@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -120,22 +121,19 @@ SafetensorsHeader read_safetensors_header(std::string_view file) {
 
   // Top-level keys are checked for duplicates while parsing (the JSON library keeps the last).
   std::set<std::string> seen;
-  bool duplicate = false;
-  std::string duplicate_name;
+  std::optional<std::string> duplicate;  // the first name seen twice
   const Json::parser_callback_t no_duplicates = [&](int depth, Json::parse_event_t event,
                                                     Json& parsed) {
-    if (depth == 1 && event == Json::parse_event_t::key && parsed.is_string() &&
-        !seen.insert(parsed.get<std::string>()).second && !duplicate) {
-      duplicate = true;
-      duplicate_name = parsed.get<std::string>();
-    }
+    if (depth == 1 && event == Json::parse_event_t::key && parsed.is_string() && !duplicate &&
+        !seen.insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
     return true;
   };
   const Json header = Json::parse(text.begin(), text.end(), no_duplicates,
                                   /*allow_exceptions=*/false);
   if (header.is_discarded()) bad("the header is not JSON");
   if (!header.is_object()) bad("the header is not a JSON object");
-  if (duplicate) bad("the header names " + in_quotes(duplicate_name) + " twice");
+  if (duplicate) bad("the header names " + in_quotes(*duplicate) + " twice");
 
   SafetensorsHeader out;
   out.data_start = 8 + length;

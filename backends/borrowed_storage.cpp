@@ -11,8 +11,7 @@ TensorHandle borrow_host_memory(const void* data, std::size_t bytes, const Shape
   block->data = const_cast<void*>(data);
   block->bytes = bytes;
   block->capacity = bytes;
-  block->lender = std::move(lender);
-  block->borrowed = true;
+  block->lender = std::move(lender);  // never null (from_blob requires an owner)
   block->refs.store(1, std::memory_order_relaxed);
   TensorHandle h;
   h.storage = StorageRef(block);

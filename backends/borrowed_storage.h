@@ -9,10 +9,10 @@
 
 namespace streamfuse::backends {
 
-// A contiguous handle of `shape` over `bytes` bytes at `data`, which `lender` keeps alive: the
-// block holds a reference to it until the last tensor or view of the memory goes. The memory is
-// never written in place (StorageRef::may_overwrite is false for it): ops that could reuse an
-// input buffer write new memory instead.
+// A contiguous handle of `shape` over `bytes` bytes at `data`, which `lender` (not null) keeps
+// alive: the block holds a reference to it until the last tensor or view of the memory goes.
+// The memory is never written in place (StorageRef::may_overwrite is false for it): ops that
+// could reuse an input buffer write new memory instead.
 TensorHandle borrow_host_memory(const void* data, std::size_t bytes, const Shape& shape,
                                 std::shared_ptr<const void> lender);
 

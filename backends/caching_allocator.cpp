@@ -93,7 +93,7 @@ StorageRef CachingAllocator::allocate(std::size_t bytes) {
 }
 
 void release_block(StorageBlock* block) noexcept {
-  if (block->borrowed) {
+  if (block->borrowed()) {
     delete block;  // and with it the lender's reference
     return;
   }

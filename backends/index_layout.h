@@ -1,5 +1,6 @@
-// What the kernels of index ops (core/ir.h: IndexSelect, Gather) need on every device: their
-// extents, and the check of the indices' values with the error an out-of-range one raises.
+// What the kernels of index ops (core/ir.h: IndexSelect, Gather, IndexPut) need on every device:
+// their extents, the indices' values, and the check of those values with the error an
+// out-of-range one raises.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +16,12 @@ struct IndexSelectLayout {
 };
 IndexSelectLayout index_select_layout(const core::OpDesc& op);
 
-// The position of the first of the n indices (contiguous, i32 or i64) outside [0, size), or -1.
-std::int64_t first_bad_index(const void* indices, DType dtype, std::int64_t n, std::int64_t size);
+// Index i of contiguous i32 or i64 `indices`, as an int64.
+std::int64_t index_value(const void* indices, DType dtype, std::int64_t i);
 
-// Throws the Error of `op` (IndexSelect or Gather) for the index `value` at flat position
-// `position` of its indices: it names the value, its position and the axis' size.
-[[noreturn]] void throw_bad_index(const core::OpDesc& op, std::int64_t position,
-                                  std::int64_t value);
+// Checks op's indices (op.inputs[1], contiguous in host memory at `indices`) against x's axis
+// (op.inputs[0], op.attrs.axis): throws the op's Error for the first one outside [0, size), naming
+// its value, its position and the valid range.
+void check_indices(const core::OpDesc& op, const void* indices);
 
 }  // namespace streamfuse::backends

@@ -14,6 +14,11 @@ TensorHandle copy_contiguous(Backend& backend, const TensorHandle& h, const Shap
   return out;
 }
 
+TensorHandle contiguous_or_copy(Backend& backend, const TensorHandle& h, const Shape& shape,
+                                DType dtype) {
+  return is_contiguous(h, shape) ? h : copy_contiguous(backend, h, shape, dtype, dtype);
+}
+
 void run_movement(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,
                   TensorHandle& out) {
   const core::TensorDesc& id = op.inputs[0];

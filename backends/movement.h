@@ -13,6 +13,10 @@ namespace streamfuse::backends {
 // (equal dtypes: a bitwise copy).
 TensorHandle copy_contiguous(Backend& backend, const TensorHandle& h, const Shape& shape,
                              DType from, DType to);
+// `h` itself when it lays out `shape` densely in row-major order, else a contiguous copy (for
+// kernels that read their operands contiguous).
+TensorHandle contiguous_or_copy(Backend& backend, const TensorHandle& h, const Shape& shape,
+                                DType dtype);
 
 // Runs movement op `op` (reshape, permute, expand, slice, contiguous, cat) over `inputs`.
 void run_movement(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,

@@ -13,6 +13,8 @@ namespace streamfuse::backends {
 struct ScanLayout {
   std::int64_t outer = 1, size = 1, inner = 1;
   std::int64_t lines() const { return outer * inner; }
+  // The first element of line `line` (o * inner + i); its k-th is first + k * inner.
+  std::int64_t first(std::int64_t line) const { return line / inner * size * inner + line % inner; }
 };
 ScanLayout scan_layout(const Shape& shape, int axis);
 

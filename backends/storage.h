@@ -13,18 +13,18 @@ class CachingAllocator;
 
 // One allocation. Owned by its allocator; StorageRef counts the references to it and hands it
 // back when the last one goes. Or memory the library borrows (from_blob's zero-copy form,
-// make_borrowed_block): no allocator, `lender` kept alive until the last reference goes, and
-// never written in place.
+// backends/borrowed_storage.h): no allocator, `lender` kept alive until the last reference goes,
+// and never written in place.
 struct StorageBlock {
   void* data = nullptr;
   std::size_t bytes = 0;     // requested size
   std::size_t capacity = 0;  // size of the block as allocated (its size class)
   std::atomic<std::int32_t> refs{0};
   CachingAllocator* owner = nullptr;
-  // What keeps borrowed memory alive; `borrowed` blocks have no owner and are deleted, with
-  // their lender's reference, by release_block.
+  // What keeps borrowed memory alive: set exactly for borrowed blocks (borrowed()), which have no
+  // owner and are deleted, with their lender's reference, by release_block.
   std::shared_ptr<const void> lender;
-  bool borrowed = false;
+  bool borrowed() const { return lender != nullptr; }
   // The backend's queues (CUDA streams) whose work used the block, one bit each: what work
   // handing the block out again must wait for (backends/cuda/stream_set.h). Bookkeeping, not
   // the block's value: kept through the const references views hand out.
@@ -67,7 +67,7 @@ class StorageRef {
   // references: nothing else (no other tensor or view) shares it, and it is the library's own
   // memory, not borrowed (the caller's, perhaps a read-only mapping of a file).
   bool may_overwrite(std::int32_t holders = 1) const {
-    return block_ && !block_->borrowed && use_count() == holders;
+    return block_ && !block_->borrowed() && use_count() == holders;
   }
   // References to the block (tensors, views, and copies held while an op runs).
   std::int32_t use_count() const {

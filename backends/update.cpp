@@ -1,6 +1,5 @@
 #include "backends/update.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -12,22 +11,12 @@ namespace streamfuse::backends {
 namespace {
 
 // IndexPut's indices, read on the host (a sync point on a device that queues) and checked before
-// anything is claimed or written.
-std::vector<std::int64_t> checked_indices(Backend& backend, const core::OpDesc& op,
-                                          const TensorHandle& h) {
+// anything is claimed or written; their bytes, of op.inputs[1]'s dtype.
+std::vector<char> checked_indices(Backend& backend, const core::OpDesc& op, const TensorHandle& h) {
   const core::TensorDesc& id = op.inputs[1];
-  const std::int64_t n = id.shape.numel();
-  std::vector<std::int64_t> indices(static_cast<std::size_t>(n));
-  if (id.dtype == kI64) {
-    backend.to_host(h, kI64, id.shape, indices.data());
-  } else {
-    std::vector<std::int32_t> narrow(static_cast<std::size_t>(n));
-    backend.to_host(h, kI32, id.shape, narrow.data());
-    std::copy(narrow.begin(), narrow.end(), indices.begin());
-  }
-  const std::int64_t bad =
-      first_bad_index(indices.data(), kI64, n, op.inputs[0].shape[op.attrs.axis]);
-  if (bad >= 0) throw_bad_index(op, bad, indices[static_cast<std::size_t>(bad)]);
+  std::vector<char> indices(static_cast<std::size_t>(id.shape.numel()) * element_size(id.dtype));
+  if (!indices.empty()) backend.to_host(h, id.dtype, id.shape, indices.data());
+  check_indices(op, indices.data());
   return indices;
 }
 
@@ -36,7 +25,7 @@ std::vector<std::int64_t> checked_indices(Backend& backend, const core::OpDesc& 
 void run_update(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,
                 TensorHandle& out) {
   const core::TensorDesc& xd = op.inputs[0];
-  std::vector<std::int64_t> indices;
+  std::vector<char> indices;
   if (op.kind == core::OpKind::kIndexPut) indices = checked_indices(backend, op, inputs[1]);
   // The last use of x, whose memory nothing else shares: its elements outside the slice are
   // already the result's, so only the slice is written (a KV cache appends its new rows only).
@@ -60,10 +49,11 @@ void run_update(Backend& backend, const core::OpDesc& op, std::span<TensorHandle
   Shape row = src.shape;  // one slice: src's shape with the axis 1
   row[op.attrs.axis] = 1;
   if (row.numel() == 0) return;
-  for (std::size_t j = 0; j < indices.size(); ++j) {
+  const DType index_dtype = op.inputs[1].dtype;
+  for (std::int64_t j = 0; j < op.inputs[1].shape.numel(); ++j) {
     TensorHandle to = out, from = inputs[2];
-    to.offset += indices[j] * out.strides[axis];
-    from.offset += static_cast<std::int64_t>(j) * from.strides[axis];
+    to.offset += index_value(indices.data(), index_dtype, j) * out.strides[axis];
+    from.offset += j * from.strides[axis];
     backend.copy(row, from, src.dtype, to, xd.dtype);
   }
 }

@@ -46,7 +46,7 @@ void BM_Prefill(benchmark::State& state) {
   sf::bench::warm_up(run);
   for (auto _ : state) {
     sf::Tensor logits = run();
-    benchmark::DoNotOptimize(sf::argmax(logits).item<std::int64_t>());
+    benchmark::DoNotOptimize(gpt2::greedy_token(logits));
   }
   state.SetLabel(std::string("prefill ") + std::to_string(n) + "/" + sf::bench::mode_name(mode));
   state.counters["tokens/s"] =
@@ -64,7 +64,7 @@ void BM_Decode(benchmark::State& state) {
   m.reset();
   const std::vector<std::int64_t> prompt = tokens(n - 1);
   sf::Tensor first = m.forward(prompt);
-  benchmark::DoNotOptimize(sf::argmax(first).item<std::int64_t>());
+  benchmark::DoNotOptimize(gpt2::greedy_token(first));
   const std::int64_t context = m.position();
   const auto step = [&] {
     m.rewind(context);
@@ -73,7 +73,7 @@ void BM_Decode(benchmark::State& state) {
   sf::bench::warm_up(step);
   for (auto _ : state) {
     sf::Tensor logits = step();
-    benchmark::DoNotOptimize(sf::argmax(logits).item<std::int64_t>());
+    benchmark::DoNotOptimize(gpt2::greedy_token(logits));
   }
   state.SetLabel(std::string("decode at ") + std::to_string(n) + "/" + sf::bench::mode_name(mode));
 }

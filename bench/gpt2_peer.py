@@ -8,16 +8,17 @@ Optional tooling: the build and the tests never need it; without torch it says s
     build/release/examples/gpt2/gpt2_make_weights /tmp/gpt2.safetensors      # seed 1
     python3 bench/gpt2_peer.py /tmp/gpt2.safetensors [--repeats 7]
 
-Prints one line per row: median and min ms of --repeats timed calls after two warm-ups.
+Prints one line per row: median and min ms of --repeats timed calls after three warm-up calls
+(block_peers.timed).
 """
 
 import argparse
 import json
 import math
-import statistics
 import struct
 import sys
-import time
+
+from block_peers import timed  # (first, median, min) ms of a call after warm-up
 
 
 def load(path, torch):
@@ -88,17 +89,6 @@ def tokens(n):
     return [(i * 7919 + 13) % 50257 for i in range(n)]
 
 
-def timed(fn, repeats):
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times), min(times)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("weights")
@@ -118,7 +108,7 @@ def main():
             def prefill():
                 m.reset()
                 return int(m.forward(tokens(n)).argmax())
-            med, lo = timed(prefill, args.repeats)
+            _, med, lo = timed(prefill, args.repeats)
             print(f"torch eager  prefill {n:4d}: median {med:8.2f} ms  min {lo:8.2f} ms")
         for n in (128, 1024):
             m.reset()
@@ -127,7 +117,7 @@ def main():
             def decode():
                 m.pos = context
                 return int(m.forward([42]).argmax())
-            med, lo = timed(decode, args.repeats)
+            _, med, lo = timed(decode, args.repeats)
             print(f"torch eager  decode at {n:4d}: median {med:8.2f} ms  min {lo:8.2f} ms")
 
 

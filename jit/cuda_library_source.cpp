@@ -375,7 +375,7 @@ std::string cuda_index_source(core::OpKind kind, std::size_t element_bytes, DTyp
     (($E*)a.out)[i] = ((const $E*)a.x)[(o * a.axis_size + v) * a.inner + e];)"
                                                                 : R"(
     const long long v = (long long)(($I*)a.indices)[i];
-    if (v < 0 || v >= a.x_axis_size) {
+    if (v < 0 || v >= a.axis_size) {
       *a.bad = 1;
       continue;
     }
@@ -402,7 +402,7 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
   }
 }
 )",
-              {{"$BODY", fill(source, {{"a.x_axis_size", "a.axis_size"}})},
+              {{"$BODY", source},
                {"$NAME", name},
                {"$KIND", std::string(core::op_name(kind))},
                {"$BYTES", std::to_string(element_bytes)},

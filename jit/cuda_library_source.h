@@ -70,8 +70,9 @@ std::string cuda_int_matmul_source(DType dtype, const std::string& name);
 
 // index_select and gather (core/ir.h) of a contiguous x and indices into a contiguous out, a
 // thread per output element moving `element_bytes` bytes. IndexSelect uses outer / axis_size /
-// count / inner (backends/index_layout.h); Gather the index's shape (`rank` sizes) and x's
-// contiguous strides. An index out of range leaves its element unwritten and sets *bad to 1.
+// count / inner (backends/index_layout.h); Gather the index's shape (`rank` sizes), x's
+// contiguous strides and axis_size. An index outside [0, axis_size) leaves its element unwritten
+// and sets *bad to 1.
 struct CudaIndexArgs {
   const void* x;
   const void* indices;

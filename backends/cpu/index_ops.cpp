@@ -12,32 +12,6 @@
 namespace streamfuse::backends::cpu {
 namespace {
 
-// `h` itself when it lays out `shape` densely, else a contiguous copy (kept alive by `keep`).
-const char* dense(Backend& backend, const TensorHandle& h, const core::TensorDesc& d,
-                  TensorHandle& keep) {
-  if (is_contiguous(h, d.shape)) return static_cast<const char*>(element_ptr(h, d.dtype));
-  keep = copy_contiguous(backend, h, d.shape, d.dtype, d.dtype);
-  return static_cast<const char*>(element_ptr(keep, d.dtype));
-}
-
-std::int64_t index_at(const char* indices, DType dtype, std::int64_t i) {
-  if (dtype == kI32) {
-    std::int32_t v;
-    std::memcpy(&v, indices + i * 4, 4);
-    return v;
-  }
-  std::int64_t v;
-  std::memcpy(&v, indices + i * 8, 8);
-  return v;
-}
-
-void check(const core::OpDesc& op, const char* indices, std::int64_t size) {
-  const DType dtype = op.inputs[1].dtype;
-  const std::int64_t n = op.inputs[1].shape.numel();
-  const std::int64_t bad = first_bad_index(indices, dtype, n, size);
-  if (bad >= 0) throw_bad_index(op, bad, index_at(indices, dtype, bad));
-}
-
 void copy_element(char* to, const char* from, std::size_t bytes) {
   switch (bytes) {
     case 1:
@@ -66,7 +40,7 @@ void index_select(const core::OpDesc& op, const char* x, const char* indices, ch
   parallel_for(rows, grain, num_threads, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const std::int64_t o = r / l.count, j = r % l.count;
-      const std::int64_t from = o * l.axis_size + index_at(indices, idx, j);
+      const std::int64_t from = o * l.axis_size + index_value(indices, idx, j);
       std::memcpy(out + static_cast<std::size_t>(r) * row, x + static_cast<std::size_t>(from) * row,
                   row);
     }
@@ -90,7 +64,7 @@ void gather(const core::OpDesc& op, const char* x, const char* indices, char* ou
     for (std::int64_t p = begin; p < end; ++p) {
       std::int64_t from = 0;
       for (int d = 0; d < rank; ++d)
-        from += (d == axis ? index_at(indices, idx, p) : at[static_cast<std::size_t>(d)]) *
+        from += (d == axis ? index_value(indices, idx, p) : at[static_cast<std::size_t>(d)]) *
                 stride[static_cast<std::size_t>(d)];
       copy_element(out + static_cast<std::size_t>(p) * bytes,
                    x + static_cast<std::size_t>(from) * bytes, bytes);
@@ -104,18 +78,21 @@ void gather(const core::OpDesc& op, const char* x, const char* indices, char* ou
 
 void run_index(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,
                TensorHandle& out, int num_threads) {
+  const core::TensorDesc& xd = op.inputs[0];
+  const core::TensorDesc& id = op.inputs[1];
   const core::TensorDesc& od = op.outputs[0];
-  TensorHandle x_copy, index_copy;
-  const char* indices = dense(backend, inputs[1], op.inputs[1], index_copy);
-  check(op, indices, op.inputs[0].shape[op.attrs.axis]);
+  const TensorHandle indices = contiguous_or_copy(backend, inputs[1], id.shape, id.dtype);
+  const char* ip = static_cast<const char*>(element_ptr(indices, id.dtype));
+  check_indices(op, ip);
   out = backend.allocate(od.shape, od.dtype);
   if (od.shape.numel() == 0) return;
-  const char* x = dense(backend, inputs[0], op.inputs[0], x_copy);
+  const TensorHandle x = contiguous_or_copy(backend, inputs[0], xd.shape, xd.dtype);
+  const char* xp = static_cast<const char*>(element_ptr(x, xd.dtype));
   char* o = static_cast<char*>(out.storage.data());
   if (op.kind == core::OpKind::kIndexSelect)
-    index_select(op, x, indices, o, num_threads);
+    index_select(op, xp, ip, o, num_threads);
   else
-    gather(op, x, indices, o, num_threads);
+    gather(op, xp, ip, o, num_threads);
 }
 
 }  // namespace streamfuse::backends::cpu

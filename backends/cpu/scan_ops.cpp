@@ -52,8 +52,7 @@ void store_float(char* p, DType d, std::int64_t i, double v) {
 void cumsum(const ScanLayout& l, const char* x, DType in, char* out, DType to, std::int64_t begin,
             std::int64_t end) {
   for (std::int64_t line = begin; line < end; ++line) {
-    const std::int64_t o = line / l.inner, i = line % l.inner;
-    const std::int64_t first = o * l.size * l.inner + i;
+    const std::int64_t first = l.first(line);
     if (is_floating(in)) {
       double acc = 0;
       for (std::int64_t k = 0; k < l.size; ++k) {
@@ -71,37 +70,24 @@ void cumsum(const ScanLayout& l, const char* x, DType in, char* out, DType to, s
   }
 }
 
-template <class Key>
-void argsort_line(const std::vector<Key>& keys, bool descending, std::int64_t* order) {
-  std::iota(order, order + keys.size(), std::int64_t{0});
-  if (descending)
-    std::stable_sort(order, order + keys.size(), [&](std::int64_t a, std::int64_t b) {
-      return sorts_before(keys[static_cast<std::size_t>(b)], keys[static_cast<std::size_t>(a)]);
-    });
-  else
-    std::stable_sort(order, order + keys.size(), [&](std::int64_t a, std::int64_t b) {
-      return sorts_before(keys[static_cast<std::size_t>(a)], keys[static_cast<std::size_t>(b)]);
-    });
-}
-
-void argsort(const ScanLayout& l, const char* x, DType in, bool descending, std::int64_t* out,
-             std::int64_t begin, std::int64_t end) {
-  std::vector<double> fkeys;
-  std::vector<std::int64_t> ikeys, order(static_cast<std::size_t>(l.size));
+// Each line's positions sorted stably by load(element) (sorts_before; descending: reversed,
+// ties still in order), written along the line.
+template <class Key, class Load>
+void argsort(const ScanLayout& l, Load load, bool descending, std::int64_t* out, std::int64_t begin,
+             std::int64_t end) {
+  std::vector<Key> keys(static_cast<std::size_t>(l.size));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(l.size));
+  const auto before = [&](std::int64_t a, std::int64_t b) {
+    const Key& ka = keys[static_cast<std::size_t>(a)];
+    const Key& kb = keys[static_cast<std::size_t>(b)];
+    return descending ? sorts_before(kb, ka) : sorts_before(ka, kb);
+  };
   for (std::int64_t line = begin; line < end; ++line) {
-    const std::int64_t o = line / l.inner, i = line % l.inner;
-    const std::int64_t first = o * l.size * l.inner + i;
-    if (is_floating(in)) {
-      fkeys.resize(static_cast<std::size_t>(l.size));
-      for (std::int64_t k = 0; k < l.size; ++k)
-        fkeys[static_cast<std::size_t>(k)] = load_float(x, in, first + k * l.inner);
-      argsort_line(fkeys, descending, order.data());
-    } else {
-      ikeys.resize(static_cast<std::size_t>(l.size));
-      for (std::int64_t k = 0; k < l.size; ++k)
-        ikeys[static_cast<std::size_t>(k)] = load_int(x, in, first + k * l.inner);
-      argsort_line(ikeys, descending, order.data());
-    }
+    const std::int64_t first = l.first(line);
+    for (std::int64_t k = 0; k < l.size; ++k)
+      keys[static_cast<std::size_t>(k)] = load(first + k * l.inner);
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    std::stable_sort(order.begin(), order.end(), before);
     for (std::int64_t k = 0; k < l.size; ++k)
       out[first + k * l.inner] = order[static_cast<std::size_t>(k)];
   }
@@ -115,19 +101,23 @@ void run_scan(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> 
   const core::TensorDesc& od = op.outputs[0];
   out = backend.allocate(od.shape, od.dtype);
   if (od.shape.numel() == 0) return;
-  TensorHandle dense = inputs[0];
-  if (!is_contiguous(dense, xd.shape))
-    dense = copy_contiguous(backend, dense, xd.shape, xd.dtype, xd.dtype);
+  const TensorHandle dense = contiguous_or_copy(backend, inputs[0], xd.shape, xd.dtype);
   const char* x = static_cast<const char*>(element_ptr(dense, xd.dtype));
   char* o = static_cast<char*>(out.storage.data());
+  auto* order = reinterpret_cast<std::int64_t*>(o);
+  const DType in = xd.dtype;
+  const bool descending = op.kind == core::OpKind::kArgsort && op.scalars[0].to_int() != 0;
   const ScanLayout l = scan_layout(xd.shape, op.attrs.axis);
   const std::int64_t grain = std::max<std::int64_t>(1, 16384 / l.size);
   parallel_for(l.lines(), grain, num_threads, [&](std::int64_t begin, std::int64_t end) {
     if (op.kind == core::OpKind::kCumsum)
-      cumsum(l, x, xd.dtype, o, od.dtype, begin, end);
+      cumsum(l, x, in, o, od.dtype, begin, end);
+    else if (is_floating(in))
+      argsort<double>(
+          l, [&](std::int64_t e) { return load_float(x, in, e); }, descending, order, begin, end);
     else
-      argsort(l, x, xd.dtype, op.scalars[0].to_int() != 0, reinterpret_cast<std::int64_t*>(o),
-              begin, end);
+      argsort<std::int64_t>(
+          l, [&](std::int64_t e) { return load_int(x, in, e); }, descending, order, begin, end);
   });
 }
 

@@ -1,6 +1,5 @@
 #include "backends/cuda/cuda_backend.h"
 
-#include <cstring>
 #include <vector>
 
 #include "backends/index_layout.h"
@@ -103,9 +102,7 @@ void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs
       out = allocate(od.shape, od.dtype);
       if (od.shape.numel() == 0) return;
       const core::TensorDesc& xd = op.inputs[0];
-      const TensorHandle x = is_contiguous(inputs[0], xd.shape)
-                                 ? inputs[0]
-                                 : copy_contiguous(*this, inputs[0], xd.shape, xd.dtype, xd.dtype);
+      const TensorHandle x = contiguous_or_copy(*this, inputs[0], xd.shape, xd.dtype);
       kernels().scan(op, x, out, [this](std::size_t bytes) {
         return allocate(Shape{static_cast<std::int64_t>(bytes)}, kBool);
       });
@@ -126,40 +123,24 @@ void CudaBackend::run_elementwise(const core::OpDesc& op, std::span<TensorHandle
 
 void CudaBackend::run_index(const core::OpDesc& op, std::span<TensorHandle> inputs,
                             TensorHandle& out) {
+  const core::TensorDesc& xd = op.inputs[0];
+  const core::TensorDesc& id = op.inputs[1];
   const core::TensorDesc& od = op.outputs[0];
   out = allocate(od.shape, od.dtype);
   if (od.shape.numel() == 0) return;
-  TensorHandle dense[2];
-  for (std::size_t i = 0; i < 2; ++i) {
-    const core::TensorDesc& d = op.inputs[i];
-    dense[i] = is_contiguous(inputs[i], d.shape)
-                   ? inputs[i]
-                   : copy_contiguous(*this, inputs[i], d.shape, d.dtype, d.dtype);
-  }
+  const TensorHandle indices = contiguous_or_copy(*this, inputs[1], id.shape, id.dtype);
   const TensorHandle bad = allocate(Shape{1}, kI32);
-  kernels().index(op, dense[0], dense[1], out, bad);
+  kernels().index(op, contiguous_or_copy(*this, inputs[0], xd.shape, xd.dtype), indices, out, bad);
   // The check's flag, then on a bad index the indices themselves, read back: a sync point, so
   // the error names the same index as the CPU's (the first) and surfaces with this op.
   std::int32_t flag = 0;
   to_host(bad, kI32, Shape{1}, &flag);
   if (!flag) return;
-  const core::TensorDesc& id = op.inputs[1];
   std::vector<char> host(static_cast<std::size_t>(id.shape.numel()) * element_size(id.dtype));
-  to_host(dense[1], id.dtype, id.shape, host.data());
-  const std::int64_t at =
-      first_bad_index(host.data(), id.dtype, id.shape.numel(), op.inputs[0].shape[op.attrs.axis]);
-  if (at < 0)
-    throw Error("internal error: " + std::string(core::op_name(op.kind)) +
-                " flagged an index the host finds in range; please report this");
-  std::int64_t value = 0;
-  if (id.dtype == kI32) {
-    std::int32_t v;
-    std::memcpy(&v, host.data() + at * 4, 4);
-    value = v;
-  } else {
-    std::memcpy(&value, host.data() + at * 8, 8);
-  }
-  throw_bad_index(op, at, value);
+  to_host(indices, id.dtype, id.shape, host.data());
+  check_indices(op, host.data());
+  throw Error("internal error: " + std::string(core::op_name(op.kind)) +
+              " flagged an index the host finds in range; please report this");
 }
 
 void CudaBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs,
@@ -201,13 +182,8 @@ TensorHandle CudaBackend::from_host(const void* host, DType dtype, const Shape& 
 
 void CudaBackend::to_host(const TensorHandle& h, DType dtype, const Shape& shape, void* host) {
   if (shape.numel() == 0) return;
-  TensorHandle contiguous;
-  const TensorHandle* src = &h;
-  if (!is_contiguous(h, shape)) {
-    contiguous = copy_contiguous(*this, h, shape, dtype, dtype);
-    src = &contiguous;
-  }
-  staging_.to_host(host, device_address(element_ptr(*src, dtype)),
+  const TensorHandle src = contiguous_or_copy(*this, h, shape, dtype);
+  staging_.to_host(host, device_address(element_ptr(src, dtype)),
                    static_cast<std::size_t>(shape.numel()) * element_size(dtype),
                    streams_.current());
 }

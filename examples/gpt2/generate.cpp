@@ -30,12 +30,11 @@ int main(int argc, char** argv) {
     const auto t1 = clock::now();
     streamfuse::Tensor logits = model.forward(prompt);
     std::vector<std::int64_t> out;
-    out.push_back(streamfuse::argmax(logits.reshape({model.config().vocab})).item<std::int64_t>());
+    out.push_back(gpt2::greedy_token(logits));
     const auto t2 = clock::now();
     for (int i = 1; i < count; ++i) {
       logits = model.forward({out.back()});
-      out.push_back(
-          streamfuse::argmax(logits.reshape({model.config().vocab})).item<std::int64_t>());
+      out.push_back(gpt2::greedy_token(logits));
     }
     const auto t3 = clock::now();
     const auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };

@@ -7,13 +7,19 @@
 namespace gpt2 {
 namespace {
 
-// The tensor `name` of the checkpoint (or "transformer." + name), of `shape`.
-sf::Tensor take(const std::map<std::string, sf::Tensor>& w, const std::string& name,
-                const sf::Shape& shape) {
+// The tensor `name` of the checkpoint (or "transformer." + name), or none.
+const sf::Tensor* find(const std::map<std::string, sf::Tensor>& w, const std::string& name) {
   auto it = w.find(name);
   if (it == w.end()) it = w.find("transformer." + name);
-  if (it == w.end()) throw sf::Error("gpt2: the weights have no tensor '" + name + "'");
-  const sf::Tensor& t = it->second;
+  return it == w.end() ? nullptr : &it->second;
+}
+
+// The tensor `name` of the checkpoint, of `shape`.
+sf::Tensor take(const std::map<std::string, sf::Tensor>& w, const std::string& name,
+                const sf::Shape& shape) {
+  const sf::Tensor* found = find(w, name);
+  if (!found) throw sf::Error("gpt2: the weights have no tensor '" + name + "'");
+  const sf::Tensor& t = *found;
   if (t.shape() != shape)
     throw sf::Error("gpt2: tensor '" + name + "' is " + t.shape().to_string() + ", expected " +
                     shape.to_string());
@@ -23,9 +29,7 @@ sf::Tensor take(const std::map<std::string, sf::Tensor>& w, const std::string& n
 
 std::int64_t count_layers(const std::map<std::string, sf::Tensor>& w) {
   std::int64_t n = 0;
-  while (w.count("h." + std::to_string(n) + ".ln_1.weight") ||
-         w.count("transformer.h." + std::to_string(n) + ".ln_1.weight"))
-    ++n;
+  while (find(w, "h." + std::to_string(n) + ".ln_1.weight")) ++n;
   return n;
 }
 
@@ -41,22 +45,21 @@ sf::Tensor heads_of(const sf::Tensor& qkv, int part, const Config& c) {
 
 Model::Model(const std::map<std::string, sf::Tensor>& w,
              const std::map<std::string, std::string>& metadata) {
-  auto wte = w.find("wte.weight");
-  if (wte == w.end()) wte = w.find("transformer.wte.weight");
-  if (wte == w.end() || wte->second.shape().rank() != 2)
+  const sf::Tensor* wte = find(w, "wte.weight");
+  if (!wte || wte->shape().rank() != 2)
     throw sf::Error("gpt2: the weights have no token embedding 'wte.weight' [vocab, embd]");
-  config_.vocab = wte->second.size(0);
-  config_.embd = wte->second.size(1);
+  config_.vocab = wte->size(0);
+  config_.embd = wte->size(1);
   config_.layers = count_layers(w);
   config_.heads = config_.embd / 64;
   if (auto h = metadata.find("n_head"); h != metadata.end()) config_.heads = std::stoll(h->second);
   if (config_.heads <= 0 || config_.embd % config_.heads != 0)
     throw sf::Error("gpt2: " + std::to_string(config_.heads) + " heads do not divide embd " +
                     std::to_string(config_.embd));
-  auto wpe = w.find("wpe.weight");
-  if (wpe == w.end()) wpe = w.find("transformer.wpe.weight");
-  if (wpe == w.end()) throw sf::Error("gpt2: the weights have no position embedding 'wpe.weight'");
-  config_.positions = wpe->second.size(0);
+  const sf::Tensor* wpe = find(w, "wpe.weight");
+  if (!wpe || wpe->shape().rank() != 2)
+    throw sf::Error("gpt2: the weights have no position embedding 'wpe.weight' [positions, embd]");
+  config_.positions = wpe->size(0);
 
   const std::int64_t C = config_.embd;
   wte_ = take(w, "wte.weight", {config_.vocab, C});
@@ -81,11 +84,12 @@ Model Model::load(const std::string& path) {
 }
 
 void Model::reset() {
-  k_cache_.assign(blocks_.size(), sf::Tensor());
-  v_cache_.assign(blocks_.size(), sf::Tensor());
+  const sf::Shape cache{config_.heads, config_.positions, config_.head_dim()};
+  k_cache_.clear();
+  v_cache_.clear();
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
-    k_cache_[l] = sf::zeros({config_.heads, config_.positions, config_.head_dim()});
-    v_cache_[l] = sf::zeros({config_.heads, config_.positions, config_.head_dim()});
+    k_cache_.push_back(sf::zeros(cache));
+    v_cache_.push_back(sf::zeros(cache));
   }
   position_ = 0;
 }
@@ -157,10 +161,14 @@ std::vector<std::int64_t> Model::generate(const std::vector<std::int64_t>& promp
   std::vector<std::int64_t> out = prompt;
   sf::Tensor logits = forward(prompt);
   for (int i = 0; i < count; ++i) {
-    out.push_back(sf::argmax(logits.reshape({config_.vocab})).item<std::int64_t>());
+    out.push_back(greedy_token(logits));
     if (i + 1 < count) logits = forward({out.back()});
   }
   return out;
+}
+
+std::int64_t greedy_token(const sf::Tensor& logits) {
+  return sf::argmax(logits).item<std::int64_t>();
 }
 
 std::map<std::string, sf::Tensor> random_weights(const Config& c, std::uint64_t seed) {

@@ -64,6 +64,9 @@ class Model {
   std::int64_t position_ = 0;
 };
 
+// The token greedy generation picks from logits [1, vocab]: the first of the largest.
+std::int64_t greedy_token(const sf::Tensor& logits);
+
 // Weights of a model of `config` drawn from a seeded normal distribution at GPT-2's
 // initialization scale (0.02; layer-norm scales 1), with the checkpoint's names and shapes.
 std::map<std::string, sf::Tensor> random_weights(const Config& config, std::uint64_t seed);

@@ -13,6 +13,7 @@
 
 #include "tests/expect_error.h"
 #include "tests/fusion_off_and_on.h"
+#include "tests/tensor_bytes.h"
 
 namespace sf = streamfuse;
 using streamfuse::testing::expect_error;
@@ -21,36 +22,11 @@ namespace {
 
 // The bytes of a tensor's elements in row-major order, and how many bytes each has.
 struct Bytes {
-  std::vector<std::uint8_t> data;
+  std::vector<unsigned char> data;
   std::size_t element = 0;
 };
-Bytes bytes_of(const sf::Tensor& t) {
-  Bytes b;
-  b.element = sf::element_size(t.dtype());
-  b.data.resize(static_cast<std::size_t>(t.numel()) * b.element);
-  switch (t.dtype()) {
-    case sf::kF32:
-      t.copy_to(reinterpret_cast<float*>(b.data.data()), t.numel());
-      break;
-    case sf::kF16:
-      t.copy_to(reinterpret_cast<sf::Half*>(b.data.data()), t.numel());
-      break;
-    case sf::kBF16:
-      t.copy_to(reinterpret_cast<sf::BFloat16*>(b.data.data()), t.numel());
-      break;
-    case sf::kI32:
-      t.copy_to(reinterpret_cast<std::int32_t*>(b.data.data()), t.numel());
-      break;
-    case sf::kI64:
-      t.copy_to(reinterpret_cast<std::int64_t*>(b.data.data()), t.numel());
-      break;
-    case sf::kBool: {
-      const std::vector<bool> v = t.to_vector<bool>();
-      for (std::size_t i = 0; i < v.size(); ++i) b.data[i] = v[i];
-      break;
-    }
-  }
-  return b;
+Bytes bytes_with_size(const sf::Tensor& t) {
+  return {streamfuse::testing::bytes_of(t), sf::element_size(t.dtype())};
 }
 
 std::vector<std::int64_t> strides_of(const sf::Shape& s) {
@@ -110,12 +86,12 @@ TEST_P(IndexOps, IndexSelectMatchesALoop) {
     ASSERT_EQ(out.shape(), expected_shape);
     ASSERT_EQ(out.dtype(), dtype);
 
-    const Bytes xb = bytes_of(x), ob = bytes_of(out);
+    const Bytes xb = bytes_with_size(x), ob = bytes_with_size(out);
     const std::vector<std::int64_t> idx = as_i64(ids);
     std::int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= xs[d];
     for (int d = axis + 1; d < rank; ++d) inner *= xs[d];
-    std::vector<std::uint8_t> want;
+    std::vector<unsigned char> want;
     for (std::int64_t o = 0; o < outer; ++o)
       for (std::int64_t j : idx) {
         const std::size_t from = static_cast<std::size_t>((o * xs[axis] + j) * inner) * xb.element;
@@ -145,10 +121,10 @@ TEST_P(IndexOps, GatherMatchesALoop) {
     SCOPED_TRACE("x " + xs.to_string() + " axis " + std::to_string(axis) + " index " +
                  is.to_string());
     ASSERT_EQ(out.shape(), is);
-    const Bytes xb = bytes_of(x), ob = bytes_of(out);
+    const Bytes xb = bytes_with_size(x), ob = bytes_with_size(out);
     const std::vector<std::int64_t> idx = as_i64(index);
     const std::vector<std::int64_t> xst = strides_of(xs);
-    std::vector<std::uint8_t> want(ob.data.size());
+    std::vector<unsigned char> want(ob.data.size());
     std::vector<std::int64_t> at(static_cast<std::size_t>(rank), 0);
     for (std::int64_t p = 0; p < is.numel(); ++p) {
       std::int64_t rest = p, from = 0;

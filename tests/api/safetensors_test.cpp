@@ -17,38 +17,12 @@
 
 #include "tests/expect_error.h"
 #include "tests/temp_dir.h"
+#include "tests/tensor_bytes.h"
 
 namespace sf = streamfuse;
 using namespace streamfuse::testing;
 
 namespace {
-
-std::vector<std::uint8_t> bytes_of(const sf::Tensor& t) {
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(t.numel()) * sf::element_size(t.dtype()));
-  switch (t.dtype()) {
-    case sf::kF32:
-      t.copy_to(reinterpret_cast<float*>(out.data()), t.numel());
-      break;
-    case sf::kF16:
-      t.copy_to(reinterpret_cast<sf::Half*>(out.data()), t.numel());
-      break;
-    case sf::kBF16:
-      t.copy_to(reinterpret_cast<sf::BFloat16*>(out.data()), t.numel());
-      break;
-    case sf::kI32:
-      t.copy_to(reinterpret_cast<std::int32_t*>(out.data()), t.numel());
-      break;
-    case sf::kI64:
-      t.copy_to(reinterpret_cast<std::int64_t*>(out.data()), t.numel());
-      break;
-    case sf::kBool: {
-      const std::vector<bool> b = t.to_vector<bool>();
-      for (std::size_t i = 0; i < b.size(); ++i) out[i] = b[i];
-      break;
-    }
-  }
-  return out;
-}
 
 // A file as another tool writes one: header length, `json` padded with spaces, `data`.
 std::string file_with(const std::string& json, const std::string& data) {

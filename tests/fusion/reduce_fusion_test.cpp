@@ -16,41 +16,13 @@
 #include "streamfuse/streamfuse.h"
 #include "tests/own_cache_dir.h"
 #include "tests/reference.h"
+#include "tests/tensor_bytes.h"
 
 namespace sf = streamfuse;
 using sf::Tensor;
+using streamfuse::testing::bytes_of;
 
 namespace {
-
-// The bytes of every element (a sync point).
-std::vector<unsigned char> bytes_of(const Tensor& t) {
-  std::vector<unsigned char> out;
-  auto append = [&](const auto& v) {
-    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-    out.insert(out.end(), p, p + v.size() * sizeof(v[0]));
-  };
-  switch (t.dtype()) {
-    case sf::kF32:
-      append(t.to_vector<float>());
-      break;
-    case sf::kF16:
-      append(t.to_vector<sf::Half>());
-      break;
-    case sf::kBF16:
-      append(t.to_vector<sf::BFloat16>());
-      break;
-    case sf::kI32:
-      append(t.to_vector<std::int32_t>());
-      break;
-    case sf::kI64:
-      append(t.to_vector<std::int64_t>());
-      break;
-    case sf::kBool:
-      for (bool b : t.to_vector<bool>()) out.push_back(b);
-      break;
-  }
-  return out;
-}
 
 enum Mode { kUnfused, kInterpreted, kCompiled };
 
