@@ -161,4 +161,62 @@ Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src) {
   });
 }
 
+namespace {
+
+// scatter and scatter_add: PyTorch's rule for the shapes (index of x's rank, no dimension larger
+// than src's, nor than x's but along axis), src converted to x's dtype.
+Tensor record_scatter(core::OpKind kind, Tensor x, int axis, Tensor index, Tensor src,
+                      std::string_view fn) {
+  node_of(src, fn);
+  IndexOperands o = index_operands(std::move(x), std::move(index), axis, fn, "index");
+  const stream::TensorNode& n = *o.ops[0].node();
+  if (kind == core::OpKind::kScatterAdd && n.dtype == kBool)
+    throw DTypeError(std::string(fn) + ": x " + describe(o.ops[0]) +
+                     " is bool, which has no addition (convert with .to(kI64))");
+  const Shape is = o.ops[1].node()->shape;
+  const Shape ss = src.node()->shape;
+  bool fits = is.rank() == n.shape.rank() && ss.rank() == n.shape.rank();
+  for (int d = 0; fits && d < is.rank(); ++d)
+    fits = is[d] <= ss[d] && (d == o.axis || is[d] <= n.shape[d]);
+  if (!fits)
+    throw ShapeError(std::string(fn) + ": index " + describe(o.ops[1]) +
+                     " must have the rank of x " + describe(o.ops[0]) + " and src " +
+                     describe(src) + ", and no dimension larger than src's, nor than x's but " +
+                     "along axis " + std::to_string(axis));
+  o.ops.push_back(n.dtype == src.node()->dtype ? std::move(src) : std::move(src).to(n.dtype));
+  api::common_device(o.ops, fn);
+  core::OpAttrs attrs;
+  attrs.axis = static_cast<std::int8_t>(o.axis);
+  attrs.dtype = n.dtype;
+  const Shape out = n.shape;
+  const DType dtype = n.dtype;
+  return record(kind, o.ops, out, dtype, o.device, attrs);
+}
+
+}  // namespace
+
+Tensor scatter(Tensor x, int axis, Tensor index, Tensor src) {
+  return api_call("scatter", [&] {
+    return record_scatter(core::OpKind::kScatter, std::move(x), axis, std::move(index),
+                          std::move(src), "scatter");
+  });
+}
+
+Tensor scatter(Tensor x, int axis, Tensor index, Scalar value) {
+  return api_call("scatter", [&] {
+    const stream::TensorNode& n = node_of(x, "scatter");
+    const Shape is = node_of(index, "scatter").shape;
+    Tensor src = full(is, value, n.dtype, n.device);
+    return record_scatter(core::OpKind::kScatter, std::move(x), axis, std::move(index),
+                          std::move(src), "scatter");
+  });
+}
+
+Tensor scatter_add(Tensor x, int axis, Tensor index, Tensor src) {
+  return api_call("scatter_add", [&] {
+    return record_scatter(core::OpKind::kScatterAdd, std::move(x), axis, std::move(index),
+                          std::move(src), "scatter_add");
+  });
+}
+
 }  // namespace streamfuse

@@ -41,11 +41,13 @@ void check_indices(const core::OpDesc& op, const void* indices) {
     at = d == id.shape.rank() - 1 ? c : c + ", " + at;
     rest /= id.shape[d];
   }
-  throw Error(std::string(core::op_name(op.kind)) + ": index " +
-              std::to_string(index_value(indices, id.dtype, position)) + " at [" + at +
-              "] of the " + (op.kind == core::OpKind::kGather ? "index" : "indices") +
-              " is out of range for axis " + std::to_string(op.attrs.axis) + " of size " +
-              std::to_string(size) + " (valid: 0 to " + std::to_string(size - 1) + ")");
+  throw Error(
+      std::string(core::op_name(op.kind)) + ": index " +
+      std::to_string(index_value(indices, id.dtype, position)) + " at [" + at + "] of the " +
+      (op.kind == core::OpKind::kIndexSelect || op.kind == core::OpKind::kIndexPut ? "indices"
+                                                                                   : "index") +
+      " is out of range for axis " + std::to_string(op.attrs.axis) + " of size " +
+      std::to_string(size) + " (valid: 0 to " + std::to_string(size - 1) + ")");
 }
 
 }  // namespace streamfuse::backends

@@ -1,5 +1,6 @@
 #include "backends/prepared_op_codec.h"
 
+#include "backends/backend.h"
 #include "backends/matmul_layout.h"
 #include "cache/op_codec.h"
 
@@ -32,6 +33,31 @@ void check_matmul(const backends::PreparedOp& p) {
     cache::bad_payload("prepared " + core::to_string(op) + ": " + why);
 }
 
+// A conv2d as a backend records it: operands and result of its float dtype, contiguous (the CPU
+// runs convolutions on dense copies), shapes that are a convolution's with its window.
+void check_conv(const backends::PreparedOp& p) {
+  const core::OpDesc& op = p.op;
+  if (!is_floating(op.attrs.dtype) || !op.scalars.empty() || op.inputs[0].dtype != op.attrs.dtype ||
+      op.inputs[1].dtype != op.attrs.dtype || op.outputs[0].dtype != op.attrs.dtype)
+    cache::bad_payload("prepared conv2d of other dtypes");
+  std::string why;
+  const std::optional<Shape> out = core::window_result_shape(
+      op.kind, op.inputs[0].shape, op.inputs[1].shape, op.attrs.window, why);
+  if (!out) cache::bad_payload("prepared " + core::to_string(op) + ": " + why);
+  if (*out != op.outputs[0].shape)
+    cache::bad_payload("prepared " + core::to_string(op) + ": not its result's shape");
+  // Sizes a process could hold: a shape whose element count overflows is a lie.
+  for (const Shape* s : {&op.inputs[0].shape, &op.inputs[1].shape, &op.outputs[0].shape}) {
+    std::int64_t n = 1;
+    for (std::int64_t d : *s)
+      if (d != 0 && __builtin_mul_overflow(n, d, &n)) cache::bad_payload("prepared conv2d size");
+    if (n > (std::int64_t{1} << 40)) cache::bad_payload("prepared conv2d size");
+  }
+  for (std::size_t i = 0; i < 2; ++i)
+    if (p.input_strides[i] != backends::contiguous_strides(op.inputs[i].shape))
+      cache::bad_payload("prepared conv2d with strided operands");
+}
+
 }  // namespace
 
 std::vector<backends::PreparedOp> get_prepared_ops(cache::InArchive& in) {
@@ -40,13 +66,18 @@ std::vector<backends::PreparedOp> get_prepared_ops(cache::InArchive& in) {
   for (std::uint32_t n = cache::get_size(in, cache::kMaxItems, "prepared op"); n > 0; --n) {
     backends::PreparedOp& p = ops.emplace_back();
     p.op = cache::get_op(in);
-    if (p.op.kind != core::OpKind::kMatmul || p.op.inputs.size() != 2 || p.op.outputs.size() != 1)
+    const bool conv = p.op.kind == core::OpKind::kConv2d;
+    if ((p.op.kind != core::OpKind::kMatmul && !conv) || p.op.inputs.size() != 2 ||
+        p.op.outputs.size() != 1)
       cache::bad_payload("prepared op " + std::string(core::op_name(p.op.kind)));
     p.input_strides.resize(cache::get_size(in, 2, "prepared op operand"));
     if (p.input_strides.size() != p.op.inputs.size()) cache::bad_payload("prepared op strides");
     for (auto& strides : p.input_strides)
       for (std::int64_t& s : strides) in(s);
-    check_matmul(p);
+    if (conv)
+      check_conv(p);
+    else
+      check_matmul(p);
   }
   return ops;
 }

@@ -22,19 +22,21 @@ std::vector<char> checked_indices(Backend& backend, const core::OpDesc& op, cons
 
 }  // namespace
 
+TensorHandle claim_or_copy(Backend& backend, const core::TensorDesc& xd, const TensorHandle& x) {
+  if (xd.status == core::TensorStatus::kReadWrite && x.storage.may_overwrite()) {
+    backend.overwrite(x);
+    return x;
+  }
+  return copy_contiguous(backend, x, xd.shape, xd.dtype, xd.dtype);
+}
+
 void run_update(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> inputs,
                 TensorHandle& out) {
   const core::TensorDesc& xd = op.inputs[0];
   std::vector<char> indices;
   if (op.kind == core::OpKind::kIndexPut) indices = checked_indices(backend, op, inputs[1]);
-  // The last use of x, whose memory nothing else shares: its elements outside the slice are
-  // already the result's, so only the slice is written (a KV cache appends its new rows only).
-  if (xd.status == core::TensorStatus::kReadWrite && inputs[0].storage.may_overwrite()) {
-    backend.overwrite(inputs[0]);
-    out = inputs[0];
-  } else {
-    out = copy_contiguous(backend, inputs[0], xd.shape, xd.dtype, xd.dtype);
-  }
+  // Claimed, only the slice is written (a KV cache appends its new rows only).
+  out = claim_or_copy(backend, xd, inputs[0]);
   const auto axis = static_cast<std::size_t>(op.attrs.axis);
   if (op.kind == core::OpKind::kSliceUpdate) {
     const core::TensorDesc& sd = op.inputs[1];

@@ -165,6 +165,21 @@ std::optional<std::string> CacheDir::read(const fs::path& path, FileKind kind,
 }
 
 void CacheDir::reject(const fs::path& path, Rejection rejection, const std::string& detail) {
+  if (rejection == Rejection::kOlderFormat) {
+    // What every file of a cache meets once after an upgrade: expected, so one line per process
+    // rather than one per file (the cache log still names each).
+    cache_log("rejected " + path.string() + ": " + std::string(rejection_name(rejection)));
+    const bool remove = writable();
+    if (remove) {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+    core::warn_once("cache-older-format",
+                    "cache: files written by an older streamfuse (format before version " +
+                        std::to_string(kFormatVersion) + ") are " + (remove ? "removed and " : "") +
+                        "built again, first " + path.string());
+    return;
+  }
   ignore(path, std::string(rejection_name(rejection)) + (detail.empty() ? "" : " (" + detail + ")"),
          broken(rejection));
 }

@@ -20,8 +20,9 @@
 
 namespace streamfuse::cache {
 
-// 2: bundles carry prepared ops; prepared-op files.
-inline constexpr std::uint32_t kFormatVersion = 2;
+// 2: bundles carry prepared ops; prepared-op files. 3: ops of the window kinds (conv2d, pools)
+// carry their window.
+inline constexpr std::uint32_t kFormatVersion = 3;
 
 enum class FileKind : std::uint32_t {
   kPlan = 1,

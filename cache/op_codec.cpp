@@ -75,6 +75,11 @@ void put_op(Out& out, const core::OpDesc& op) {
   put_enum(out, op.attrs.scalar_side);
   out(op.attrs.axis, op.attrs.keepdim);
   for (std::int8_t p : op.attrs.perm) out(p);
+  if (core::op_category(op.kind) == core::OpCategory::kWindow) {
+    const core::Window& w = op.attrs.window;
+    for (const auto* v : {&w.kernel, &w.stride, &w.padding, &w.dilation}) out((*v)[0], (*v)[1]);
+    out(w.groups, w.ceil_mode, w.count_include_pad);
+  }
 }
 core::OpDesc get_op(In& in) {
   core::OpDesc op;
@@ -94,6 +99,13 @@ core::OpDesc get_op(In& in) {
   in(op.attrs.axis);
   op.attrs.keepdim = get_bool(in, "keepdim");
   for (std::int8_t& p : op.attrs.perm) in(p);
+  if (core::op_category(op.kind) == core::OpCategory::kWindow) {
+    core::Window& w = op.attrs.window;
+    for (auto* v : {&w.kernel, &w.stride, &w.padding, &w.dilation}) in((*v)[0], (*v)[1]);
+    in(w.groups);
+    w.ceil_mode = get_bool(in, "ceil_mode");
+    w.count_include_pad = get_bool(in, "count_include_pad");
+  }
   if (!operands_fit_kind(op)) bad(std::string(core::op_name(op.kind)) + " with other operands");
   return op;
 }

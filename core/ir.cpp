@@ -76,7 +76,14 @@ std::uint64_t hash_op(const OpDesc& op) {
                  (static_cast<std::uint64_t>(a.keepdim) << 24));
   std::uint64_t perm = 0;
   for (std::int8_t p : a.perm) perm = (perm << 8) | static_cast<std::uint8_t>(p);
-  return mix(h, perm);
+  h = mix(h, perm);
+  if (op_category(op.kind) != OpCategory::kWindow) return h;  // the default window elsewhere
+  const Window& w = a.window;
+  for (const auto* pair : {&w.kernel, &w.stride, &w.padding, &w.dilation})
+    h = mix(h, static_cast<std::uint32_t>((*pair)[0]) |
+                   (std::uint64_t{static_cast<std::uint32_t>((*pair)[1])} << 32));
+  return mix(h, static_cast<std::uint32_t>(w.groups) | (std::uint64_t{w.ceil_mode} << 32) |
+                    (std::uint64_t{w.count_include_pad} << 33));
 }
 
 std::string_view status_name(TensorStatus s) {
@@ -146,6 +153,20 @@ std::string to_string(const OpDesc& op, OpForm form) {
       op.kind == OpKind::kCat || op_category(op.kind) == OpCategory::kIndex ||
       op_category(op.kind) == OpCategory::kUpdate || op_category(op.kind) == OpCategory::kScan)
     os << "[axis " << int{op.attrs.axis} << (op.attrs.keepdim ? ", keepdim]" : "]");
+  if (op_category(op.kind) == OpCategory::kWindow) {
+    const Window& w = op.attrs.window;
+    auto pair = [&](const char* name, const std::array<std::int32_t, 2>& v) {
+      os << name << v[0] << 'x' << v[1];
+    };
+    pair("[kernel ", w.kernel);
+    pair(", stride ", w.stride);
+    pair(", padding ", w.padding);
+    pair(", dilation ", w.dilation);
+    if (w.groups != 1) os << ", groups " << w.groups;
+    if (w.ceil_mode) os << ", ceil_mode";
+    if (op.kind == OpKind::kAvgPool2d && !w.count_include_pad) os << ", padding not counted";
+    os << ']';
+  }
   for (const TensorDesc& t : op.outputs) {
     os << " -> ";
     print_desc(os, t, form, false);

@@ -41,6 +41,7 @@ enum class OpCategory : std::uint8_t {
   kIndex,     // reads at positions another tensor holds (index_select, gather)
   kUpdate,    // a tensor with part of it replaced (in place when it is the last use)
   kScan,      // along one axis, each result from the axis' elements in order (cumsum, argsort)
+  kWindow,    // a window slid over the last two dimensions (conv2d, max_pool2d, avg_pool2d)
 };
 
 // Every op kind, listed once: X(Name, "api name", category, tensor arity; -1 = variadic).
@@ -99,7 +100,12 @@ enum class OpCategory : std::uint8_t {
   X(SliceUpdate, "slice_update", kUpdate, 2) \
   X(Cumsum, "cumsum", kScan, 1)              \
   X(Argsort, "argsort", kScan, 1)            \
-  X(IndexPut, "index_put", kUpdate, 3)
+  X(IndexPut, "index_put", kUpdate, 3)       \
+  X(Conv2d, "conv2d", kWindow, 2)            \
+  X(MaxPool2d, "max_pool2d", kWindow, 1)     \
+  X(AvgPool2d, "avg_pool2d", kWindow, 1)     \
+  X(Scatter, "scatter", kUpdate, 3)          \
+  X(ScatterAdd, "scatter_add", kUpdate, 3)
 
 enum class OpKind : std::uint8_t {
 #define STREAMFUSE_X(name, api, category, arity) k##name,
@@ -133,6 +139,27 @@ inline constexpr std::int8_t kAllAxes = -1;
 // and bool to i64, mean gives f32 for them, max and min keep the dtype, argmax gives i64.
 DType reduced_dtype(OpKind kind, DType in);
 
+// The window of a kWindow op over the last two dimensions (height, width) of its input: each
+// output position (oh, ow) reads input rows oh * stride[0] - padding[0] + kh * dilation[0] for kh
+// in [0, kernel[0]) (columns alike), positions in the padding reading 0 (conv) or nothing (pools).
+struct Window {
+  std::array<std::int32_t, 2> kernel{1, 1};  // pools; Conv2d: the weight's last two sizes
+  std::array<std::int32_t, 2> stride{1, 1};
+  std::array<std::int32_t, 2> padding{0, 0};
+  std::array<std::int32_t, 2> dilation{1, 1};
+  std::int32_t groups = 1;        // Conv2d: channels split into this many independent groups
+  bool ceil_mode = false;         // pools: a last, partial window where floor would drop it
+  bool count_include_pad = true;  // AvgPool2d: padding positions count in the divisor
+
+  friend bool operator==(const Window&, const Window&) = default;
+};
+
+// The [N, C, H, W] output shape of window op `kind` over `input` ([N, C, H, W]) with `window`
+// (Conv2d: `weight` [O, C / groups, kH, kW] gives kernel and O), or nullopt with `why` saying
+// what is wrong. The API's rule, and the check of window ops read from files.
+std::optional<Shape> window_result_shape(OpKind kind, const Shape& input, const Shape& weight,
+                                         const Window& window, std::string& why);
+
 // The non-tensor, non-scalar parameters of an op. Structural: they are part of the relative form.
 struct OpAttrs {
   // Element-wise ops: the dtype tensor and scalar operands are read as (for compare ops the
@@ -140,11 +167,13 @@ struct OpAttrs {
   DType dtype = kF32;
   ScalarSide scalar_side = ScalarSide::kNone;
   // Reduce (kAllAxes or a normalized axis), Slice, Cat, IndexSelect, Gather, SliceUpdate,
-  // IndexPut, Cumsum, Argsort.
+  // IndexPut, Cumsum, Argsort, Scatter, ScatterAdd.
   std::int8_t axis = 0;
   bool keepdim = false;
   // Permute: output dimension i is input dimension perm[i].
   std::array<std::int8_t, kMaxRank> perm{};
+  // kWindow ops.
+  Window window;
 
   friend bool operator==(const OpAttrs&, const OpAttrs&) = default;
 };
@@ -174,6 +203,17 @@ struct TensorDesc {
 // Cumsum(x) [axis]: running sums along axis, accumulated in double for float dtypes (each prefix
 // rounded to the dtype) and in wrapping i64 for integers and bool (an i64 result). Argsort(x)
 // [axis] {descending}: the i64 positions along axis that sort it, stably; NaN is the largest.
+// Scatter(x, index, src) [axis]: x with src's element at each position p of index (index: x's
+// rank; no dimension larger than src's, nor than x's but along axis) written at p with its axis
+// coordinate replaced by index[p]; a repeated target takes the last such element along the axis.
+// ScatterAdd: the same, src's elements added (in that order; 16-bit floats rounded at each
+// step, integers wrapping). src is of x's dtype; in x's memory when x is its last use.
+// Conv2d(x, weight) [window]: x [N, C, H, W], weight [O, C / groups, kH, kW] (a float dtype, both
+// of the op's dtype), cross-correlation, no bias (the API adds it as an element-wise op, so it
+// fuses with what follows). MaxPool2d(x) / AvgPool2d(x) [window]: the largest (NaN if any) / the
+// mean of each window of each channel; the divisor of AvgPool2d counts the window's positions
+// inside the input, plus those in the padding when window.count_include_pad (never those a
+// ceil_mode window reaches past the padding), as PyTorch's.
 struct OpDesc {
   OpKind kind = OpKind::kDrop;
   boost::container::small_vector<TensorDesc, 3> inputs;

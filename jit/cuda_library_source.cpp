@@ -489,4 +489,155 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
                {"$BLOCK", std::to_string(kCudaBlockSize)}});
 }
 
+std::string cuda_scatter_source(core::OpKind kind, DType dtype, DType index_dtype,
+                                const std::string& name) {
+  const std::string to = "((" + std::string(storage_c_type(dtype)) + "*)a.out)[at]";
+  const std::string from = "((const " + std::string(storage_c_type(dtype)) + "*)a.src)[s]";
+  std::string write;
+  if (kind == OpKind::kScatter) {
+    write = to + " = " + from + ";";
+  } else if (is_floating(dtype)) {
+    // Through the dtype's value type, rounded at each step as the CPU's loop does.
+    const ValueType vt = value_type_of(dtype);
+    write =
+        to + " = " +
+        store_value(load_value(to, dtype, vt) + " + " + load_value(from, dtype, vt), vt, dtype) +
+        ";";
+  } else {  // integers wrap
+    write =
+        to + " = " +
+        store_value("(long long)((unsigned long long)" + load_value(to, dtype, ValueType::kI64) +
+                        " + (unsigned long long)" + load_value(from, dtype, ValueType::kI64) + ")",
+                    ValueType::kI64, dtype) +
+        ";";
+  }
+  return fill(R"(// $NAME: $KIND of $DT by $IDX indices
+struct $NAME_args {
+  const char* index;
+  const char* src;
+  char* out;
+  int* bad;
+  long long lines, line_size, rank, axis, axis_size;
+  long long index_sizes[8], index_strides[8], src_strides[8], out_strides[8];
+};
+extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
+  for (long long line = (long long)blockIdx.x * blockDim.x + threadIdx.x; line < a.lines;
+       line += (long long)gridDim.x * blockDim.x) {
+    long long i0 = 0, s0 = 0, o0 = 0, rest = line;
+    for (long long d = a.rank - 1; d >= 0; --d) {
+      if (d == a.axis) continue;
+      const long long c = rest % a.index_sizes[d];
+      rest /= a.index_sizes[d];
+      i0 += c * a.index_strides[d];
+      s0 += c * a.src_strides[d];
+      o0 += c * a.out_strides[d];
+    }
+    for (long long j = 0; j < a.line_size; ++j) {
+      const long long v = (long long)(($ITYPE*)a.index)[i0 + j * a.index_strides[a.axis]];
+      if (v < 0 || v >= a.axis_size) {
+        *a.bad = 1;
+        continue;
+      }
+      const long long at = o0 + v * a.out_strides[a.axis];
+      const long long s = s0 + j * a.src_strides[a.axis];
+      $WRITE
+    }
+  }
+}
+)",
+              {{"$WRITE", write},
+               {"$NAME", name},
+               {"$KIND", std::string(core::op_name(kind))},
+               {"$DT", std::string(dtype_name(dtype))},
+               {"$IDX", std::string(dtype_name(index_dtype))},
+               {"$BLOCK", std::to_string(kCudaBlockSize)},
+               {"$ITYPE", index_dtype == kI32 ? "const int" : "const long long"}});
+}
+
+std::string cuda_window_source(core::OpKind kind, DType dtype, const std::string& name) {
+  if (!float_storage(dtype))
+    throw CompileError("jit: " + std::string(core::op_name(kind)) + " of " +
+                       std::string(dtype_name(dtype)) + ": window ops take float dtypes");
+  const std::string x =
+      load_value("((const $T*)a.x)[xplane + ih * a.w_size + iw]", dtype, ValueType::kFloat);
+  std::string body;
+  if (kind == OpKind::kConv2d) {
+    body = R"(
+    const long long per_group = a.o / a.groups, cg = a.c / a.groups, g = oc / per_group;
+    float acc = 0;
+    for (long long ci = 0; ci < cg; ++ci) {
+      const long long xplane = (n * a.c + g * cg + ci) * a.h * a.w_size;
+      const long long wplane = (oc * cg + ci) * a.kh * a.kw;
+      for (long long kh = 0; kh < a.kh; ++kh) {
+        const long long ih = h0 + kh * a.dh;
+        if (ih < 0 || ih >= a.h) continue;
+        for (long long kw = 0; kw < a.kw; ++kw) {
+          const long long iw = w0 + kw * a.dw;
+          if (iw < 0 || iw >= a.w_size) continue;
+          acc += $LOADX * $LOADW;
+        }
+      }
+    }
+    (($T*)a.out)[i] = $STORE;)";
+  } else if (kind == OpKind::kMaxPool2d) {
+    body = R"(
+    const long long xplane = (n * a.c + oc) * a.h * a.w_size;
+    float best = SF_MATH_AS_FLOAT(0xff800000u);  // -inf
+    for (long long kh = 0; kh < a.kh; ++kh) {
+      const long long ih = h0 + kh * a.dh;
+      if (ih < 0 || ih >= a.h) continue;
+      for (long long kw = 0; kw < a.kw; ++kw) {
+        const long long iw = w0 + kw * a.dw;
+        if (iw < 0 || iw >= a.w_size) continue;
+        const float v = $LOADX;
+        if (v > best || v != v) best = v;  // a NaN wins (the last one), as on the CPU
+      }
+    }
+    const float acc = best;
+    (($T*)a.out)[i] = $STORE;)";
+  } else {
+    body = R"(
+    const long long xplane = (n * a.c + oc) * a.h * a.w_size;
+    const long long h1 = h0 + a.kh < a.h + a.ph ? h0 + a.kh : a.h + a.ph;
+    const long long w1 = w0 + a.kw < a.w_size + a.pw ? w0 + a.kw : a.w_size + a.pw;
+    const long long padded = (h1 - h0) * (w1 - w0);
+    const long long hs = h0 > 0 ? h0 : 0, he = h1 < a.h ? h1 : a.h;
+    const long long ws = w0 > 0 ? w0 : 0, we = w1 < a.w_size ? w1 : a.w_size;
+    float sum = 0;
+    for (long long ih = hs; ih < he; ++ih)
+      for (long long iw = ws; iw < we; ++iw) sum += $LOADX;
+    const long long count = a.count_include_pad ? padded : (he - hs) * (we - ws);
+    const float acc = sum / (float)count;
+    (($T*)a.out)[i] = $STORE;)";
+  }
+  return fill(R"(// $NAME: $KIND of $DT
+struct $NAME_args {
+  const char* x;
+  const char* w;
+  char* out;
+  long long numel;
+  long long n, c, h, w_size, o, oh, ow;
+  long long kh, kw, sh, sw, ph, pw, dh, dw, groups, count_include_pad;
+};
+extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.numel;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long ow = i % a.ow, oh = i / a.ow % a.oh, oc = i / (a.ow * a.oh) % a.o;
+    const long long n = i / (a.ow * a.oh * a.o);
+    const long long h0 = oh * a.sh - a.ph, w0 = ow * a.sw - a.pw;$BODY
+  }
+}
+)",
+              {{"$BODY", body},
+               {"$LOADX", x},
+               {"$LOADW",
+                load_value("((const $T*)a.w)[wplane + kh * a.kw + kw]", dtype, ValueType::kFloat)},
+               {"$STORE", store_value("acc", ValueType::kFloat, dtype)},
+               {"$T", storage_c_type(dtype)},
+               {"$DT", std::string(dtype_name(dtype))},
+               {"$KIND", std::string(core::op_name(kind))},
+               {"$NAME", name},
+               {"$BLOCK", std::to_string(kCudaBlockSize)}});
+}
+
 }  // namespace streamfuse::jit

@@ -98,4 +98,34 @@ struct CudaScanArgs {
 };
 std::string cuda_scan_source(core::OpKind kind, DType in, DType out, const std::string& name);
 
+// conv2d, max_pool2d and avg_pool2d (core/ir.h) of a contiguous x ([n, c, h, w]; conv2d's
+// weight [o, c / groups, kh, kw]) into a contiguous out [n, o, oh, ow] (pools: o = c), a thread
+// per output element. Pools run the CPU's arithmetic (backends/cpu/pool_ops.cpp) and give its
+// bits; conv2d accumulates in f32 over (channel, kh, kw) in order, a direct loop that does not
+// match oneDNN's summation order bit for bit.
+// scatter and scatter_add (core/ir.h) of a contiguous index and src into out (x's handle: any
+// strides), a thread per line of the index along the axis, its elements in order
+// (backends/cpu/scatter_ops.cpp's order, so the CPU's bits). An index outside [0, axis_size)
+// leaves its element unwritten and sets *bad to 1.
+struct CudaScatterArgs {
+  const void* index;
+  const void* src;
+  void* out;
+  int* bad;
+  long long lines, line_size, rank, axis, axis_size;
+  long long index_sizes[8], index_strides[8], src_strides[8], out_strides[8];
+};
+std::string cuda_scatter_source(core::OpKind kind, DType dtype, DType index_dtype,
+                                const std::string& name);
+
+struct CudaWindowArgs {
+  const void* x;
+  const void* w;
+  void* out;
+  long long numel;
+  long long n, c, h, w_size, o, oh, ow;
+  long long kh, kw, sh, sw, ph, pw, dh, dw, groups, count_include_pad;
+};
+std::string cuda_window_source(core::OpKind kind, DType dtype, const std::string& name);
+
 }  // namespace streamfuse::jit

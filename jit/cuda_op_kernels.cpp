@@ -335,4 +335,66 @@ void CudaOpKernels::scan(const core::OpDesc& op, const TensorHandle& x, const Te
          std::string(core::op_name(op.kind)));
 }
 
+void CudaOpKernels::scatter(const core::OpDesc& op, const TensorHandle& index,
+                            const TensorHandle& src, const TensorHandle& out,
+                            const TensorHandle& bad) {
+  const backends::cuda::Driver& d = device_->driver();
+  device_->make_current();
+  d.check(d.memset_d8_async(backends::cuda::device_address(bad.storage.data()), 0, 4, stream_of_()),
+          "clearing the index check on " + device_->name());
+  const DType dtype = op.inputs[0].dtype;
+  const core::TensorDesc& id = op.inputs[1];
+  const std::string name = std::string("sf_") + std::string(core::op_name(op.kind)) + "_" +
+                           std::string(dtype_name(dtype)) + "_" + std::string(dtype_name(id.dtype));
+  const CUfunction fn =
+      library_kernel(name, cuda_scatter_source(op.kind, dtype, id.dtype, name), name);
+  CudaScatterArgs a{};
+  a.index = backends::element_ptr(index, id.dtype);
+  a.src = backends::element_ptr(src, dtype);
+  a.out = backends::element_ptr(out, dtype);
+  a.bad = static_cast<int*>(bad.storage.data());
+  a.rank = id.shape.rank();
+  a.axis = op.attrs.axis;
+  a.axis_size = op.inputs[0].shape[op.attrs.axis];
+  a.line_size = id.shape[op.attrs.axis];
+  a.lines = id.shape.numel() / a.line_size;
+  const auto index_strides = backends::contiguous_strides(id.shape);
+  const auto src_strides = backends::contiguous_strides(op.inputs[2].shape);
+  for (int i = 0; i < id.shape.rank(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    a.index_sizes[i] = id.shape[i];
+    a.index_strides[i] = index_strides[u];
+    a.src_strides[i] = src_strides[u];
+    a.out_strides[i] = out.strides[u];
+  }
+  launch(fn, cuda_grid_blocks(a.lines, device_->properties().multiprocessors), &a,
+         std::string(core::op_name(op.kind)));
+}
+
+void CudaOpKernels::window(const core::OpDesc& op, const TensorHandle& x, const TensorHandle* w,
+                           const TensorHandle& out) {
+  const DType dtype = op.outputs[0].dtype;
+  const std::string name = std::string("sf_") + std::string(core::op_name(op.kind)) + "_" +
+                           std::string(dtype_name(dtype));
+  const CUfunction fn = library_kernel(name, cuda_window_source(op.kind, dtype, name), name);
+  const Shape& xs = op.inputs[0].shape;
+  const Shape& os = op.outputs[0].shape;
+  const core::Window& win = op.attrs.window;
+  CudaWindowArgs a{};
+  a.x = backends::element_ptr(x, dtype);
+  a.w = w ? backends::element_ptr(*w, dtype) : nullptr;
+  a.out = out.storage.data();
+  a.numel = os.numel();
+  a.n = xs[0], a.c = xs[1], a.h = xs[2], a.w_size = xs[3];
+  a.o = os[1], a.oh = os[2], a.ow = os[3];
+  a.kh = win.kernel[0], a.kw = win.kernel[1];
+  a.sh = win.stride[0], a.sw = win.stride[1];
+  a.ph = win.padding[0], a.pw = win.padding[1];
+  a.dh = win.dilation[0], a.dw = win.dilation[1];
+  a.groups = win.groups;
+  a.count_include_pad = win.count_include_pad;
+  launch(fn, cuda_grid_blocks(a.numel, device_->properties().multiprocessors), &a,
+         std::string(core::op_name(op.kind)));
+}
+
 }  // namespace streamfuse::jit

@@ -47,6 +47,11 @@ class CudaOpKernels final : public backends::cuda::GeneratedKernels {
   void scan(const core::OpDesc& op, const backends::TensorHandle& x,
             const backends::TensorHandle& out,
             const std::function<backends::TensorHandle(std::size_t)>& scratch) override;
+  void scatter(const core::OpDesc& op, const backends::TensorHandle& index,
+               const backends::TensorHandle& src, const backends::TensorHandle& out,
+               const backends::TensorHandle& bad) override;
+  void window(const core::OpDesc& op, const backends::TensorHandle& x,
+              const backends::TensorHandle* w, const backends::TensorHandle& out) override;
 
   // Library modules loaded so far, and how many of them came from the store (for tests).
   std::size_t library_modules() const;

@@ -5,7 +5,9 @@
 #include "backends/cpu/index_ops.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/pool_ops.h"
 #include "backends/cpu/scan_ops.h"
+#include "backends/cpu/scatter_ops.h"
 #include "backends/cpu/views.h"
 #include "backends/movement.h"
 #include "backends/update.h"
@@ -69,9 +71,14 @@ void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
     case core::OpCategory::kIndex:
       return run_index(*this, op, inputs, out, threads());
     case core::OpCategory::kUpdate:
+      if (op.kind == core::OpKind::kScatter || op.kind == core::OpKind::kScatterAdd)
+        return run_scatter(*this, op, inputs, out, threads());
       return run_update(*this, op, inputs, out);
     case core::OpCategory::kScan:
       return run_scan(*this, op, inputs, out, threads());
+    case core::OpCategory::kWindow:
+      if (op.kind == core::OpKind::kConv2d) return run_conv(op, inputs, out);
+      return run_pool(*this, op, inputs, out, threads());
     case core::OpCategory::kLifetime:
       return;
   }
@@ -130,25 +137,55 @@ void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inpu
   const core::TensorDesc& od = op.outputs[0];
   out = allocate(od.shape, od.dtype);
   if (!matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, threads())) return;
-  // The first run of this primitive in the process: worth preparing ahead next time.
+  report_first_use(op, {m[0].strides, m[1].strides});
+}
+
+void CpuBackend::run_conv(const core::OpDesc& op, std::span<TensorHandle> inputs,
+                          TensorHandle& out) {
+  const DType dtype = op.attrs.dtype;
+  TensorHandle operands[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    const core::TensorDesc& d = op.inputs[i];
+    operands[i] = d.dtype != dtype ? copy_contiguous(*this, inputs[i], d.shape, d.dtype, dtype)
+                                   : contiguous_or_copy(*this, inputs[i], d.shape, dtype);
+  }
+  const core::TensorDesc& od = op.outputs[0];
+  out = allocate(od.shape, od.dtype);
+  const ConvProblem p{dtype, op.inputs[0].shape, op.inputs[1].shape, od.shape, op.attrs.window};
+  if (!conv_.run(p, element_ptr(operands[0], dtype), element_ptr(operands[1], dtype),
+                 out.storage.data(), threads()))
+    return;
+  report_first_use(op, {contiguous_strides(p.x), contiguous_strides(p.w)});
+}
+
+void CpuBackend::report_first_use(const core::OpDesc& op,
+                                  std::vector<std::array<std::int64_t, kMaxRank>> input_strides) {
   std::function<void(const PreparedOp&)> listener;
   {
     std::lock_guard lock(listener_mutex_);
     listener = listener_;
   }
   if (!listener) return;
-  PreparedOp p{op, {m[0].strides, m[1].strides}};
-  for (core::TensorDesc* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) {
-    t->id = 0;
-    t->status = core::TensorStatus::kReadOnly;
+  PreparedOp p{op, std::move(input_strides)};
+  for (core::TensorDesc& t : p.op.inputs) {
+    t.id = 0;
+    t.status = core::TensorStatus::kReadOnly;
+    t.dtype = op.attrs.dtype;  // as the op reads them
   }
-  for (std::size_t i = 0; i < 2; ++i) p.op.inputs[i].dtype = dtype;  // as the product reads them
+  p.op.outputs[0].id = 0;
   p.op.outputs[0].status = core::TensorStatus::kNotInit;
   listener(p);
 }
 
 bool CpuBackend::prepare(const PreparedOp& p) {
   const core::OpDesc& op = p.op;
+  if (op.kind == core::OpKind::kConv2d) {
+    if (op.inputs.size() != 2 || op.outputs.size() != 1)
+      throw Error("prepare: " + core::to_string(op) + " is not a well-formed conv2d");
+    return conv_.prepare({op.attrs.dtype, op.inputs[0].shape, op.inputs[1].shape,
+                          op.outputs[0].shape, op.attrs.window},
+                         threads());
+  }
   if (op.kind != core::OpKind::kMatmul) return false;
   if (op.inputs.size() != 2 || op.outputs.size() != 1 || p.input_strides.size() != 2)
     throw Error("prepare: " + core::to_string(op) + " is not a well-formed matmul");

@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "backends/caching_allocator.h"
+#include "backends/cpu/conv.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/matmul.h"
@@ -41,11 +42,17 @@ class CpuBackend final : public Backend {
   void run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   void run_reduce(const core::OpDesc& op, TensorHandle& in, TensorHandle& out);
   void run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_conv(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  // Hands `p` (op with `input_strides`) to the prepared listener, if one is set: the first run of
+  // a library primitive in this process, worth preparing ahead next time.
+  void report_first_use(const core::OpDesc& op,
+                        std::vector<std::array<std::int64_t, kMaxRank>> input_strides);
   int threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
   HostMemory memory_;
   CachingAllocator allocator_;
   MatmulEngine matmul_;
+  ConvEngine conv_;
   const KernelTable& kernels_;
   std::atomic<int> num_threads_{0};
   std::mutex listener_mutex_;  // set once at start-up, read on first uses: never contended

@@ -9,24 +9,17 @@
 // operands to dense f32 and its result back (round to nearest even).
 #include <algorithm>
 #include <array>
-#include <condition_variable>
-#include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <type_traits>
 
 #include <boost/container_hash/hash.hpp>
-#include <boost/unordered/unordered_flat_map.hpp>
-#include <boost/unordered/unordered_flat_set.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
-#ifdef STREAMFUSE_OPENMP
-#include <omp.h>
-#endif
 
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul_layout.h"
+#include "backends/cpu/onednn_support.h"
 #include "core/float16.h"
 #include "core/log.h"
 
@@ -149,29 +142,6 @@ PlanKey make_key(DType dtype, const MatmulLayout& l, int threads) {
   return key;
 }
 
-// Sets the calling thread's OpenMP thread count for its scope: oneDNN (OpenMP runtime) sizes
-// its parallel regions by omp_get_max_threads(), both when a primitive is created (which fixes
-// its work split) and when it runs.
-class ScopedThreads {
- public:
-  explicit ScopedThreads(int num_threads) {
-#ifdef STREAMFUSE_OPENMP
-    previous_ = omp_get_max_threads();
-    if (num_threads > 0) omp_set_num_threads(num_threads);
-#endif
-  }
-  ~ScopedThreads() {
-#ifdef STREAMFUSE_OPENMP
-    omp_set_num_threads(previous_);
-#endif
-  }
-  ScopedThreads(const ScopedThreads&) = delete;
-  ScopedThreads& operator=(const ScopedThreads&) = delete;
-
- private:
-  int previous_ = 1;
-};
-
 std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
   std::string s = "matmul plan for " + std::string(dtype_name(dtype)) +
                   " m=" + std::to_string(l.m) + " k=" + std::to_string(l.k) +
@@ -185,84 +155,13 @@ std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
 
 }  // namespace
 
-namespace {
-// oneDNN registers each JIT kernel with VTune's JIT API by default, which on the first kernel
-// searches the library path for libJitPI.so (~140 failed opens, 0.2-0.3 ms of the first matmul's
-// latency on a machine without VTune). Off unless the user asked for profiling through the
-// environment, which oneDNN then honours as usual.
-void configure_jit_profiling() {
-  if (!std::getenv("ONEDNN_JIT_PROFILE") && !std::getenv("DNNL_JIT_PROFILE"))
-    dnnl_set_jit_profiling_flags(DNNL_JIT_PROFILE_NONE);
-}
-}  // namespace
-
 struct OnednnMatmul::State {
-  State() { configure_jit_profiling(); }
+  State() { configure_onednn_jit_profiling(); }
 
-  struct Entry {
-    std::shared_ptr<const Plan> plan;
-    std::uint64_t last_use = 0;
-    bool used = false;  // by run(), in this process
-  };
-  struct Found {
-    std::shared_ptr<const Plan> plan;
-    bool first_use = false;  // the first run() that uses this plan
-  };
+  using Found = PlanCache<PlanKey, PlanKeyHash, Plan>::Found;
 
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  mutable std::mutex mutex;  // guards `plans`, `building` and `clock`
-  std::condition_variable built;
-  boost::unordered_flat_map<PlanKey, Entry, PlanKeyHash> plans;
-  // Keys whose plan a thread is building: others that need one wait rather than build it twice,
-  // while plans for other keys are built at the same time (a preparing thread and a running one).
-  boost::unordered_flat_set<PlanKey, PlanKeyHash> building;
-  std::uint64_t clock = 0;
-
-  // The plan for `key`, built by `make()` unless it exists or another thread is building it
-  // (then this one waits for it). `for_run`: the caller runs it (counts as a use).
-  template <class Make>
-  Found find_or_build(const PlanKey& key, bool for_run, Make&& make) {
-    std::unique_lock lock(mutex);
-    for (;;) {
-      if (auto it = plans.find(key); it != plans.end()) {
-        it->second.last_use = ++clock;
-        const bool first_use = for_run && !it->second.used;
-        if (for_run) it->second.used = true;
-        return {it->second.plan, first_use};
-      }
-      if (!building.contains(key)) break;
-      built.wait(lock);
-    }
-    building.insert(key);
-    lock.unlock();
-    std::shared_ptr<const Plan> plan;
-    try {
-      plan = make();
-    } catch (...) {
-      lock.lock();
-      building.erase(key);
-      built.notify_all();  // a waiter builds it (and meets the same error) itself
-      throw;
-    }
-    lock.lock();
-    building.erase(key);
-    insert(key, plan, for_run);
-    built.notify_all();
-    return {std::move(plan), for_run};
-  }
-
-  // Requires `mutex`. Evicting scans every entry for the least recently used; at 256 entries
-  // that costs far less than the primitive creation that precedes it, and keeps lookups to one
-  // hash probe.
-  void insert(const PlanKey& key, std::shared_ptr<const Plan> plan, bool used) {
-    if (plans.size() >= kMaxCachedPrimitives) {
-      auto oldest = plans.begin();
-      for (auto it = plans.begin(); it != plans.end(); ++it)
-        if (it->second.last_use < oldest->second.last_use) oldest = it;
-      plans.erase(oldest);
-    }
-    plans.insert_or_assign(key, Entry{std::move(plan), ++clock, used});
-  }
+  PlanCache<PlanKey, PlanKeyHash, Plan> plans{kMaxCachedPrimitives};
 
   // A plan with this primitive, or nullptr where oneDNN has no kernel better than its reference
   // loop (and `accept_reference` is false). Throws dnnl::error when oneDNN rejects the layout.
@@ -319,7 +218,7 @@ struct OnednnMatmul::State {
   // The plan for (dtype, l) at the calling thread's OpenMP thread count (set by ScopedThreads).
   Found find_plan(DType dtype, const MatmulLayout& l, int num_threads, bool for_run) {
     const PlanKey key = make_key(dtype, l, max_threads(num_threads));
-    return find_or_build(key, for_run, [&] {
+    return plans.find_or_build(key, for_run, [&] {
       std::shared_ptr<const Plan> plan = build(dtype, l);
       if (core::log_enabled(core::LogChannel::kCache))
         core::log_line(core::LogChannel::kCache,
@@ -330,26 +229,6 @@ struct OnednnMatmul::State {
 };
 
 namespace {
-
-// A grow-only 64-byte-aligned buffer per calling thread (for the scratchpad): steady-state calls
-// allocate nothing.
-void* thread_scratchpad(std::size_t bytes) {
-  bytes = std::max<std::size_t>(bytes, 64);
-  struct Buffer {
-    void* data = nullptr;
-    std::size_t size = 0;
-    ~Buffer() { ::operator delete (data, std::align_val_t{64}); }
-  };
-  thread_local Buffer buffer;
-  if (buffer.size < bytes) {
-    ::operator delete (buffer.data, std::align_val_t{64});
-    buffer.data = nullptr;
-    buffer.size = 0;
-    buffer.data = ::operator new (bytes, std::align_val_t{64});
-    buffer.size = bytes;
-  }
-  return buffer.data;
-}
 
 // An operand element as the primitive reads it: itself, or widened to f32.
 template <class To, class From>
@@ -436,10 +315,7 @@ Buffer allocate(std::int64_t elements, DType dtype) {
 OnednnMatmul::OnednnMatmul() : state_(std::make_unique<State>()) {}
 OnednnMatmul::~OnednnMatmul() = default;
 
-std::size_t OnednnMatmul::cached_primitives() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->plans.size();
-}
+std::size_t OnednnMatmul::cached_primitives() const { return state_->plans.size(); }
 
 void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads) {
   ScopedThreads threads(num_threads);

@@ -97,6 +97,8 @@ void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs
     case core::OpCategory::kIndex:
       return run_index(op, inputs, out);
     case core::OpCategory::kUpdate:
+      if (op.kind == core::OpKind::kScatter || op.kind == core::OpKind::kScatterAdd)
+        return run_scatter(op, inputs, out);
       return run_update(*this, op, inputs, out);
     case core::OpCategory::kScan: {
       out = allocate(od.shape, od.dtype);
@@ -108,9 +110,26 @@ void CudaBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs
       });
       return;
     }
+    case core::OpCategory::kWindow:
+      return run_window(op, inputs, out);
     case core::OpCategory::kLifetime:
       return;
   }
+}
+
+void CudaBackend::run_window(const core::OpDesc& op, std::span<TensorHandle> inputs,
+                             TensorHandle& out) {
+  const core::TensorDesc& od = op.outputs[0];
+  const DType dtype = op.attrs.dtype;
+  TensorHandle operands[2];
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const core::TensorDesc& d = op.inputs[i];
+    operands[i] = d.dtype != dtype ? copy_contiguous(*this, inputs[i], d.shape, d.dtype, dtype)
+                                   : contiguous_or_copy(*this, inputs[i], d.shape, dtype);
+  }
+  out = allocate(od.shape, od.dtype);
+  if (od.shape.numel() == 0) return;
+  kernels().window(op, operands[0], inputs.size() > 1 ? &operands[1] : nullptr, out);
 }
 
 void CudaBackend::run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs,
@@ -131,6 +150,24 @@ void CudaBackend::run_index(const core::OpDesc& op, std::span<TensorHandle> inpu
   const TensorHandle indices = contiguous_or_copy(*this, inputs[1], id.shape, id.dtype);
   const TensorHandle bad = allocate(Shape{1}, kI32);
   kernels().index(op, contiguous_or_copy(*this, inputs[0], xd.shape, xd.dtype), indices, out, bad);
+  raise_flagged_index(op, bad, indices);
+}
+
+void CudaBackend::run_scatter(const core::OpDesc& op, std::span<TensorHandle> inputs,
+                              TensorHandle& out) {
+  const core::TensorDesc& id = op.inputs[1];
+  const core::TensorDesc& sd = op.inputs[2];
+  out = claim_or_copy(*this, op.inputs[0], inputs[0]);
+  if (id.shape.numel() == 0) return;
+  const TensorHandle index = contiguous_or_copy(*this, inputs[1], id.shape, id.dtype);
+  const TensorHandle bad = allocate(Shape{1}, kI32);
+  kernels().scatter(op, index, contiguous_or_copy(*this, inputs[2], sd.shape, sd.dtype), out, bad);
+  raise_flagged_index(op, bad, index);
+}
+
+void CudaBackend::raise_flagged_index(const core::OpDesc& op, const TensorHandle& bad,
+                                      const TensorHandle& indices) {
+  const core::TensorDesc& id = op.inputs[1];
   // The check's flag, then on a bad index the indices themselves, read back: a sync point, so
   // the error names the same index as the CPU's (the first) and surfaces with this op.
   std::int32_t flag = 0;

@@ -51,7 +51,13 @@ class CudaBackend final : public Backend {
   void run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   // IndexSelect and Gather: the kernel, then its check read back (throws Error naming the first
   // index out of range).
+  void run_window(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   void run_index(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  void run_scatter(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
+  // After an index kernel: reads `bad` back (a sync point) and, when set, throws the Error the
+  // CPU gives for op's first bad index (op.inputs[1], contiguous in `indices`).
+  void raise_flagged_index(const core::OpDesc& op, const TensorHandle& bad,
+                           const TensorHandle& indices);
 
   std::shared_ptr<const DeviceContext> device_;
   // Declared in destruction order's reverse: the allocator returns its blocks (and the streams

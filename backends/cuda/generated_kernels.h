@@ -47,6 +47,15 @@ class GeneratedKernels {
   // values; `scratch(bytes)` gives device memory alive while the work is queued.
   virtual void scan(const core::OpDesc& op, const TensorHandle& x, const TensorHandle& out,
                     const std::function<TensorHandle(std::size_t bytes)>& scratch) = 0;
+  // Scatter or ScatterAdd (core/ir.h) of contiguous `index` and `src` into `out` (x's result:
+  // any strides). Zeroes the 4 bytes of `bad` first, and sets them to 1 where an index is out of
+  // range (leaving that element unwritten).
+  virtual void scatter(const core::OpDesc& op, const TensorHandle& index, const TensorHandle& src,
+                       const TensorHandle& out, const TensorHandle& bad) = 0;
+  // Conv2d, MaxPool2d or AvgPool2d (core/ir.h) of a contiguous `x` (and for Conv2d a contiguous
+  // weight `w`, of x's dtype) into a contiguous `out`; pools give the CPU's values.
+  virtual void window(const core::OpDesc& op, const TensorHandle& x, const TensorHandle* w,
+                      const TensorHandle& out) = 0;
 };
 
 }  // namespace streamfuse::backends::cuda

@@ -8,6 +8,7 @@
 // Broadcasting and type promotion follow NumPy/PyTorch (see promote_types and Scalar).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -278,6 +279,18 @@ Tensor slice_update(Tensor x, int axis, std::int64_t start, Tensor src);
 // repeated index takes the last of its slices. In x's memory when x is moved in, as
 // slice_update. An index out of range is an Error naming it, raised where the result is read.
 Tensor index_put(Tensor x, int axis, Tensor indices, Tensor src);
+// x with src's elements written where index points along `axis` (PyTorch's scatter): for axis 1
+// of 3-D tensors, out[i][index[i][j][k]][k] = src[i][j][k] for every position of index. index
+// (i32 or i64) has x's rank and no dimension larger than src's, nor than x's but along axis;
+// src is converted to x's dtype. A position written twice keeps the later one along the axis.
+// In x's memory when x is moved in, as slice_update. An index out of range is an Error naming
+// it, raised where the result is read.
+Tensor scatter(Tensor x, int axis, Tensor index, Tensor src);
+// The same with every written element `value`.
+Tensor scatter(Tensor x, int axis, Tensor index, Scalar value);
+// scatter, src's elements added to x's instead (repeated positions add up, in order along the
+// axis: results independent of the device and thread count). Not for bool.
+Tensor scatter_add(Tensor x, int axis, Tensor index, Tensor src);
 
 // ---- neural-network functions, composed from the ops above so they fuse ----------------------
 
@@ -302,6 +315,47 @@ Tensor rms_norm(Tensor x, Shape normalized_shape, std::optional<Tensor> weight =
                 std::optional<double> eps = {});
 // x * sigmoid(x).
 Tensor silu(Tensor x);
+
+// ---- convolutions and pooling (PyTorch's torch.nn.functional semantics) ----------------------
+// Pairs are (height, width). Inputs are float tensors (f32, f16, bf16; mixed dtypes promote),
+// batched [N, C, H, W] (conv1d: [N, C, L]) or unbatched without N.
+
+struct Conv2dOptions {
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::array<std::int64_t, 2> padding{0, 0};  // zeros on both sides
+  std::array<std::int64_t, 2> dilation{1, 1};
+  std::int64_t groups = 1;  // channels split into groups convolved independently
+};
+// Cross-correlation of x [N, C, H, W] with weight [O, C / groups, kH, kW], plus bias [O] when
+// given: [N, O, OH, OW], OH = (H + 2 * padding - dilation * (kH - 1) - 1) / stride + 1. f16 and
+// bf16 accumulate in f32. The bias add is an element-wise op: it fuses with the ops after it.
+//   y = sf::nn::conv2d(x, w, b, {.stride = {2, 2}, .padding = {1, 1}});
+Tensor conv2d(Tensor x, Tensor weight, std::optional<Tensor> bias = {},
+              const Conv2dOptions& options = {});
+
+struct Conv1dOptions {
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;
+  std::int64_t dilation = 1;
+  std::int64_t groups = 1;
+};
+// conv2d along one dimension: x [N, C, L], weight [O, C / groups, K], bias [O].
+Tensor conv1d(Tensor x, Tensor weight, std::optional<Tensor> bias = {},
+              const Conv1dOptions& options = {});
+
+struct Pool2dOptions {
+  std::array<std::int64_t, 2> stride{0, 0};    // 0: the kernel size (PyTorch's default)
+  std::array<std::int64_t, 2> padding{0, 0};   // at most half the kernel size
+  std::array<std::int64_t, 2> dilation{1, 1};  // max_pool2d only
+  bool ceil_mode = false;         // keep a last window that starts inside the input or left padding
+  bool count_include_pad = true;  // avg_pool2d: padding positions count in the divisor
+};
+// The largest element of each window of each channel (NaN when the window holds one).
+Tensor max_pool2d(Tensor x, std::array<std::int64_t, 2> kernel_size,
+                  const Pool2dOptions& options = {});
+// The mean of each window of each channel, summed in f32 in row-major order, as PyTorch's.
+Tensor avg_pool2d(Tensor x, std::array<std::int64_t, 2> kernel_size,
+                  const Pool2dOptions& options = {});
 
 }  // namespace nn
 

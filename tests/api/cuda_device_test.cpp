@@ -447,6 +447,84 @@ TEST_P(CudaDevice, Scans) {
   same<float>([](sf::Device d) { return sf::topk(input(d, {2, 500}), 5).values; }, "topk");
 }
 
+TEST_P(CudaDevice, Scatters) {
+  auto index = [](sf::Device d) {
+    std::vector<std::int64_t> v(60);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i * 7 % 5);
+    return sf::from_vector(v, {3, 4, 5}, d);
+  };
+  same<float>(
+      [&](sf::Device d) {
+        return sf::scatter(input(d, {4, 5, 6}), 1, index(d), input(d, {3, 6, 5}, 2.0f));
+      },
+      "scatter f32 along the middle axis, repeated positions");
+  same<float>(
+      [&](sf::Device d) {
+        return sf::scatter_add(input(d, {3, 5, 6}, 1e4f), 2, index(d).to(sf::kI32),
+                               input(d, {3, 4, 5}));
+      },
+      "scatter_add f32 (sums in order)");
+  same<sf::Half>(
+      [&](sf::Device d) {
+        return sf::scatter_add(input(d, {5, 4, 5}).to(sf::kF16), 0, index(d),
+                               input(d, {3, 4, 5}).to(sf::kF16));
+      },
+      "scatter_add f16 rounded at each step");
+  same<std::int32_t>(
+      [&](sf::Device d) {
+        // x moved in: written in place (a strided x is copied first).
+        sf::Tensor x = sf::permute(input(d, {5, 4, 3}, 100.0f).to(sf::kI32), {2, 1, 0});
+        return sf::scatter_add(std::move(x), 2, index(d), input(d, {3, 4, 5}, 50.0f).to(sf::kI32));
+      },
+      "scatter_add i32 into a moved, strided x");
+  const sf::Tensor bad = sf::from_vector(std::vector<std::int64_t>{0, 9}, {1, 2}, kGpu);
+  try {
+    sf::scatter(sf::zeros({2, 3}, sf::kF32, kGpu), 1, bad, 1.0f).to_vector<float>();
+    ADD_FAILURE() << "no error for an index out of range";
+  } catch (const sf::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 9 at [0, 1]"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(CudaDevice, ConvolutionsAndPools) {
+  // conv2d: a direct loop on the device, oneDNN on the CPU: within a bound.
+  near(
+      [](sf::Device d) {
+        return sf::nn::conv2d(
+            input(d, {2, 6, 11, 9}), input(d, {4, 3, 3, 2}, 0.3f), input(d, {4}),
+            {.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}, .groups = 2});
+      },
+      1e-5, "conv2d f32 with groups, stride, padding and dilation");
+  near(
+      [](sf::Device d) {
+        return sf::nn::conv1d(input(d, {3, 17}).to(sf::kBF16), input(d, {5, 3, 4}).to(sf::kBF16))
+            .to(sf::kF32);
+      },
+      1e-2, "conv1d bf16, unbatched");
+  // Pools: the CPU's arithmetic, so its bits.
+  same<float>(
+      [](sf::Device d) {
+        const sf::Tensor y = sf::nn::max_pool2d(
+            sf::cat({input(d, {2, 3, 9, 10}), sf::full({2, 3, 1, 10}, NAN, sf::kF32, d)}, 2),
+            {3, 3}, {.stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 2}, .ceil_mode = true});
+        return sf::where(y != y, sf::full_like(y, 1234.5f), y);  // NaN compares unequal
+      },
+      "max_pool2d with NaN, dilation and ceil_mode");
+  same<float>(
+      [](sf::Device d) {
+        return sf::nn::avg_pool2d(input(d, {2, 3, 10, 7}, 3.0f), {3, 2},
+                                  {.stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true});
+      },
+      "avg_pool2d counting padding, ceil_mode");
+  same<sf::Half>(
+      [](sf::Device d) {
+        return sf::nn::avg_pool2d(
+            input(d, {1, 2, 8, 8}).to(sf::kF16), {3, 3},
+            {.stride = {1, 1}, .padding = {1, 1}, .count_include_pad = false});
+      },
+      "avg_pool2d f16 not counting padding");
+}
+
 TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
   const auto host = input(kCpu, {40, 3});
   const sf::Tensor gpu = host.to(kGpu);

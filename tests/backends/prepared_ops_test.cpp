@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "backends/prepared_op_codec.h"
 #include "backends/prepared_op_files.h"
 #include "cache/cache_dir.h"
@@ -112,6 +113,47 @@ TEST(PreparedOpCodec, OnlyProductsTheBackendWouldPrepareDecode) {
     for (auto* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) t->dtype = kBool;
     p.op.attrs.dtype = kBool;
   })) << "bool has no product";
+}
+
+TEST(PreparedOpCodec, OnlyConvolutionsTheBackendWouldPrepareDecode) {
+  const auto rejected = [](const std::function<void(backends::PreparedOp&)>& change) {
+    backends::PreparedOp p;
+    p.op.kind = core::OpKind::kConv2d;
+    p.op.attrs.dtype = kF32;
+    p.op.attrs.window.kernel = {3, 3};
+    p.op.attrs.window.stride = {2, 2};
+    p.op.inputs = {{0, Shape{1, 4, 9, 9}, kF32, core::TensorStatus::kReadOnly},
+                   {0, Shape{6, 2, 3, 3}, kF32, core::TensorStatus::kReadOnly}};
+    p.op.attrs.window.groups = 2;
+    p.op.outputs = {{0, Shape{1, 6, 4, 4}, kF32, core::TensorStatus::kNotInit}};
+    p.input_strides = {backends::contiguous_strides(p.op.inputs[0].shape),
+                       backends::contiguous_strides(p.op.inputs[1].shape)};
+    change(p);
+    try {
+      const auto back = backends::decode_prepared_ops(backends::encode_prepared_ops({p}));
+      EXPECT_EQ(back.at(0), p);  // what decodes is what was written, window and all
+    } catch (const FormatError&) {
+      return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(rejected([](auto&) {}));
+  EXPECT_TRUE(rejected([](auto& p) {
+    p.op.outputs[0].shape = Shape{1, 6, 5, 4};
+  })) << "not the convolution's result";
+  EXPECT_TRUE(rejected([](auto& p) { p.op.attrs.window.groups = 3; })) << "groups";
+  EXPECT_TRUE(rejected([](auto& p) { p.op.attrs.window.stride = {0, 2}; })) << "stride 0";
+  EXPECT_TRUE(rejected([](auto& p) { p.input_strides[0][3] = 2; })) << "strided operand";
+  EXPECT_TRUE(rejected([](auto& p) {
+    for (auto* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) t->dtype = kI32;
+    p.op.attrs.dtype = kI32;
+  })) << "integers have no convolution";
+  EXPECT_TRUE(rejected([](auto& p) {
+    const std::int64_t big = std::int64_t{1} << 40;
+    p.op.inputs[0].shape = Shape{big, 4, 9, 9};
+    p.op.outputs[0].shape = Shape{big, 6, 4, 4};
+    p.input_strides[0] = backends::contiguous_strides(p.op.inputs[0].shape);
+  })) << "a size no process holds";
 }
 
 struct Dir {

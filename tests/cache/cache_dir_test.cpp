@@ -98,6 +98,28 @@ TEST(CacheDir, AWriteFailureThatLastsIsWarnedAboutOnce) {
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
+TEST(CacheDir, FilesOfAnOlderFormatAreRemovedWithOneWarning) {
+  TempDir dir;
+  const fs::path root = fs::path(dir.path()) / "cache";
+  const std::string err = stderr_of_child(dir, [&] {
+    CacheDir cache(root, 1u << 30);
+    for (int i = 0; i < 20; ++i) {
+      if (!cache.write(nth_plan(root, i), FileKind::kPlan, "fp", "payload")) _exit(1);
+      // As an earlier version of the library wrote it: the header's version byte (after the
+      // 8-byte magic) one lower.
+      std::fstream f(nth_plan(root, i), std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(8);
+      f.put(static_cast<char>(kFormatVersion - 1));
+    }
+    for (int i = 0; i < 20; ++i)
+      if (cache.read(nth_plan(root, i), FileKind::kPlan, "fp") || fs::exists(nth_plan(root, i)))
+        _exit(2);
+  });
+  // An upgrade meets every file of the cache: one line, not one per file.
+  EXPECT_EQ(streamfuse::testing::count_of(err, "warning"), 1) << err;
+  EXPECT_NE(err.find("older streamfuse"), std::string::npos) << err;
+}
+
 TEST(CacheDir, TheScratchFolderIsThisProcesssAndGoesWhenReleased) {
   TempDir dir;
   CacheDir cache(dir.path(), 1u << 30);

@@ -127,6 +127,14 @@ void use_plan(const fusion::ExecutionPlan& plan) {
 
 void use_prepared_op(const backends::PreparedOp& p) {
   consume(core::to_string(p.op));
+  if (p.op.kind == core::OpKind::kConv2d) {
+    std::string why;
+    const std::optional<Shape> out = core::window_result_shape(
+        p.op.kind, p.op.inputs.at(0).shape, p.op.inputs.at(1).shape, p.op.attrs.window, why);
+    if (!out || *out != p.op.outputs.at(0).shape)
+      fail("a decoded prepared conv2d the backend refuses: " + why);
+    return;
+  }
   const backends::MatmulOperand a{nullptr, p.op.inputs.at(0).shape, p.input_strides.at(0)};
   const backends::MatmulOperand b{nullptr, p.op.inputs.at(1).shape, p.input_strides.at(1)};
   const Shape& out = p.op.outputs.at(0).shape;

@@ -191,6 +191,29 @@ backends::PreparedOp matmul(Shape a, Shape b, Shape out, DType dtype, bool trans
   return p;
 }
 
+// A conv2d as the CPU backend reports its first run: contiguous operands of its dtype.
+backends::PreparedOp conv2d(Shape x, Shape w, Shape out, core::Window window) {
+  backends::PreparedOp p;
+  p.op.kind = core::OpKind::kConv2d;
+  p.op.attrs.dtype = kF32;
+  p.op.attrs.window = window;
+  p.op.inputs = {{0, x, kF32, core::TensorStatus::kReadOnly},
+                 {0, w, kF32, core::TensorStatus::kReadOnly}};
+  p.op.outputs = {{0, out, kF32, core::TensorStatus::kNotInit}};
+  p.input_strides = {backends::contiguous_strides(x), backends::contiguous_strides(w)};
+  return p;
+}
+
+core::Window conv_window(std::int32_t k, std::int32_t stride, std::int32_t padding,
+                         std::int32_t groups) {
+  core::Window w;
+  w.kernel = {k, k};
+  w.stride = {stride, stride};
+  w.padding = {padding, padding};
+  w.groups = groups;
+  return w;
+}
+
 }  // namespace
 
 const std::vector<std::vector<core::OpDesc>>& sample_ops() {
@@ -214,6 +237,8 @@ const std::vector<backends::PreparedOp>& sample_prepared_ops() {
       matmul({3, 5}, {5, 7}, {3, 7}, kF32, true),
       matmul({2, 3, 4}, {4, 5}, {2, 3, 5}, kBF16),
       matmul({4}, {2, 4, 6}, {2, 6}, kF16),
+      conv2d({2, 8, 16, 16}, {16, 8, 3, 3}, {2, 16, 8, 8}, conv_window(3, 2, 1, 1)),
+      conv2d({1, 8, 9, 9}, {8, 1, 3, 3}, {1, 8, 9, 9}, conv_window(3, 1, 1, 8)),
   };
   return *ops;
 }

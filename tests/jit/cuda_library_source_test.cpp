@@ -82,6 +82,21 @@ std::string all_library_kernels() {
     s += cuda_scan_source(core::OpKind::kArgsort, d, kI64, argsort);
     s += size_check(argsort + "_args", sizeof(CudaScanArgs));
   }
+  for (DType d : kAll)
+    for (core::OpKind k : {core::OpKind::kScatter, core::OpKind::kScatterAdd})
+      for (DType index : {kI32, kI64}) {
+        if (k == core::OpKind::kScatterAdd && d == kBool) continue;
+        const std::string name = "scatter" + std::to_string(n++);
+        s += cuda_scatter_source(k, d, index, name);
+        s += size_check(name + "_args", sizeof(CudaScatterArgs));
+      }
+  for (DType d : kFloats)
+    for (core::OpKind k :
+         {core::OpKind::kConv2d, core::OpKind::kMaxPool2d, core::OpKind::kAvgPool2d}) {
+      const std::string name = "window" + std::to_string(n++);
+      s += cuda_window_source(k, d, name);
+      s += size_check(name + "_args", sizeof(CudaWindowArgs));
+    }
   return s;
 }
 
