@@ -35,9 +35,9 @@ std::array<std::int32_t, 2> window_pair(const std::array<std::int64_t, 2>& v, co
 
 void check_floating(const Tensor& t, const char* what, std::string_view fn) {
   const DType d = node_of(t, fn).dtype;
-  if (!is_floating(d))
+  if (d != kF32 && d != kF16 && d != kBF16)
     throw DTypeError(std::string(fn) + ": " + what + " " + describe(t) +
-                     " must be a float tensor (convert with .to(kF32))");
+                     " must be f32, f16 or bf16 (convert with .to(kF32))");
 }
 
 // x as [N, C, H, W]: a [C, H, W] input (unbatched) gains a batch of one; `batched` says which.

@@ -37,7 +37,8 @@ void check_matmul(const backends::PreparedOp& p) {
 // runs convolutions on dense copies), shapes that are a convolution's with its window.
 void check_conv(const backends::PreparedOp& p) {
   const core::OpDesc& op = p.op;
-  if (!is_floating(op.attrs.dtype) || !op.scalars.empty() || op.inputs[0].dtype != op.attrs.dtype ||
+  if ((op.attrs.dtype != kF32 && op.attrs.dtype != kF16 && op.attrs.dtype != kBF16) ||
+      !op.scalars.empty() || op.inputs[0].dtype != op.attrs.dtype ||
       op.inputs[1].dtype != op.attrs.dtype || op.outputs[0].dtype != op.attrs.dtype)
     cache::bad_payload("prepared conv2d of other dtypes");
   std::string why;

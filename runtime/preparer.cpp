@@ -1,5 +1,7 @@
 #include "runtime/preparer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -21,6 +23,24 @@ Live& live() {
     return new Live;
   }();
   return *l;
+}
+
+// Stops every preparer when the main thread's thread-locals are destroyed. exit() destroys the
+// calling thread's thread-locals before it runs any exit handler or static destructor, so the
+// preparing thread is joined before anything a library made while it prepared is destroyed:
+// oneDNN makes statics the first time it builds a kind of primitive, and a preparation still
+// in flight when the process exits would otherwise use them after their destructors ran (short
+// processes crashed in oneDNN while the main thread ran the exit handlers). Only the main
+// thread's: another thread's thread-locals go when that thread ends, not the process.
+struct StopPreparersAtMainThreadExit {
+  ~StopPreparersAtMainThreadExit() {
+    if (gettid() == getpid()) Preparer::stop_all();
+  }
+};
+
+void guard_this_threads_exit() {
+  thread_local StopPreparersAtMainThreadExit guard;
+  static_cast<void>(&guard);  // made on first use, so destroyed with this thread's others
 }
 
 }  // namespace
@@ -73,6 +93,7 @@ void Preparer::submit_ops(std::vector<backends::PreparedOp> ops) {
 }
 
 void Preparer::submit_job(std::function<void()> job) {
+  guard_this_threads_exit();
   bool start = false;
   {
     std::lock_guard lock(mutex_);
@@ -145,6 +166,10 @@ void Preparer::prepare_all(const Source& source) {
 void Preparer::prepare_one(const backends::PreparedOp& op) {
   try {
     if (backend_.prepare(op)) prepared_.fetch_add(1, std::memory_order_relaxed);
+    // The handler that stops this thread again, after whatever statics this preparation made:
+    // exit runs it before their destructors (for an exit from a thread other than the main
+    // one, which StopPreparersAtMainThreadExit does not see).
+    std::atexit(&Preparer::stop_all);
   } catch (const std::exception& e) {  // a bad file's op, or the library refused it
     core::warn_once("prepare:" + to_string(op.op), "could not prepare " + to_string(op.op) +
                                                        " ahead: " + e.what() +

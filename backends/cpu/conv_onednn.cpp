@@ -81,7 +81,7 @@ std::string describe(const ConvProblem& p) {
 
 // Throws ShapeError unless `p` is a well-formed convolution (its shapes may come from a file).
 void check(const ConvProblem& p) {
-  if (!is_floating(p.dtype)) throw DTypeError(describe(p) + ": convolutions take f32, f16 or bf16");
+  if (p.dtype != kF32 && p.dtype != kF16 && p.dtype != kBF16) throw DTypeError(describe(p) + ": convolutions take f32, f16 or bf16");
   std::string why;
   const std::optional<Shape> out =
       core::window_result_shape(core::OpKind::kConv2d, p.x, p.w, p.window, why);
@@ -238,8 +238,8 @@ bool ConvEngine::run(const ConvProblem& p, const void* x, const void* w, void* o
     const memory x_mem(plan.x_md, engine, const_cast<void*>(x));
     const memory w_mem(plan.w_md, engine, const_cast<void*>(w));
     const memory out_mem(plan.out_md, engine, result);
-    const memory scratchpad(plan.scratchpad_md, engine,
-                            thread_scratchpad(plan.scratchpad_md.get_size()));
+    const Scratchpad pad(plan.scratchpad_md.get_size());
+    const memory scratchpad(plan.scratchpad_md, engine, pad.data());
     plan.primitive.execute(stream, {{DNNL_ARG_SRC, x_mem},
                                     {DNNL_ARG_WEIGHTS, w_mem},
                                     {DNNL_ARG_DST, out_mem},

@@ -351,8 +351,8 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
   const memory a_mem(plan->a_md, engine, const_cast<void*>(a));
   const memory b_mem(plan->b_md, engine, const_cast<void*>(b));
   const memory c_mem(plan->c_md, engine, c);
-  const memory scratchpad(plan->scratchpad_md, engine,
-                          thread_scratchpad(plan->scratchpad_md.get_size()));
+  const Scratchpad pad(plan->scratchpad_md.get_size());
+  const memory scratchpad(plan->scratchpad_md, engine, pad.data());
   plan->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
                                    {DNNL_ARG_WEIGHTS, b_mem},
                                    {DNNL_ARG_DST, c_mem},

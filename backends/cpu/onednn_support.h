@@ -42,10 +42,23 @@ class ScopedThreads {
   int previous_ = 1;
 };
 
-// A grow-only 64-byte-aligned buffer of at least `bytes` per calling thread, for the scratchpad
-// each primitive call brings (oneDNN's own is per creating thread, and cached primitives run on
-// other threads): steady-state calls allocate nothing.
-void* thread_scratchpad(std::size_t bytes);
+// The scratchpad a primitive call brings (oneDNN's own is per creating thread, and cached
+// primitives run on other threads): at least `bytes`, 64-byte aligned, valid while this object
+// lives. A grow-only buffer of the calling thread, so that steady-state calls allocate nothing;
+// once the thread's buffer is destroyed (ops run by the thread-exit handlers that drain its
+// streams come after it), a buffer of its own.
+class Scratchpad {
+ public:
+  explicit Scratchpad(std::size_t bytes);
+  ~Scratchpad();
+  Scratchpad(const Scratchpad&) = delete;
+  Scratchpad& operator=(const Scratchpad&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  bool owned_ = false;
+};
 
 // Turns off oneDNN's registration of each JIT kernel with VTune unless the user asked for
 // profiling through the environment: on the first kernel it searches the library path for

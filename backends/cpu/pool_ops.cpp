@@ -9,19 +9,23 @@
 #include "backends/movement.h"
 #include "backends/views.h"
 #include "core/float16.h"
+#include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
 
-float load(const char* p, DType d, std::int64_t i) {
-  if (d == kF32) {
+// Element i of a float dtype as float; D is the dtype, fixed per instantiation so that the
+// window loops carry no dtype branch.
+template <DType D>
+float load(const char* p, std::int64_t i) {
+  if constexpr (D == kF32) {
     float v;
     std::memcpy(&v, p + i * 4, 4);
     return v;
   }
   std::uint16_t h;
   std::memcpy(&h, p + i * 2, 2);
-  return d == kF16 ? core::half_bits_to_float(h) : core::bf16_bits_to_float(h);
+  return D == kF16 ? core::half_bits_to_float(h) : core::bf16_bits_to_float(h);
 }
 
 void store(char* p, DType d, std::int64_t i, float v) {
@@ -34,8 +38,9 @@ void store(char* p, DType d, std::int64_t i, float v) {
 }
 
 // One output element of plane `x` (H x W) at (oh, ow).
-float pool_element(core::OpKind kind, const core::Window& w, const char* x, DType d,
-                   std::int64_t height, std::int64_t width, std::int64_t oh, std::int64_t ow) {
+template <DType D>
+float pool_element(core::OpKind kind, const core::Window& w, const char* x, std::int64_t height,
+                   std::int64_t width, std::int64_t oh, std::int64_t ow) {
   const std::int64_t h0 = oh * w.stride[0] - w.padding[0];
   const std::int64_t w0 = ow * w.stride[1] - w.padding[1];
   if (kind == core::OpKind::kMaxPool2d) {
@@ -46,7 +51,7 @@ float pool_element(core::OpKind kind, const core::Window& w, const char* x, DTyp
       for (std::int64_t kw = 0; kw < w.kernel[1]; ++kw) {
         const std::int64_t iw = w0 + kw * w.dilation[1];
         if (iw < 0 || iw >= width) continue;
-        const float v = load(x, d, ih * width + iw);
+        const float v = load<D>(x, ih * width + iw);
         if (v > best || std::isnan(v)) best = v;  // PyTorch's: a NaN wins (the last one)
       }
     }
@@ -60,7 +65,7 @@ float pool_element(core::OpKind kind, const core::Window& w, const char* x, DTyp
   const std::int64_t ws = std::max<std::int64_t>(w0, 0), we = std::min(w1, width);
   float sum = 0;
   for (std::int64_t ih = hs; ih < he; ++ih)
-    for (std::int64_t iw = ws; iw < we; ++iw) sum += load(x, d, ih * width + iw);
+    for (std::int64_t iw = ws; iw < we; ++iw) sum += load<D>(x, ih * width + iw);
   const std::int64_t count = w.count_include_pad ? padded : (he - hs) * (we - ws);
   return sum / static_cast<float>(count);
 }
@@ -84,15 +89,27 @@ void run_pool(Backend& backend, const core::OpDesc& op, std::span<TensorHandle> 
   const core::Window& w = op.attrs.window;
   const std::int64_t grain =
       std::max<std::int64_t>(1, 4096 / (ow_size * w.kernel[0] * w.kernel[1]));
-  parallel_for(rows, grain, num_threads, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const std::int64_t plane = r / oh_size, oh = r % oh_size;
-      const char* xplane = xp + static_cast<std::size_t>(plane) * plane_bytes;
-      for (std::int64_t ow = 0; ow < ow_size; ++ow)
-        store(op_out, d, r * ow_size + ow,
-              pool_element(op.kind, w, xplane, d, height, width, oh, ow));
-    }
-  });
+  auto run = [&]<DType D>() {
+    parallel_for(rows, grain, num_threads, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        const std::int64_t plane = r / oh_size, oh = r % oh_size;
+        const char* xplane = xp + static_cast<std::size_t>(plane) * plane_bytes;
+        for (std::int64_t ow = 0; ow < ow_size; ++ow)
+          store(op_out, d, r * ow_size + ow,
+                pool_element<D>(op.kind, w, xplane, height, width, oh, ow));
+      }
+    });
+  };
+  switch (d) {
+    case kF16:
+      return run.template operator()<kF16>();
+    case kBF16:
+      return run.template operator()<kBF16>();
+    case kF32:
+      return run.template operator()<kF32>();
+    default:
+      throw DTypeError(core::to_string(op) + ": pools take f32, f16 or bf16");
+  }
 }
 
 }  // namespace streamfuse::backends::cpu

@@ -138,7 +138,13 @@ TEST_P(BadPlanFile, IsAMissWithOneWarning) {
   EXPECT_TRUE(s.load().empty());
   EXPECT_TRUE(s.load().empty());  // asked again: no second warning
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(count_of(err, "warning: cache: ignored " + s.path.string()), 1) << err;
+  // An older format is what an upgrade meets in every file: one line for them all, naming the
+  // first (cache_dir_test checks that a second file adds nothing).
+  const bool upgrade = std::string(GetParam().name) == "older_format";
+  EXPECT_EQ(
+      count_of(err, upgrade ? "older streamfuse" : "warning: cache: ignored " + s.path.string()), 1)
+      << err;
+  EXPECT_NE(err.find(s.path.string()), std::string::npos) << err;
   EXPECT_EQ(count_of(err, "warning:"), 1) << err;
   EXPECT_EQ(fs::exists(s.path), !GetParam().removed);
   if (GetParam().removed) {  // built again: the next save is read back
