@@ -47,6 +47,12 @@ Values read_values(const Tensor& t) {
     case kBool:
       for (bool b : t.to_vector<bool>()) v.ints.push_back(b);
       break;
+    case kI8:
+      for (std::int8_t x : t.to_vector<std::int8_t>()) v.ints.push_back(x);
+      break;
+    case kU8:
+      for (std::uint8_t x : t.to_vector<std::uint8_t>()) v.ints.push_back(x);
+      break;
   }
   return v;
 }

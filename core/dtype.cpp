@@ -22,25 +22,33 @@ std::string_view dtype_name(DType d) {
       return "i64";
     case kBool:
       return "bool";
+    case kI8:
+      return "i8";
+    case kU8:
+      return "u8";
   }
   return "?";
 }
 
 namespace {
-// Position in the promotion lattice; f16 and bf16 share a rank and meet at f32.
+// Position in the promotion lattice. Of two dtypes of one rank neither holds the other: f16 and
+// bf16 meet at f32, u8 and i8 at i32 (see promote_types).
 int promotion_rank(DType d) {
   switch (d) {
     case kBool:
       return 0;
-    case kI32:
+    case kU8:
+    case kI8:
       return 1;
-    case kI64:
+    case kI32:
       return 2;
+    case kI64:
+      return 3;
     case kF16:
     case kBF16:
-      return 3;
-    case kF32:
       return 4;
+    case kF32:
+      return 5;
   }
   return 0;
 }
@@ -54,7 +62,7 @@ int category(Scalar::Kind k) {
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   const int ra = promotion_rank(a), rb = promotion_rank(b);
-  if (ra == rb) return kF32;  // f16 with bf16: neither holds the other
+  if (ra == rb) return is_floating(a) ? kF32 : kI32;  // f16 with bf16, u8 with i8
   return ra > rb ? a : b;
 }
 

@@ -102,6 +102,19 @@ SF_MATH_FN long long sf_float_to_i64(float v) {
   return r;
 }
 
+// 8-bit integers live in int registers (i8 and u8 compute in int) and are stored wrapped to 8
+// bits, as 8-bit arithmetic wraps: the low byte, sign-extended for i8. Written with masks, not a
+// narrowing cast, which C leaves implementation-defined.
+SF_MATH_FN int sf_wrap_i8(int v) { return ((v & 0xff) ^ 0x80) - 0x80; }
+SF_MATH_FN int sf_wrap_u8(int v) { return v & 0xff; }
+// Float to i8 / u8: to i32 as above (truncation, saturating, NaN to 0), then wrapped to 8 bits.
+// PyTorch's float-to-uint8/int8 cast is a C cast, undefined out of range; on x86 it goes through
+// a 32-bit conversion and keeps the low byte, which this matches for |v| < 2^31 (300.5 -> 44,
+// -1.5 -> u8 255). Beyond, and for inf, the saturated i32 wraps (inf -> i8 -1, u8 255; -inf ->
+// 0), where x86 gives 0 for both.
+SF_MATH_FN int sf_float_to_i8(float v) { return sf_wrap_i8(sf_float_to_i32(v)); }
+SF_MATH_FN int sf_float_to_u8(float v) { return sf_wrap_u8(sf_float_to_i32(v)); }
+
 // ---- arithmetic ------------------------------------------------------------------------------
 
 // Integer arithmetic wraps: computed unsigned (signed overflow is undefined in C and C++).

@@ -12,7 +12,9 @@
 namespace streamfuse::core {
 
 // The value of `s` as an operand computed in `compute` (f32, i32, i64 or bool): the 64 bits a
-// kernel reads (a float's bits in the low half; integers as themselves; bool 0 or 1).
+// kernel reads (a float's bits in the low half; integers as themselves; bool 0 or 1). An operand
+// of an i8 or u8 op is an i32 (`u8 + 300` adds 300 in int and wraps the sum to u8: the value
+// PyTorch's u8 + 300 gives, which wraps 300 first; `u8 < 300` compares exactly, true).
 inline std::int64_t operand_scalar_bits(const Scalar& s, DType compute) {
   switch (compute) {
     case kI32:
@@ -42,6 +44,12 @@ inline std::int64_t fill_scalar_bits(const Scalar& s, DType dtype) {
                              : static_cast<std::int32_t>(s.to_int());
     case kI64:
       return s.is_floating() ? sf_float_to_i64(static_cast<float>(s.to_double())) : s.to_int();
+    case kI8:  // as a cast to i8 stores it (sf_float_to_i8), widened to the int it computes in
+      return s.is_floating() ? sf_float_to_i8(static_cast<float>(s.to_double()))
+                             : sf_wrap_i8(static_cast<std::int32_t>(s.to_int()));
+    case kU8:
+      return s.is_floating() ? sf_float_to_u8(static_cast<float>(s.to_double()))
+                             : sf_wrap_u8(static_cast<std::int32_t>(s.to_int()));
     default: {
       float f = static_cast<float>(s.to_double());
       if (dtype == kF16) f = sf_round_f16(f);

@@ -173,8 +173,8 @@ std::size_t cuda_reduce_accumulator_bytes(core::OpKind kind, DType in) {
       return 8;  // double or long long
     case core::OpKind::kArgmax:
       return 16;  // value, then index (padded)
-    default:
-      return element_size(float_storage(in) ? kF32 : in);
+    default:      // the value type's (i8 and u8 are read as int)
+      return element_size(storage_dtype_of(value_type_of(in)));
   }
 }
 
@@ -318,8 +318,11 @@ $VALUES    for (int l = 0; l < 4; ++l) {
 }
 
 std::string cuda_int_matmul_source(DType dtype, const std::string& name) {
-  if (dtype != kI32 && dtype != kI64)
+  if (!is_integral(dtype))
     throw Error("internal error: an integer matmul of " + std::string(dtype_name(dtype)));
+  // Sums in the value type (int for i8 and u8: the sum of products modulo 2^32, wrapped to 8
+  // bits when stored, as the CPU's 8-bit product computes it modulo 256).
+  const ValueType acc = value_type_of(dtype);
   return fill(R"(// $NAME: matmul of $DTYPE, wrapping
 struct $NAME_args {
   const char* a;
@@ -345,16 +348,18 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
     }
     const $T* x = (const $T*)a.a + ao + i * a.a_row_stride;
     const $T* y = (const $T*)a.b + bo + j * a.b_col_stride;
-    $T sum = 0;
+    $ACC sum = 0;
     for (long long p = 0; p < a.k; ++p)
-      sum = sf_add(sum, sf_mul(x[p * a.a_col_stride], y[p * a.b_row_stride]));
-    (($T*)a.out)[e] = sum;
+      sum = sf_add(sum, sf_mul(($ACC)x[p * a.a_col_stride], ($ACC)y[p * a.b_row_stride]));
+    (($T*)a.out)[e] = $STORE;
   }
 }
 )",
               {{"$NAME", name},
                {"$DTYPE", std::string(dtype_name(dtype))},
                {"$BLOCK", std::to_string(kCudaBlockSize)},
+               {"$STORE", store_value("sum", acc, dtype)},
+               {"$ACC", c_type(acc)},
                {"$T", storage_c_type(dtype)}});
 }
 

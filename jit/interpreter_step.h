@@ -37,9 +37,9 @@ void run_step(const Instruction& in, backends::cpu::ChunkFn fn,
                     storage_dtype_of(in.type), reg(in.args[0]), reg(in.out), n);
       break;
     case InstrKind::kRound: {
-      float* out = reinterpret_cast<float*>(reg(in.out));
-      if (reg(in.args[0]) != reg(in.out))
-        std::memcpy(out, reg(in.args[0]), static_cast<std::size_t>(n) * sizeof(float));
+      void* out = reg(in.out);
+      if (reg(in.args[0]) != out)
+        std::memcpy(out, reg(in.args[0]), static_cast<std::size_t>(n) * value_size(in.type));
       chunk.round(in.round, out, n);
       break;
     }

@@ -31,6 +31,10 @@ const char* storage_c_type(DType d) {
     case kF16:
     case kBF16:
       return "unsigned short";
+    case kI8:
+      return "signed char";
+    case kU8:
+      return "unsigned char";
     default:
       return c_type(value_type_of(d));
   }
@@ -54,11 +58,15 @@ std::string load_value(const std::string& access, DType d, ValueType to) {
   return convert_value(access, value_type_of(d), to);
 }
 
-// Register value `expr` of type `from` as storage of dtype `d`.
+// Register value `expr` of type `from` as storage of dtype `d`. To i8 and u8 through the wrap
+// (a register of that dtype already holds a wrapped value; a convert from another type does not),
+// then an explicit narrowing cast, exact on a wrapped value.
 std::string store_value(const std::string& expr, ValueType from, DType d) {
   const std::string v = convert_value(expr, from, value_type_of(d));
   if (d == kF16) return "sf_float_to_half(" + v + ")";
   if (d == kBF16) return "sf_float_to_bf16(" + v + ")";
+  if (d == kI8) return "(signed char)sf_wrap_i8(" + v + ")";
+  if (d == kU8) return "(unsigned char)sf_wrap_u8(" + v + ")";
   return v;
 }
 
@@ -211,9 +219,22 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
       expr = convert_value(arg(0), arg_type(0), in.type);
       break;
     case InstrKind::kRound:
-      if (in.round != kF16 && in.round != kBF16)
-        fail_generation(name, "round to a non-16-bit dtype");
-      expr = (in.round == kF16 ? "sf_round_f16(" : "sf_round_bf16(") + arg(0) + ")";
+      switch (in.round) {
+        case kF16:
+          expr = "sf_round_f16(" + arg(0) + ")";
+          break;
+        case kBF16:
+          expr = "sf_round_bf16(" + arg(0) + ")";
+          break;
+        case kI8:
+          expr = "sf_wrap_i8(" + arg(0) + ")";
+          break;
+        case kU8:
+          expr = "sf_wrap_u8(" + arg(0) + ")";
+          break;
+        default:
+          fail_generation(name, "round to " + std::string(dtype_name(in.round)));
+      }
       break;
     case InstrKind::kOp: {
       const int arity = core::op_info(in.op).arity;

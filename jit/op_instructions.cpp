@@ -52,13 +52,13 @@ std::int32_t emit_elementwise_op(const core::OpDesc& op, OpEmitter& e) {
                   " is not an element-wise op; please report this");
   }
   if (r < 0) r = e.emit(in, result);
-  if (out == kF16 || out == kBF16) {
+  if (rounds_in_registers(out)) {
     Instruction round;
     round.kind = InstrKind::kRound;
-    round.type = ValueType::kFloat;
+    round.type = value_type_of(out);
     round.round = out;
     round.args[0] = r;
-    r = e.emit(round, ValueType::kFloat);
+    r = e.emit(round, round.type);
   }
   return r;
 }

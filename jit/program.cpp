@@ -9,6 +9,8 @@ namespace streamfuse::jit {
 ValueType value_type_of(DType d) {
   switch (d) {
     case kI32:
+    case kI8:
+    case kU8:
       return ValueType::kI32;
     case kI64:
       return ValueType::kI64;

@@ -29,11 +29,16 @@
 
 namespace streamfuse::jit {
 
-// What a register holds: the compute type of a dtype (f16/bf16 compute in float; their values
-// are rounded to the 16-bit grid by kRound, so registers hold exactly what unfused kernels
-// store).
+// What a register holds: the compute type of a dtype (f16/bf16 compute in float, i8/u8 in i32;
+// their values are rounded to the 16-bit grid, or wrapped to 8 bits, by kRound, so registers hold
+// exactly what unfused kernels store).
 enum class ValueType : std::uint8_t { kFloat, kI32, kI64, kBool };
 ValueType value_type_of(DType d);
+// Whether a value of dtype `d` computed in value_type_of(d) must be rounded (kRound) to hold what
+// an unfused op stores: f16, bf16, i8 and u8.
+constexpr bool rounds_in_registers(DType d) {
+  return d == kF16 || d == kBF16 || d == kI8 || d == kU8;
+}
 // The dtype whose storage is the value type itself (f32, i32, i64, bool).
 DType storage_dtype_of(ValueType t);
 const char* value_type_name(ValueType t);
@@ -43,7 +48,7 @@ enum class InstrKind : std::uint8_t {
   kScalar,   // out = scalar argument [index] (already of `type`)
   kOp,       // out = op(args...) computed in `type`; compare and logical ops give kBool
   kConvert,  // out = args[0] converted from its register's type to `type` (saturating, wrapping)
-  kRound,    // out = args[0] (float) rounded to `round` (f16 or bf16)
+  kRound,    // out = args[0] rounded to `round`: a float to f16 or bf16, an i32 to i8 or u8
   kReduced,  // out = the result of the anchor's stage [index] for this row (kReduce epilogue)
 };
 inline constexpr unsigned kNumInstrKinds = 6;

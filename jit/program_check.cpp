@@ -34,7 +34,7 @@ int arity(const Instruction& in) {
 
 // The type operand `a` of `in` must have (kOp and kRound; a kConvert reads any type).
 ValueType operand_type(const Instruction& in, int a) {
-  if (in.kind == InstrKind::kRound) return ValueType::kFloat;
+  if (in.kind == InstrKind::kRound) return value_type_of(in.round);
   const core::OpCategory c = core::op_category(in.op);
   if (c == core::OpCategory::kLogical || (c == core::OpCategory::kSelect && a == 0))
     return ValueType::kBool;
@@ -90,8 +90,9 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
     case InstrKind::kConvert:
       break;
     case InstrKind::kRound:
-      if (in.type != ValueType::kFloat || (in.round != kF16 && in.round != kBF16))
-        return at(i, "rounds to " + std::string(dtype_name(in.round)));
+      if (!rounds_in_registers(in.round) || in.type != value_type_of(in.round))
+        return at(i, "rounds to " + std::string(dtype_name(in.round)) + " in " +
+                         value_type_name(in.type));
       break;
     case InstrKind::kReduced: {
       if (in.index < 0 || static_cast<std::size_t>(in.index) >= p.anchor.stages.size())

@@ -24,8 +24,8 @@ inline constexpr std::size_t kMaxScalarArgs = 256;
 // backends::cpu::kMaxOperands inputs and outputs together; every instruction writes a register
 // of its own and reads only registers written before it, with the types it computes in (a kOp is
 // an element-wise op that has a form for its type, see has_form); loads and scalars name an
-// input or a scalar argument of their type; kRound rounds a float to f16 or bf16; each output
-// reads a register of its dtype's value type.
+// input or a scalar argument of their type; kRound rounds a float to f16 or bf16, or wraps an i32
+// to i8 or u8; each output reads a register of its dtype's value type.
 std::string program_problem(const FusedProgram& program);
 
 // Why `key` is not a key launch_key() could make, or empty: rank 0..kMaxRank with the stride

@@ -19,7 +19,8 @@ using ::streamfuse::dtype_name;
 using ::streamfuse::is_floating;
 using enum ::streamfuse::DType;
 
-// `x` rounded to the nearest value of `dtype` (integers truncate, saturating; bool is != 0).
+// `x` rounded to the nearest value of `dtype` (integers truncate, saturating; i8 and u8 then wrap
+// the i32 to 8 bits, as a cast to them does; bool is != 0).
 inline double round_to(double x, DType dtype) {
   switch (dtype) {
     case kF32:
@@ -39,6 +40,11 @@ inline double round_to(double x, DType dtype) {
       return static_cast<double>(static_cast<std::int64_t>(x));
     case kBool:
       return x != 0 ? 1 : 0;
+    case kI8:
+      return static_cast<std::int8_t>(
+          static_cast<std::uint8_t>(static_cast<std::int64_t>(round_to(x, kI32)) & 0xff));
+    case kU8:
+      return static_cast<double>(static_cast<std::int64_t>(round_to(x, kI32)) & 0xff);
   }
   return x;
 }
@@ -93,6 +99,16 @@ inline Tensor tensor_of(const std::vector<double>& values, Shape shape, DType dt
       for (double x : values) v.push_back(x != 0);
       return from_vector(v, shape);
     }
+    case kI8: {
+      std::vector<std::int8_t> v;
+      for (double x : values) v.push_back(static_cast<std::int8_t>(round_to(x, kI8)));
+      return from_vector(v, shape);
+    }
+    case kU8: {
+      std::vector<std::uint8_t> v;
+      for (double x : values) v.push_back(static_cast<std::uint8_t>(round_to(x, kU8)));
+      return from_vector(v, shape);
+    }
   }
   return {};
 }
@@ -118,6 +134,12 @@ inline std::vector<double> values_of(const Tensor& t) {
       break;
     case kBool:
       for (bool x : t.to_vector<bool>()) out.push_back(x);
+      break;
+    case kI8:
+      for (std::int8_t x : t.to_vector<std::int8_t>()) out.push_back(x);
+      break;
+    case kU8:
+      for (std::uint8_t x : t.to_vector<std::uint8_t>()) out.push_back(x);
       break;
   }
   return out;

@@ -34,6 +34,12 @@ inline std::vector<unsigned char> bytes_of(const Tensor& t) {
     case kBool:
       for (bool b : t.to_vector<bool>()) out.push_back(b);
       break;
+    case kI8:
+      append(t.to_vector<std::int8_t>());
+      break;
+    case kU8:
+      append(t.to_vector<std::uint8_t>());
+      break;
   }
   return out;
 }

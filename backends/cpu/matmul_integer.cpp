@@ -1,6 +1,6 @@
-// i32 / i64 matrix products (oneDNN has none): the GotoBLAS loop structure. The product is cut
-// into tasks of kMc rows x kNc columns of one matrix of the batch; a task walks K in kKc-deep
-// slices, packing its A slice into kMr-row groups and its B slice into kNr-column panels
+// i8 / u8 / i32 / i64 matrix products (oneDNN has none): the GotoBLAS loop structure. The product
+// is cut into tasks of kMc rows x kNc columns of one matrix of the batch; a task walks K in
+// kKc-deep slices, packing its A slice into kMr-row groups and its B slice into kNr-column panels
 // (zero-padded, so edge tiles run the same code), then multiplies every group by every panel in
 // a register tile of kMr x kNr accumulators. Packing reads any strides (zero and negative
 // included), so no operand is ever copied whole.
@@ -23,6 +23,7 @@ namespace {
 // 64-byte vectors (GCC/Clang vector extensions): one AVX-512 register, two AVX2 ones.
 typedef std::uint32_t VecU32 __attribute__((vector_size(64)));
 typedef std::uint64_t VecU64 __attribute__((vector_size(64)));
+typedef std::uint8_t VecU8 __attribute__((vector_size(64)));
 
 template <class U>
 struct VecOf;
@@ -33,6 +34,10 @@ struct VecOf<std::uint32_t> {
 template <>
 struct VecOf<std::uint64_t> {
   using type = VecU64;
+};
+template <>
+struct VecOf<std::uint8_t> {
+  using type = VecU8;
 };
 
 constexpr std::int64_t kMr = 4;    // rows of a register tile
@@ -213,7 +218,12 @@ void integer_matmul(DType dtype, const MatmulLayout& layout, const void* a, cons
                     void* out, int num_threads) {
   // Signed and unsigned variants of a type may alias each other, so reading the i32 / i64
   // operands as uint32 / uint64 is defined.
-  if (dtype == kI32) {
+  // i8 and u8 products wrap to 8 bits as PyTorch's do: 8-bit unsigned arithmetic is the sum of
+  // products modulo 256 for both (an i8's bits read as u8 are its value modulo 256).
+  if (element_size(dtype) == 1) {
+    multiply(layout, static_cast<const std::uint8_t*>(a), static_cast<const std::uint8_t*>(b),
+             static_cast<std::uint8_t*>(out), num_threads);
+  } else if (dtype == kI32) {
     multiply(layout, static_cast<const std::uint32_t*>(a), static_cast<const std::uint32_t*>(b),
              static_cast<std::uint32_t*>(out), num_threads);
   } else {

@@ -36,7 +36,8 @@ std::int64_t load_int(const char* p, DType d, std::int64_t i) {
     std::memcpy(&v, p + i * 4, 4);
     return v;
   }
-  return static_cast<unsigned char>(p[i]);
+  if (d == kI8) return static_cast<signed char>(p[i]);
+  return static_cast<unsigned char>(p[i]);  // u8, bool
 }
 // A float prefix sum stored in dtype d: rounded to float, then to 16 bits where d has them.
 void store_float(char* p, DType d, std::int64_t i, double v) {

@@ -9,11 +9,12 @@
 
 namespace streamfuse {
 
-// Element type of a tensor. `using enum` below lets users write `sf::kF16`.
-enum class DType : std::uint8_t { kF32, kF16, kBF16, kI32, kI64, kBool };
+// Element type of a tensor. `using enum` below lets users write `sf::kF16`. New dtypes are
+// appended: the values are persisted (plans, kernels), so an existing one never changes.
+enum class DType : std::uint8_t { kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8 };
 using enum DType;
 
-inline constexpr int kNumDTypes = 6;
+inline constexpr int kNumDTypes = 8;
 
 // Bytes per element.
 constexpr std::size_t element_size(DType d) {
@@ -27,18 +28,22 @@ constexpr std::size_t element_size(DType d) {
     case kI64:
       return 8;
     case kBool:
+    case kI8:
+    case kU8:
       return 1;
   }
   return 0;
 }
 constexpr bool is_floating(DType d) { return d == kF32 || d == kF16 || d == kBF16; }
-constexpr bool is_integral(DType d) { return d == kI32 || d == kI64; }
+constexpr bool is_integral(DType d) { return d == kI32 || d == kI64 || d == kI8 || d == kU8; }
 
 // Short name as used in messages: "f32", "bool", ...
 std::string_view dtype_name(DType d);
 
 // The dtype both operands convert to in a binary op (NumPy/PyTorch rules over this lattice:
-// bool < i32 < i64 < {f16, bf16} < f32; f16 with bf16 gives f32).
+// bool < {u8, i8} < i32 < i64 < {f16, bf16} < f32; f16 with bf16 gives f32). u8 with i8 gives
+// i32: PyTorch gives i16, the smallest type holding both ranges, and streamfuse has no i16; i32
+// is the next one that does (so `u8 + i8` never wraps, as in PyTorch, but is wider).
 DType promote_types(DType a, DType b);
 
 // IEEE binary16 value, stored as its bits. Converts to and from float with round-to-nearest-even.
@@ -69,7 +74,8 @@ struct BFloat16 {
   friend bool operator==(BFloat16 a, BFloat16 b) { return a.bits == b.bits; }
 };
 
-// The dtype that stores C++ type T (float, Half, BFloat16, int32_t, int64_t, bool).
+// The dtype that stores C++ type T (float, Half, BFloat16, int32_t, int64_t, bool, int8_t,
+// uint8_t).
 template <class T>
 constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, float>)
@@ -84,6 +90,10 @@ constexpr DType dtype_of() {
     return kI64;
   else if constexpr (std::is_same_v<T, bool>)
     return kBool;
+  else if constexpr (std::is_same_v<T, std::int8_t>)
+    return kI8;
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return kU8;
   else
     static_assert(sizeof(T) == 0, "streamfuse: no dtype stores this C++ type");
 }
@@ -91,7 +101,7 @@ constexpr DType dtype_of() {
 // A number given where a tensor could be: `x * 2.0f`, `full(shape, 3)`. It keeps its category
 // (bool, integer, floating), which decides promotion: a scalar never widens a tensor of its own
 // category or above (`f16 * 2.5` stays f16), and lifts a lower one to the category's default
-// dtype (`i32 * 2.5` is f32, `bool + 1` is i64), as in PyTorch.
+// dtype (`i32 * 2.5` is f32, `bool + 1` is i64, `u8 + 1` stays u8), as in PyTorch.
 class Scalar {
  public:
   enum class Kind : std::uint8_t { kBool, kInt, kFloat };

@@ -525,6 +525,61 @@ TEST_P(CudaDevice, ConvolutionsAndPools) {
       "avg_pool2d f16 not counting padding");
 }
 
+// i8 and u8 (values in int registers, wrapped to 8 bits after every op): arithmetic, scalars,
+// casts from floats with NaN, infinities and out-of-range values, reductions into i64, scans,
+// products and dequantization, as the CPU computes them.
+TEST_P(CudaDevice, EightBitIntegers) {
+  const auto i8 = [](sf::Device d, sf::Shape s) { return (input(d, s, 900.0f)).to(sf::kI8); };
+  const auto u8 = [](sf::Device d, sf::Shape s) { return (input(d, s, 900.0f)).to(sf::kU8); };
+  same<std::int8_t>(
+      [&](sf::Device d) {
+        const sf::Tensor a = i8(d, {6, 50}), b = i8(d, {50});
+        return sf::where(a + b > 0, a * b - 7, sf::abs(sf::neg(a)) + sf::pow(b, 3));
+      },
+      "i8 arithmetic");
+  same<std::uint8_t>(
+      [&](sf::Device d) {
+        const sf::Tensor x = u8(d, {3, 70});
+        return sf::maximum((x + 300) * 3, x - u8(d, {70})) + true;
+      },
+      "u8 arithmetic and scalars");
+  same<std::int32_t>([&](sf::Device d) { return u8(d, {40}) + i8(d, {40}); }, "u8 + i8 is i32");
+  same<std::uint8_t>(
+      [](sf::Device d) {
+        const sf::Tensor f =
+            sf::cat({input(d, {60}, 2e3f), sf::full({1}, NAN, sf::kF32, d),
+                     sf::full({1}, INFINITY, sf::kF32, d), sf::full({1}, -3e10f, sf::kF32, d)},
+                    0);
+        return f.to(sf::kU8);
+      },
+      "f32 to u8");
+  same<std::int8_t>([](sf::Device d) { return (input(d, {200}, 1e3f).to(sf::kF16)).to(sf::kI8); },
+                    "f16 to i8");
+  same<float>(
+      [&](sf::Device d) {
+        return i8(d, {64, 33}).to(sf::kF32) * input(d, {64, 1});
+      },
+      "dequantize");
+  same<std::int64_t>([&](sf::Device d) { return sf::sum(u8(d, {5, 3000}) * 2, 1); }, "sum u8");
+  same<float>([&](sf::Device d) { return sf::mean(i8(d, {7, 90}), 0); }, "mean i8");
+  same<std::int8_t>([&](sf::Device d) { return sf::max(i8(d, {7, 90}) * 3, 1); }, "max i8");
+  same<std::int64_t>([&](sf::Device d) { return sf::argmax(u8(d, {70000})); }, "argmax u8");
+  same<std::int64_t>([&](sf::Device d) { return sf::cumsum(i8(d, {4, 90}), 1); }, "cumsum i8");
+  same<std::int64_t>([&](sf::Device d) { return sf::argsort(i8(d, {90}), 0); }, "argsort i8");
+  same<std::int8_t>(
+      [&](sf::Device d) {
+        return sf::matmul(i8(d, {5, 40}), i8(d, {40, 3}));
+      },
+      "matmul i8");
+  same<std::uint8_t>(
+      [&](sf::Device d) {
+        return sf::matmul(u8(d, {2, 9, 40}), u8(d, {40, 3}));
+      },
+      "matmul u8");
+  same<std::uint8_t>([](sf::Device d) { return sf::arange(250, 262, 1, sf::kU8, d); }, "arange");
+  same<std::int8_t>([](sf::Device d) { return sf::full({5}, 300.5, sf::kI8, d); }, "full i8");
+}
+
 TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
   const auto host = input(kCpu, {40, 3});
   const sf::Tensor gpu = host.to(kGpu);

@@ -68,7 +68,7 @@ class UnaryTest : public ::testing::TestWithParam<UnaryCase> {};
 TEST_P(UnaryTest, MatchesDoubleReferenceInEveryDtype) {
   const UnaryCase& c = GetParam();
   std::mt19937_64 rng(42);
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kI8, kU8}) {
     std::vector<double> in = random_values(4096, dtype, c.lo, c.hi, rng);
     if (is_floating(dtype))
       for (double s : special_values()) in.push_back(round_to(s, dtype));
@@ -118,12 +118,22 @@ struct BinaryCase {
   const char* name;
   sf::Tensor (*op)(sf::Tensor, sf::Tensor);
   double (*ref)(double, double);
-  std::int64_t (*int_ref)(std::int64_t, std::int64_t, int bits);  // null: integers compute in f32
+  std::int64_t (*int_ref)(std::int64_t, std::int64_t, DType out);  // null: integers in f32
   bool exact;
 };
 
-std::int64_t wrap(std::int64_t v, int bits) {
-  return bits == 32 ? static_cast<std::int32_t>(static_cast<std::uint32_t>(v)) : v;
+// v wrapped to the integer dtype `out` (two's complement, as the kernels' arithmetic wraps).
+std::int64_t wrap(std::int64_t v, DType out) {
+  switch (out) {
+    case kI32:
+      return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+    case kI8:
+      return static_cast<std::int8_t>(static_cast<std::uint8_t>(v));
+    case kU8:
+      return static_cast<std::uint8_t>(v);
+    default:
+      return v;
+  }
 }
 std::int64_t umul(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
@@ -132,39 +142,39 @@ std::int64_t umul(std::int64_t a, std::int64_t b) {
 const BinaryCase kBinary[] = {
     {"add", [](sf::Tensor a, sf::Tensor b) { return a + b; },
      [](double a, double b) { return a + b; },
-     [](std::int64_t a, std::int64_t b, int bits) {
+     [](std::int64_t a, std::int64_t b, DType out) {
        return wrap(
            static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)),
-           bits);
+           out);
      },
      true},
     {"sub", [](sf::Tensor a, sf::Tensor b) { return a - b; },
      [](double a, double b) { return a - b; },
-     [](std::int64_t a, std::int64_t b, int bits) {
+     [](std::int64_t a, std::int64_t b, DType out) {
        return wrap(
            static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)),
-           bits);
+           out);
      },
      true},
     {"mul", [](sf::Tensor a, sf::Tensor b) { return a * b; },
      [](double a, double b) { return a * b; },
-     [](std::int64_t a, std::int64_t b, int bits) { return wrap(umul(a, b), bits); }, true},
+     [](std::int64_t a, std::int64_t b, DType out) { return wrap(umul(a, b), out); }, true},
     {"div", [](sf::Tensor a, sf::Tensor b) { return a / b; },
      [](double a, double b) { return a / b; }, nullptr, true},
     {"maximum", sf::maximum,
      [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); },
-     [](std::int64_t a, std::int64_t b, int) { return std::max(a, b); }, true},
+     [](std::int64_t a, std::int64_t b, DType) { return std::max(a, b); }, true},
     {"minimum", sf::minimum,
      [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); },
-     [](std::int64_t a, std::int64_t b, int) { return std::min(a, b); }, true},
+     [](std::int64_t a, std::int64_t b, DType) { return std::min(a, b); }, true},
     {"pow", sf::pow, [](double a, double b) { return std::pow(a, b); },
-     [](std::int64_t a, std::int64_t b, int bits) {
+     [](std::int64_t a, std::int64_t b, DType out) {
        if (b < 0)
          return a == 1    ? std::int64_t{1}
                 : a == -1 ? ((b & 1) ? std::int64_t{-1} : std::int64_t{1})
                           : std::int64_t{0};
        std::int64_t r = 1;
-       for (std::int64_t i = 0; i < b; ++i) r = wrap(umul(r, a), bits);
+       for (std::int64_t i = 0; i < b; ++i) r = wrap(umul(r, a), out);
        return r;
      },
      false},
@@ -176,7 +186,7 @@ TEST_P(BinaryTest, MatchesDoubleReferenceInEveryDtype) {
   const BinaryCase& c = GetParam();
   const bool is_pow = std::string(c.name) == "pow";
   std::mt19937_64 rng(7);
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kI8, kU8}) {
     const double lo = is_pow ? (is_floating(dtype) ? 0.01 : -3) : -1000, hi = is_pow ? 9 : 1000;
     std::vector<double> a = random_values(2048, dtype, lo, hi, rng);
     std::vector<double> b = random_values(2048, dtype, is_pow ? -8 : lo, hi, rng);
@@ -187,8 +197,14 @@ TEST_P(BinaryTest, MatchesDoubleReferenceInEveryDtype) {
           b.push_back(round_to(t, dtype));
         }
     } else if (!is_pow) {  // wrap-around at the edges of the type
-      const double mx = dtype == kI32 ? 2147483647.0 : 9.2e18,
-                   mn = dtype == kI32 ? -2147483648.0 : -9.2e18;
+      const double mx = dtype == kI32  ? 2147483647.0
+                        : dtype == kI8 ? 127.0
+                        : dtype == kU8 ? 255.0
+                                       : 9.2e18,
+                   mn = dtype == kI32  ? -2147483648.0
+                        : dtype == kI8 ? -128.0
+                        : dtype == kU8 ? 0.0
+                                       : -9.2e18;
       for (double s : {mx, mn, -1.0, 3.0}) {
         a.push_back(round_to(s, dtype));
         b.push_back(round_to(mx, dtype));
@@ -199,15 +215,15 @@ TEST_P(BinaryTest, MatchesDoubleReferenceInEveryDtype) {
     const DType out = c.int_ref || is_floating(dtype) ? dtype : kF32;
     ASSERT_EQ(y.dtype(), out) << c.name << " of " << dtype_name(dtype);
     if (!is_floating(out)) {
-      const int bits = out == kI32 ? 32 : 64;
       std::vector<std::int64_t> got;
-      if (out == kI32)
-        for (auto v : y.to_vector<std::int32_t>()) got.push_back(v);
-      else
+      if (out == kI64)
         got = y.to_vector<std::int64_t>();
+      else
+        for (double v : values_of(y)) got.push_back(static_cast<std::int64_t>(v));
       for (std::size_t i = 0; i < a.size(); ++i) {
         const auto ai = static_cast<std::int64_t>(a[i]), bi = static_cast<std::int64_t>(b[i]);
-        ASSERT_EQ(got[i], c.int_ref(ai, bi, bits)) << c.name << " " << ai << ", " << bi;
+        ASSERT_EQ(got[i], c.int_ref(ai, bi, out))
+            << c.name << "/" << dtype_name(out) << " " << ai << ", " << bi;
       }
       continue;
     }
@@ -268,7 +284,7 @@ TEST(BinaryTest, HalfScalarsKeepFloatPrecisionUntilTheResultRounds) {
 TEST(CompareTest, EveryComparisonInEveryDtypeIncludingNaN) {
   const std::vector<double> a = {1, 2, 3, -1, 0, NAN, INFINITY};
   const std::vector<double> b = {1, 3, 2, -1, -0.0, 0, INFINITY};
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
     std::vector<double> ar, br;
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (!is_floating(dtype) && (std::isnan(a[i]) || std::isinf(a[i]))) continue;
@@ -326,7 +342,7 @@ TEST(WhereTest, BroadcastsAndPromotes) {
 TEST(CastTest, EveryPairOfDtypes) {
   const std::vector<double> values = {0,     1,     -1,    2.5,  -2.5, 100,      1e10,
                                       -1e10, 65504, 70000, 1e-8, NAN,  INFINITY, -INFINITY};
-  for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool}) {
+  for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
     std::vector<double> in;
     for (double v : values) {
       if (!is_floating(from) && !std::isfinite(v)) continue;
@@ -334,13 +350,13 @@ TEST(CastTest, EveryPairOfDtypes) {
     }
     const auto n = static_cast<std::int64_t>(in.size());
     const sf::Tensor x = tensor_of(in, {n}, from);
-    for (DType to : {kF32, kF16, kBF16, kI32, kI64, kBool}) {
+    for (DType to : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
       const std::vector<double> got = values_of(x.to(to));
       for (std::size_t i = 0; i < in.size(); ++i) {
         double want = round_to(in[i], to);
-        if (from == kI64 && to == kI32)  // integers narrow by wrapping, as in C++ and PyTorch
-          want = static_cast<std::int32_t>(
-              static_cast<std::uint32_t>(static_cast<std::int64_t>(in[i])));
+        // Integers narrow by wrapping, as in C++ and PyTorch.
+        if (!is_floating(from) && !is_floating(to) && to != kBool)
+          want = static_cast<double>(wrap(static_cast<std::int64_t>(in[i]), to));
         if (std::isnan(want))
           EXPECT_TRUE(std::isnan(got[i]));
         else

@@ -7,21 +7,27 @@ namespace sf = streamfuse;
 
 namespace {
 
-constexpr sf::DType kAll[] = {sf::kBool, sf::kI32, sf::kI64, sf::kF16, sf::kBF16, sf::kF32};
+constexpr sf::DType kAll[] = {sf::kBool, sf::kU8,  sf::kI8,   sf::kI32,
+                              sf::kI64,  sf::kF16, sf::kBF16, sf::kF32};
+constexpr int kN = 8;
+using sf::kBF16, sf::kBool, sf::kF16, sf::kF32, sf::kI32, sf::kI64, sf::kI8, sf::kU8;
 
-// PyTorch's table for tensor-tensor promotion, rows and columns in kAll's order.
-constexpr sf::DType kPromoted[6][6] = {
-    /* bool */ {sf::kBool, sf::kI32, sf::kI64, sf::kF16, sf::kBF16, sf::kF32},
-    /* i32  */ {sf::kI32, sf::kI32, sf::kI64, sf::kF16, sf::kBF16, sf::kF32},
-    /* i64  */ {sf::kI64, sf::kI64, sf::kI64, sf::kF16, sf::kBF16, sf::kF32},
-    /* f16  */ {sf::kF16, sf::kF16, sf::kF16, sf::kF16, sf::kF32, sf::kF32},
-    /* bf16 */ {sf::kBF16, sf::kBF16, sf::kBF16, sf::kF32, sf::kBF16, sf::kF32},
-    /* f32  */ {sf::kF32, sf::kF32, sf::kF32, sf::kF32, sf::kF32, sf::kF32},
+// PyTorch's table for tensor-tensor promotion, rows and columns in kAll's order, but for u8 with
+// i8: PyTorch gives i16, which streamfuse does not have; i32 holds both ranges too (dtype.h).
+constexpr sf::DType kPromoted[kN][kN] = {
+    /* bool */ {kBool, kU8, kI8, kI32, kI64, kF16, kBF16, kF32},
+    /* u8   */ {kU8, kU8, kI32, kI32, kI64, kF16, kBF16, kF32},
+    /* i8   */ {kI8, kI32, kI8, kI32, kI64, kF16, kBF16, kF32},
+    /* i32  */ {kI32, kI32, kI32, kI32, kI64, kF16, kBF16, kF32},
+    /* i64  */ {kI64, kI64, kI64, kI64, kI64, kF16, kBF16, kF32},
+    /* f16  */ {kF16, kF16, kF16, kF16, kF16, kF16, kF32, kF32},
+    /* bf16 */ {kBF16, kBF16, kBF16, kBF16, kBF16, kF32, kBF16, kF32},
+    /* f32  */ {kF32, kF32, kF32, kF32, kF32, kF32, kF32, kF32},
 };
 
 TEST(PromotionTest, TensorTensorTableForEveryOp) {
-  for (int i = 0; i < 6; ++i) {
-    for (int j = 0; j < 6; ++j) {
+  for (int i = 0; i < kN; ++i) {
+    for (int j = 0; j < kN; ++j) {
       const sf::DType want = kPromoted[i][j];
       EXPECT_EQ(sf::promote_types(kAll[i], kAll[j]), want);
       const sf::Tensor a = sf::ones({2}, kAll[i]), b = sf::ones({2}, kAll[j]);
@@ -55,6 +61,11 @@ TEST(PromotionTest, ScalarsLiftOnlyLowerCategories) {
       {sf::kBool, 1, sf::kI64},
       {sf::kBool, 1.5, sf::kF32},
       {sf::kI32, std::int64_t{1} << 40, sf::kI32},
+      {sf::kU8, 1, sf::kU8},
+      {sf::kU8, -300, sf::kU8},
+      {sf::kI8, true, sf::kI8},
+      {sf::kI8, 2.5, sf::kF32},
+      {sf::kU8, 2.5f, sf::kF32},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(sf::promote_with_scalar(r.tensor, r.scalar), r.want);

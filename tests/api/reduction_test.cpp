@@ -72,7 +72,7 @@ void expect_values(const sf::Tensor& t, const std::vector<double>& want, DType d
 TEST(ReductionTest, EveryReductionOverEveryAxisAndDtype) {
   std::mt19937_64 rng(11);
   const sf::Shape shape{5, 7, 33};
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
     const std::vector<double> v =
         random_values(static_cast<std::size_t>(shape.numel()), dtype, dtype == kBool ? 0 : -50,
                       dtype == kBool ? 2 : 50, rng);

@@ -50,6 +50,8 @@ TEST(SafetensorsTest, WhatIsSavedLoadsBackBitForBit) {
   saved["i32"] = sf::arange(0, 11, 1, sf::kI32);
   saved["i64"] = sf::arange(-5, 4);
   saved["bool"] = sf::randn({9}) > 0.0f;
+  saved["i8"] = sf::arange(-128, 128, 1, sf::kI8).reshape({16, 16});
+  saved["u8"] = sf::arange(0, 256, 1, sf::kU8);
   saved["scalar"] = sf::full({}, 2.5f);
   saved["empty"] = sf::zeros({0, 4});
   saved["transposed view"] = sf::randn({4, 3}).transpose(0, 1);
@@ -116,6 +118,18 @@ TEST(SafetensorsTest, FilesOfOtherWritersLoad) {
   EXPECT_EQ(unaligned.at("x").to_vector<float>(), (std::vector<float>{3.0f, 4.0f}));
   EXPECT_EQ(unaligned.at("flag").to_vector<bool>(), (std::vector<bool>{true}));
   EXPECT_TRUE(sf::load_safetensors_metadata(b).empty());
+
+  // Quantized weights as PyTorch writes them: I8 and U8 bytes.
+  const std::string q = dir.path() + "/q.safetensors";
+  std::ofstream(q, std::ios::binary)
+      << file_with(R"({"w":{"dtype":"I8","shape":[2,2],"data_offsets":[0,4]},)"
+                   R"("z":{"dtype":"U8","shape":[3],"data_offsets":[4,7]}})",
+                   std::string("\x80\x7f\xff\x01\xff\x00\x07", 7));
+  const auto quantized = sf::load_safetensors(q);
+  EXPECT_EQ(quantized.at("w").dtype(), sf::kI8);
+  EXPECT_EQ(quantized.at("w").to_vector<std::int8_t>(),
+            (std::vector<std::int8_t>{-128, 127, -1, 1}));
+  EXPECT_EQ(quantized.at("z").to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{255, 0, 7}));
 
   const std::string empty = dir.path() + "/empty.safetensors";
   std::ofstream(empty, std::ios::binary) << file_with("{}", "");

@@ -7,7 +7,7 @@
 namespace streamfuse::testing {
 namespace {
 
-constexpr DType kDtypes[] = {kF32, kF32, kF32, kF16, kBF16, kI32, kI64, kBool};
+constexpr DType kDtypes[] = {kF32, kF32, kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
 
 using Unary = Tensor (*)(Tensor);
 const Unary kUnary[] = {neg, abs, exp,  log, sqrt,    rsqrt, recip,
@@ -154,6 +154,16 @@ Tensor input_of(const Step& s, Device device) {
         for (double x : s.data) v.push_back(x != 0);
         return from_vector(v, shape, device);
       }
+      case kI8: {
+        std::vector<std::int8_t> v;
+        for (double x : s.data) v.push_back(static_cast<std::int8_t>(x));
+        return from_vector(v, shape, device);
+      }
+      case kU8: {
+        std::vector<std::uint8_t> v;
+        for (double x : s.data) v.push_back(static_cast<std::uint8_t>(x));
+        return from_vector(v, shape, device);
+      }
     }
     return Tensor();
   };
@@ -215,6 +225,9 @@ double random_value(DType d, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(-4, 4);
   const int special = static_cast<int>(rng() % 24);
   if (d == kBool) return static_cast<double>(rng() % 2);
+  // 8-bit values span their range, so sums and products wrap often; the extremes wrap on neg/abs.
+  if (d == kU8) return special == 0 ? 255.0 : std::floor((u(rng) + 4) * 31);
+  if (d == kI8) return special == 0 ? -128.0 : special == 1 ? 127.0 : std::floor(u(rng) * 31);
   if (!is_floating(d)) {
     if (special == 0) return d == kI32 ? 2147483647.0 : 9.0e18;
     return std::floor(u(rng) * 3);
@@ -289,7 +302,7 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
   for (int i = 0; i < inputs; ++i) {
     Step s;
     s.kind = rng() % 6 == 0 ? Step::Kind::kStrided : Step::Kind::kInput;
-    s.dtype = kDtypes[rng() % 8];
+    s.dtype = kDtypes[rng() % std::size(kDtypes)];
     s.shape = sub_shape();
     const bool doubled = s.kind == Step::Kind::kStrided && s.shape.rank() < 2;  // see input_of
     for (std::int64_t k = 0; k < s.shape.numel() * (doubled ? 2 : 1); ++k)
@@ -332,12 +345,12 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
       s.c = pick();
     } else if (r < 82) {
       s.kind = Step::Kind::kCast;
-      s.dtype = kDtypes[rng() % 8];
+      s.dtype = kDtypes[rng() % std::size(kDtypes)];
     } else if (r < 85) {
       s.kind = Step::Kind::kFull;
       s.shape = sub_shape();
       s.scalar = random_scalar(rng);
-      s.dtype = kDtypes[rng() % 8];
+      s.dtype = kDtypes[rng() % std::size(kDtypes)];
     } else if (r < 89) {
       s.kind = Step::Kind::kReduce;
       s.op = static_cast<int>(rng() % kNumReductions);
@@ -402,6 +415,13 @@ std::vector<std::vector<std::uint64_t>> RandomProgram::run(Device device) const 
         break;
       case kBool:
         for (bool x : t.to_vector<bool>()) bits.push_back(x);
+        break;
+      case kI8:
+        for (std::int8_t x : t.to_vector<std::int8_t>())
+          bits.push_back(static_cast<std::uint8_t>(x));
+        break;
+      case kU8:
+        for (std::uint8_t x : t.to_vector<std::uint8_t>()) bits.push_back(x);
         break;
     }
     out.push_back(std::move(bits));

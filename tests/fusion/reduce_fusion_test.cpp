@@ -331,7 +331,7 @@ TEST_F(ReduceFusionTest, SumsFoldInTheUnfusedOrder) {
 }
 
 TEST_F(ReduceFusionTest, EveryDtype) {
-  for (sf::DType dtype : {sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool}) {
+  for (sf::DType dtype : {sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool, sf::kI8, sf::kU8}) {
     const Tensor x = random_tensor({33, 130}, dtype, -50, 50, 8);
     check(
         std::string("sum, mean, max, min, argmax of ") + std::string(sf::dtype_name(dtype)),
@@ -345,6 +345,31 @@ TEST_F(ReduceFusionTest, EveryDtype) {
   }
   const Tensor h = random_tensor({16, 200}, sf::kF16, -6, 6, 9);
   check("f16 softmax", softmax, {h});
+}
+
+// Quantized weights: i8 or u8 values with a per-channel scale (and zero point) become f32 in one
+// pass, the conversion fused into the arithmetic; and into a reduction over the dequantized rows.
+TEST_F(ReduceFusionTest, QuantizedWeightsDequantizeInOneKernel) {
+  const Tensor w = random_tensor({64, 96}, sf::kI8, -128, 128, 12);
+  const Tensor q = random_tensor({64, 96}, sf::kU8, 0, 256, 13);
+  const Tensor scale = random_tensor({64, 1}, sf::kF32, 0.001, 0.05, 14);
+  const Tensor zero = random_tensor({64, 1}, sf::kF32, 100, 156, 15);
+  check(
+      "i8 * scale",
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].to(sf::kF32) * in[1]}; },
+      {w, scale}, 1);
+  check(
+      "(u8 - zero point) * scale",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{(in[0].to(sf::kF32) - in[2]) * in[1]};
+      },
+      {q, scale, zero}, 1);
+  check(
+      "row sums of i8 * scale",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::sum(in[0].to(sf::kF32) * in[1], -1)};
+      },
+      {w, scale}, 1);
 }
 
 // On cuda:0 (a GPU, or the emulated one in CI): the fused reduction kernels give the CPU's bits,

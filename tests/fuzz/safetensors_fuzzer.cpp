@@ -27,7 +27,9 @@ std::vector<std::string> seeds() {
       file({{"h.0.ln_1.weight", kBF16, Shape({4}), 0, 8},
             {"scalar", kF16, Shape({}), 8, 10},
             {"mask", kBool, Shape({3, 1}), 10, 13},
-            {"empty", kI32, Shape({0, 5}), 13, 13}},
+            {"empty", kI32, Shape({0, 5}), 13, 13},
+            {"q", kI8, Shape({2}), 13, 15},
+            {"zero_point", kU8, Shape({1}), 15, 16}},
            {}),
   };
 }

@@ -43,13 +43,13 @@ struct Builder {
     return emit({InstrKind::kConvert, core::OpKind::kAdd, t, kF16, 0, 0, {a}});
   }
   int round(int a, DType d) {
-    return emit({InstrKind::kRound, core::OpKind::kAdd, VT::kFloat, d, 0, 0, {a}});
+    return emit({InstrKind::kRound, core::OpKind::kAdd, value_type_of(d), d, 0, 0, {a}});
   }
   void store(int r, DType d) { p.outputs.push_back({r, d}); }
 };
 
 constexpr VT kTypes[] = {VT::kFloat, VT::kI32, VT::kI64, VT::kBool};
-constexpr DType kDTypes[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
+constexpr DType kDTypes[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
 
 inline bool has_form(core::OpKind k, VT t) {
   const core::OpCategory c = core::op_category(k);
@@ -187,6 +187,18 @@ inline std::vector<Case> build_cases() {
     b.store(b.round(x, kBF16), kF32);
     b.store(b.round(b.op(core::OpKind::kExp, VT::kFloat, x), kBF16), kBF16);
     add("round", b.p, {"c"}, flat);
+  }
+  // Wrapping int values to 8 bits, kept in int, and 8-bit arithmetic as the fusion emits it.
+  {
+    Builder b;
+    b.p.inputs = {kI32, kI8, kU8};
+    const int x = b.load(0, VT::kI32);
+    b.store(b.round(x, kI8), kI32);
+    b.store(b.round(x, kU8), kI32);
+    const int s = b.load(1, VT::kI32), u = b.load(2, VT::kI32);
+    b.store(b.round(b.op(core::OpKind::kMul, VT::kI32, s, s), kI8), kI8);
+    b.store(b.round(b.op(core::OpKind::kAdd, VT::kI32, u, x), kU8), kU8);
+    add("round/8-bit", b.p, {"c"}, flat);
   }
   add("gelu/f32", gelu(kF32), {"c"}, flat, {1.41421356f, 1.0f, 2.0f});
   add("gelu/f16", gelu(kF16), {"c"}, flat, {1.41421356f, 1.0f, 2.0f});

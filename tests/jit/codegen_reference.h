@@ -52,9 +52,7 @@ inline Value convert(Value v, VT from, VT to) {
   return r;
 }
 
-inline std::size_t elem_size(DType d) {
-  return d == kI64 ? 8 : d == kF32 || d == kI32 ? 4 : d == kBool ? 1 : 2;
-}
+inline std::size_t elem_size(DType d) { return element_size(d); }
 
 inline Value load(const unsigned char* p, DType d, VT to) {
   Value v{};
@@ -78,6 +76,12 @@ inline Value load(const unsigned char* p, DType d, VT to) {
       break;
     case kBool:
       v.b = *p;
+      break;
+    case kI8:
+      v.i = static_cast<signed char>(*p);
+      break;
+    case kU8:
+      v.i = *p;
       break;
   }
   return convert(v, from, to);
@@ -104,6 +108,12 @@ inline void store(unsigned char* p, DType d, Value v, VT from) {
       break;
     case kBool:
       *p = v.b;
+      break;
+    case kI8:  // the low byte (two's complement)
+      *p = static_cast<unsigned char>(sf_wrap_i8(v.i));
+      break;
+    case kU8:
+      *p = static_cast<unsigned char>(sf_wrap_u8(v.i));
       break;
   }
 }
@@ -329,7 +339,7 @@ inline void fill(Operand& op, int phase, std::mt19937& rng) {
     const bool special = e < 60 || pick(rng) == 0;
     const std::size_t which =
         e < 60 ? e * (2 * static_cast<std::size_t>(phase) + 1) + phase : rng();
-    if (op.dtype == kI32 || op.dtype == kI64 || op.dtype == kBool) {
+    if (!is_floating(op.dtype)) {  // integers and bool
       from = VT::kI64;
       v.l = special ? int_specials[which % std::size(int_specials)] : small(rng);
       if (op.dtype == kBool) v.l = op.dtype == kBool && e < 60 ? (e >> phase) & 1 : v.l & 1;
@@ -382,7 +392,10 @@ inline void evaluate(const Case& c, const std::vector<long long>& scalars,
           out = convert(arg(0), types[static_cast<std::size_t>(in.args[0])], in.type);
           break;
         case InstrKind::kRound:
-          out.f = in.round == kF16 ? sf_round_f16(arg(0).f) : sf_round_bf16(arg(0).f);
+          if (in.round == kI8 || in.round == kU8)
+            out.i = in.round == kI8 ? sf_wrap_i8(arg(0).i) : sf_wrap_u8(arg(0).i);
+          else
+            out.f = in.round == kF16 ? sf_round_f16(arg(0).f) : sf_round_bf16(arg(0).f);
           break;
         case InstrKind::kReduced:  // element-wise programs only
           break;

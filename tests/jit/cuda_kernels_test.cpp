@@ -116,9 +116,11 @@ class CudaKernelsTest : public ::testing::Test {
 };
 
 TEST_F(CudaKernelsTest, EveryOpOnEveryValueType) { EXPECT_EQ(run_cases("op/"), 16); }
-TEST_F(CudaKernelsTest, LoadsAndStoresOfEveryDType) { EXPECT_EQ(run_cases("load/"), 6); }
+TEST_F(CudaKernelsTest, LoadsAndStoresOfEveryDType) { EXPECT_EQ(run_cases("load/"), 8); }
 TEST_F(CudaKernelsTest, ConversionsBetweenValueTypes) { EXPECT_EQ(run_cases("convert"), 1); }
-TEST_F(CudaKernelsTest, RoundingTo16BitGrids) { EXPECT_EQ(run_cases("round"), 1); }
+TEST_F(CudaKernelsTest, RoundingTo16BitGridsAndWrappingTo8Bits) {
+  EXPECT_EQ(run_cases("round"), 2);
+}
 TEST_F(CudaKernelsTest, GeluInEveryFloatDType) { EXPECT_EQ(run_cases("gelu/"), 3); }
 TEST_F(CudaKernelsTest, ScalarArgumentsInBothModes) { EXPECT_EQ(run_cases("scalars"), 1); }
 TEST_F(CudaKernelsTest, RanksBroadcastAndStrides) { EXPECT_EQ(run_cases("layout/"), 10); }

@@ -17,7 +17,7 @@ namespace {
 
 using core::OpKind;
 
-constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
+constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
 constexpr DType kFloats[] = {kF32, kF16, kBF16};
 
 // The result dtype of a reduction, as the frontend decides it.
@@ -62,7 +62,7 @@ std::string all_library_kernels() {
       s += cuda_random_source(k, d, name);
       s += size_check(name + "_args", sizeof(CudaRandomArgs));
     }
-  for (DType d : {kI32, kI64}) {
+  for (DType d : {kI32, kI64, kI8, kU8}) {
     const std::string name = "matmul" + std::to_string(n++);
     s += cuda_int_matmul_source(d, name);
     s += size_check(name + "_args", sizeof(CudaIntMatmulArgs));
@@ -139,6 +139,8 @@ TEST(CudaLibrarySource, AccumulatorSizesCoverTheirStructs) {
   EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMax, kBF16), 4u);  // float
   EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMin, kBool), 1u);
   EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kArgmax, kI64), 16u);
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMax, kI8), 4u);  // read as int
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kSum, kU8), 8u);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ using core::OpDesc;
 using core::OpKind;
 using core::TensorDesc;
 
-constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
+constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
 
 std::vector<unsigned char> random_bytes(DType d, std::int64_t n, std::mt19937& rng) {
   std::vector<unsigned char> out(static_cast<std::size_t>(n) * element_size(d));
@@ -58,6 +58,12 @@ std::vector<unsigned char> random_bytes(DType d, std::int64_t n, std::mt19937& r
         break;
       case kBool:
         *p = static_cast<unsigned char>(k > 0);
+        break;
+      case kI8:  // -125 .. 125: sums and products wrap
+        *p = static_cast<unsigned char>(static_cast<std::int8_t>(k * 25));
+        break;
+      case kU8:  // 0 .. 250
+        *p = static_cast<unsigned char>((k + 5) * 25);
         break;
     }
   }

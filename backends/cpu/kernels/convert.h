@@ -12,6 +12,10 @@ namespace streamfuse::backends::cpu {
 
 // bool is stored as one byte holding 0 or 1; kernels handle it as uint8_t.
 using BoolStorage = std::uint8_t;
+// u8 is stored as one byte too, and kernels must tell it from bool by type (a conversion to bool
+// is `!= 0`, to u8 a wrap): char8_t is C++20's distinct unsigned byte type, so it is u8's. The
+// public type of u8 values stays std::uint8_t (dtype_of); the bytes are the same.
+using U8Storage = char8_t;
 
 template <DType D>
 struct StorageOf;
@@ -39,6 +43,14 @@ template <>
 struct StorageOf<kBool> {
   using type = BoolStorage;
 };
+template <>
+struct StorageOf<kI8> {
+  using type = std::int8_t;
+};
+template <>
+struct StorageOf<kU8> {
+  using type = U8Storage;
+};
 template <DType D>
 using storage_t = typename StorageOf<D>::type;
 
@@ -47,6 +59,8 @@ template <class T>
 constexpr DType dtype_of_storage() {
   if constexpr (std::is_same_v<T, BoolStorage>)
     return kBool;
+  else if constexpr (std::is_same_v<T, U8Storage>)
+    return kU8;
   else
     return dtype_of<T>();
 }
@@ -67,15 +81,23 @@ decltype(auto) visit_dtype(DType d, F&& f) {
       return f(std::int64_t{});
     case kBool:
       return f(BoolStorage{});
+    case kI8:
+      return f(std::int8_t{});
+    case kU8:
+      return f(U8Storage{});
   }
   return f(float{});
 }
 
-// The type kernels compute in for operands read as `d`: float for every float dtype.
+// The type kernels compute in for operands read as `d`: float for every float dtype, int32 for
+// i8 and u8 (their results are stored back wrapped to 8 bits, which for + - * and pow is what
+// 8-bit arithmetic gives: wrapping commutes with them).
 enum class ComputeType : std::uint8_t { kFloat, kI32, kI64, kBool };
 constexpr ComputeType compute_type_of(DType d) {
   switch (d) {
     case kI32:
+    case kI8:
+    case kU8:
       return ComputeType::kI32;
     case kI64:
       return ComputeType::kI64;
@@ -113,17 +135,23 @@ decltype(auto) visit_compute(ComputeType c, F&& f) {
   return f(float{});
 }
 
-// Float to integer: truncation toward zero, saturating, NaN to 0 (scalar_ops.h).
+// Float to integer: truncation toward zero, saturating, NaN to 0 (scalar_ops.h). To i8 and u8:
+// to i32 so, then wrapped to 8 bits (sf_float_to_i8, sf_float_to_u8).
 template <class I>
 inline I saturate_cast(float v) {
-  if constexpr (sizeof(I) == 4)
+  if constexpr (std::is_same_v<I, std::int8_t>)
+    return static_cast<I>(sf_float_to_i8(v));
+  else if constexpr (std::is_same_v<I, U8Storage>)
+    return static_cast<I>(sf_float_to_u8(v));
+  else if constexpr (sizeof(I) == 4)
     return sf_float_to_i32(v);
   else
     return sf_float_to_i64(v);
 }
 
 // Converts one element between storage types with streamfuse's semantics: floats round to
-// nearest even, float to integer saturates (see saturate_cast), integers narrow by wrapping,
+// nearest even, float to integer saturates (see saturate_cast), integers narrow by wrapping
+// (C++20 defines the narrowing static_cast as modular),
 // anything to bool is "!= 0" (NaN is true), bool to anything is 0 or 1.
 template <class To, class From>
 inline To convert(From v) {

@@ -275,11 +275,25 @@ void chunk_convert(DType from, DType to, const void* in, void* out, std::int64_t
   });
 }
 
-void chunk_round(DType to, float* values, std::int64_t n) {
-  if (to == kF16) {
-    for (std::int64_t i = 0; i < n; ++i) values[i] = sf_round_f16(values[i]);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) values[i] = sf_round_bf16(values[i]);
+void chunk_round(DType to, void* values, std::int64_t n) {
+  float* f = static_cast<float*>(values);
+  std::int32_t* i32 = static_cast<std::int32_t*>(values);
+  switch (to) {
+    case kF16:
+      for (std::int64_t i = 0; i < n; ++i) f[i] = sf_round_f16(f[i]);
+      break;
+    case kBF16:
+      for (std::int64_t i = 0; i < n; ++i) f[i] = sf_round_bf16(f[i]);
+      break;
+    case kI8:
+      for (std::int64_t i = 0; i < n; ++i) i32[i] = sf_wrap_i8(i32[i]);
+      break;
+    case kU8:
+      for (std::int64_t i = 0; i < n; ++i) i32[i] = sf_wrap_u8(i32[i]);
+      break;
+    default:
+      throw Error("internal error: no rounding to " + std::string(dtype_name(to)) +
+                  "; please report this");
   }
 }
 

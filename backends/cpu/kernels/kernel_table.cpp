@@ -18,7 +18,7 @@ void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, 
 void chunk_scatter(const Iteration& it, const Operand& operand, int k, DType from, std::int64_t lo,
                    std::int64_t n, const void* buf);
 void chunk_convert(DType from, DType to, const void* in, void* out, std::int64_t n);
-void chunk_round(DType to, float* values, std::int64_t n);
+void chunk_round(DType to, void* values, std::int64_t n);
 const FoldFns* chunk_fold(core::OpKind kind, DType compute);
 
 const KernelTable& kernel_table() {

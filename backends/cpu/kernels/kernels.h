@@ -122,8 +122,9 @@ struct ChunkOps {
                   std::int64_t n, const void* buf);
   // n values converted between compute types (saturating, wrapping, != 0 as convert.h does).
   void (*convert)(DType from, DType to, const void* in, void* out, std::int64_t n);
-  // n floats rounded in place to the f16 or bf16 grid.
-  void (*round)(DType to, float* values, std::int64_t n);
+  // n values rounded in place to dtype `to`: floats to the f16 or bf16 grid, int32s wrapped to
+  // i8 or u8.
+  void (*round)(DType to, void* values, std::int64_t n);
   // The fold of reduction `kind` (sum, mean, max, min, argmax) over values of `compute`, as the
   // eager reduction folds them; null if none.
   const FoldFns* (*fold)(core::OpKind kind, DType compute);

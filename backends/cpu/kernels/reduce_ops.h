@@ -16,9 +16,12 @@ namespace streamfuse::backends::cpu::reduce_ops {
 template <class S>
 constexpr bool kFloatStorage =
     std::is_same_v<S, float> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
-// The prelude's integer value type of a storage type (std::int64_t is long here).
+// The prelude's integer value type of a storage type (std::int64_t is long here; i8 and u8 are
+// read as int, the type the fused program holds them in).
 template <class S>
-using int_value_t = std::conditional_t<std::is_same_v<S, std::int64_t>, long long, S>;
+using int_value_t = std::conditional_t<
+    std::is_same_v<S, std::int64_t>, long long,
+    std::conditional_t<std::is_same_v<S, std::int8_t> || std::is_same_v<S, U8Storage>, int, S>>;
 
 template <class S>
 using SumOp = std::conditional_t<kFloatStorage<S>, sf_sum_float, sf_sum_int>;

@@ -255,13 +255,13 @@ bool ReduceBuilder::take_reduce(const core::OpDesc& rel, const core::OpDesc& rea
   reduced.type = jit::value_type_of(out);
   reduced.index = static_cast<std::int32_t>(program_.anchor.stages.size() - 1);
   std::int32_t r = emit(true, reduced, reduced.type);
-  if (out == kF16 || out == kBF16) {  // registers hold what an unfused op stores
+  if (jit::rounds_in_registers(out)) {  // registers hold what an unfused op stores
     Instruction round;
     round.kind = InstrKind::kRound;
-    round.type = ValueType::kFloat;
+    round.type = reduced.type;
     round.round = out;
     round.args[0] = r;
-    r = emit(true, round, ValueType::kFloat);
+    r = emit(true, round, round.type);
   }
   Value& result = value(rel.outputs[0], real.outputs[0], {index, -1});
   result.level = Level::kRow;
