@@ -53,6 +53,9 @@ Values read_values(const Tensor& t) {
     case kU8:
       for (std::uint8_t x : t.to_vector<std::uint8_t>()) v.ints.push_back(x);
       break;
+    case kF64:
+      v.real = t.to_vector<double>();
+      break;
   }
   return v;
 }

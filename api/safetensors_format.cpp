@@ -25,12 +25,12 @@ struct DTypeName {
   std::string_view name;
   DType dtype;
 };
-constexpr DTypeName kDTypes[] = {{"F32", kF32}, {"F16", kF16},   {"BF16", kBF16}, {"I32", kI32},
-                                 {"I64", kI64}, {"BOOL", kBool}, {"I8", kI8},     {"U8", kU8}};
+constexpr DTypeName kDTypes[] = {{"F32", kF32}, {"F16", kF16}, {"BF16", kBF16},
+                                 {"I32", kI32}, {"I64", kI64}, {"BOOL", kBool},
+                                 {"I8", kI8},   {"U8", kU8},   {"F64", kF64}};
 // The format's other dtypes: named in the error, so that a model file is not called corrupt.
-constexpr std::string_view kOtherDTypes[] = {"F64", "I16",     "U16",     "U32",
-                                             "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                             "F4",  "F6_E2M3", "F6_E3M2", "C64"};
+constexpr std::string_view kOtherDTypes[] = {
+    "I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"};
 
 [[noreturn]] void bad(const std::string& what) { throw Error(what); }
 
@@ -48,7 +48,7 @@ DType parse_dtype(const std::string& name, const Json& value) {
   for (std::string_view other : kOtherDTypes)
     if (other == s)
       bad("tensor " + in_quotes(name) + ": dtype " + s +
-          " is not one streamfuse has (F32, F16, BF16, I32, I64, BOOL, I8, U8)");
+          " is not one streamfuse has (F32, F16, BF16, I32, I64, BOOL, I8, U8, F64)");
   bad("tensor " + in_quotes(name) + ": unknown dtype " + in_quotes(s));
 }
 

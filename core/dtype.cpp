@@ -26,6 +26,8 @@ std::string_view dtype_name(DType d) {
       return "i8";
     case kU8:
       return "u8";
+    case kF64:
+      return "f64";
   }
   return "?";
 }
@@ -49,6 +51,8 @@ int promotion_rank(DType d) {
       return 4;
     case kF32:
       return 5;
+    case kF64:
+      return 6;
   }
   return 0;
 }

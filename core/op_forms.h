@@ -9,7 +9,7 @@
 namespace streamfuse::core {
 
 struct OpForms {
-  bool floating = false;  // float (f32, f16, bf16 compute in float)
+  bool floating = false;  // float (f32, f16, bf16 compute in float) and double (f64)
   bool integer = false;   // i32, i64
   bool boolean = false;   // bool
 };

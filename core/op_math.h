@@ -5,9 +5,10 @@
 // fused result equals the unfused one bit for bit by construction.
 //
 // Like scalar_ops.h and vector_math.h, the text is pasted verbatim into generated kernels after
-// them: it includes nothing (include those two first), uses plain C types (float, int, long long,
-// unsigned char for bool) and reaches the platform only through SF_MATH_FN. An op has a function
-// for exactly the compute types it has a form in (jit::has_form).
+// them: it includes nothing (include those two first), uses plain C types (float, double, int,
+// long long, unsigned char for bool) and reaches the platform only through the SF_MATH_* macros.
+// An op has a function for exactly the compute types it has a form in (jit::has_form); f64 has
+// every form float has, computed in double with the platform's double functions (SF_MATH_F64).
 #ifndef STREAMFUSE_CORE_OP_MATH_H_
 #define STREAMFUSE_CORE_OP_MATH_H_
 
@@ -31,12 +32,30 @@ SF_MATH_FN float sf_op_Cos(float a) { return sf_cos(a); }
 SF_MATH_FN float sf_op_Tanh(float a) { return sf_tanh(a); }
 SF_MATH_FN float sf_op_Erf(float a) { return sf_erf(a); }
 SF_MATH_FN float sf_op_Sigmoid(float a) { return sf_sigmoid(a); }
+SF_MATH_FN double sf_op_Neg(double a) { return -a; }
+SF_MATH_FN double sf_op_Abs(double a) { return sf_abs(a); }
+SF_MATH_FN double sf_op_Relu(double a) { return sf_relu(a); }
+SF_MATH_FN double sf_op_Exp(double a) { return SF_MATH_F64(exp)(a); }
+SF_MATH_FN double sf_op_Log(double a) { return SF_MATH_F64(log)(a); }
+SF_MATH_FN double sf_op_Sqrt(double a) { return SF_MATH_F64(sqrt)(a); }  // correctly rounded
+SF_MATH_FN double sf_op_Rsqrt(double a) { return 1.0 / SF_MATH_F64(sqrt)(a); }
+SF_MATH_FN double sf_op_Recip(double a) { return 1.0 / a; }
+SF_MATH_FN double sf_op_Sin(double a) { return SF_MATH_F64(sin)(a); }
+SF_MATH_FN double sf_op_Cos(double a) { return SF_MATH_F64(cos)(a); }
+SF_MATH_FN double sf_op_Tanh(double a) { return SF_MATH_F64(tanh)(a); }
+SF_MATH_FN double sf_op_Erf(double a) { return SF_MATH_F64(erf)(a); }
+SF_MATH_FN double sf_op_Sigmoid(double a) { return 1.0 / (1.0 + SF_MATH_F64(exp)(-a)); }
 
 // ---- binary: IEEE arithmetic in float, wrapping in integers -----------------------------------
 SF_MATH_FN float sf_op_Add(float a, float b) { return a + b; }
 SF_MATH_FN float sf_op_Sub(float a, float b) { return a - b; }
 SF_MATH_FN float sf_op_Mul(float a, float b) { return a * b; }
 SF_MATH_FN float sf_op_Div(float a, float b) { return a / b; }
+SF_MATH_FN double sf_op_Add(double a, double b) { return a + b; }
+SF_MATH_FN double sf_op_Sub(double a, double b) { return a - b; }
+SF_MATH_FN double sf_op_Mul(double a, double b) { return a * b; }
+SF_MATH_FN double sf_op_Div(double a, double b) { return a / b; }
+SF_MATH_FN double sf_op_Pow(double a, double b) { return SF_MATH_F64(pow)(a, b); }
 SF_MATH_FN int sf_op_Add(int a, int b) { return sf_add(a, b); }
 SF_MATH_FN long long sf_op_Add(long long a, long long b) { return sf_add(a, b); }
 SF_MATH_FN int sf_op_Sub(int a, int b) { return sf_sub(a, b); }
@@ -46,8 +65,10 @@ SF_MATH_FN long long sf_op_Mul(long long a, long long b) { return sf_mul(a, b); 
 SF_MATH_FN float sf_op_Pow(float a, float b) { return sf_pow(a, b); }
 SF_MATH_FN int sf_op_Pow(int a, int b) { return sf_ipow(a, b); }
 SF_MATH_FN long long sf_op_Pow(long long a, long long b) { return sf_ipow(a, b); }
-// float: NaN wins; bool: or / and.
+// float and f64: NaN wins; bool: or / and.
 SF_MATH_FN float sf_op_Maximum(float a, float b) { return sf_max(a, b); }
+SF_MATH_FN double sf_op_Maximum(double a, double b) { return sf_max(a, b); }
+SF_MATH_FN double sf_op_Minimum(double a, double b) { return sf_min(a, b); }
 SF_MATH_FN int sf_op_Maximum(int a, int b) { return sf_max(a, b); }
 SF_MATH_FN long long sf_op_Maximum(long long a, long long b) { return sf_max(a, b); }
 SF_MATH_FN unsigned char sf_op_Maximum(unsigned char a, unsigned char b) { return sf_max(a, b); }
@@ -57,6 +78,12 @@ SF_MATH_FN long long sf_op_Minimum(long long a, long long b) { return sf_min(a, 
 SF_MATH_FN unsigned char sf_op_Minimum(unsigned char a, unsigned char b) { return sf_min(a, b); }
 
 // ---- comparisons: bool results ----------------------------------------------------------------
+SF_MATH_FN unsigned char sf_op_Eq(double a, double b) { return (unsigned char)(a == b); }
+SF_MATH_FN unsigned char sf_op_Ne(double a, double b) { return (unsigned char)(a != b); }
+SF_MATH_FN unsigned char sf_op_Lt(double a, double b) { return (unsigned char)(a < b); }
+SF_MATH_FN unsigned char sf_op_Le(double a, double b) { return (unsigned char)(a <= b); }
+SF_MATH_FN unsigned char sf_op_Gt(double a, double b) { return (unsigned char)(a > b); }
+SF_MATH_FN unsigned char sf_op_Ge(double a, double b) { return (unsigned char)(a >= b); }
 SF_MATH_FN unsigned char sf_op_Eq(float a, float b) { return (unsigned char)(a == b); }
 SF_MATH_FN unsigned char sf_op_Eq(int a, int b) { return (unsigned char)(a == b); }
 SF_MATH_FN unsigned char sf_op_Eq(long long a, long long b) { return (unsigned char)(a == b); }
@@ -105,6 +132,7 @@ SF_MATH_FN unsigned char sf_op_LogicalNot(unsigned char a) { return (unsigned ch
 
 // ---- where ------------------------------------------------------------------------------------
 SF_MATH_FN float sf_op_Where(unsigned char c, float a, float b) { return c ? a : b; }
+SF_MATH_FN double sf_op_Where(unsigned char c, double a, double b) { return c ? a : b; }
 SF_MATH_FN int sf_op_Where(unsigned char c, int a, int b) { return c ? a : b; }
 SF_MATH_FN long long sf_op_Where(unsigned char c, long long a, long long b) { return c ? a : b; }
 SF_MATH_FN unsigned char sf_op_Where(unsigned char c, unsigned char a, unsigned char b) {

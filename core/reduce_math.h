@@ -19,9 +19,9 @@
 //   continuing one accumulator.
 // A kernel may fold a run's lanes in parallel (sf_reduce_lane, then sf_reduce_tail): the same
 // order.
-// Float sums accumulate in double (lanes by parts of 8 floats), integer sums in wrapping 64 bits;
-// max and min let NaN win; argmax takes the first index of the largest value, NaN counting as
-// largest.
+// Float sums accumulate in double (lanes by parts of 8 floats), f64 sums in double, integer sums
+// in wrapping 64 bits; max and min let NaN win; argmax takes the first index of the largest value,
+// NaN counting as largest.
 //
 // Where the order cannot change the result (Op::kAnyOrder: max and min, NaN payloads aside, and
 // integer sums), runs and pushed pieces fold in the order that is fastest on the CPU instead
@@ -132,8 +132,8 @@ struct sf_lane_part<sf_sum_float> {
     f16v p;
     __builtin_memcpy(&p, parts, sizeof(f16v));
     h.lo += __builtin_convertvector(__builtin_shufflevector(p, p, 0, 1, 2, 3, 4, 5, 6, 7), d8v);
-    h.hi += __builtin_convertvector(
-        __builtin_shufflevector(p, p, 8, 9, 10, 11, 12, 13, 14, 15), d8v);
+    h.hi +=
+        __builtin_convertvector(__builtin_shufflevector(p, p, 8, 9, 10, 11, 12, 13, 14, 15), d8v);
   }
   SF_MATH_FN void release(const held& h, double* lanes) {
     __builtin_memcpy(lanes, &h.lo, sizeof(d8v));
@@ -157,6 +157,16 @@ struct sf_lane_part<sf_sum_float> {
 #endif
 };
 
+// Sum (and mean) of f64 values: in double, element by element.
+struct sf_sum_f64 {
+  typedef double value;
+  typedef double acc;
+  static const int kAnyOrder = 0;
+  SF_MATH_FN acc identity() { return 0.0; }
+  SF_MATH_FN acc step(acc a, value x, long long) { return a + x; }
+  SF_MATH_FN acc merge(acc a, acc b) { return a + b; }
+};
+
 // Sum (and mean) of integer values: wrapping 64-bit.
 struct sf_sum_int {
   typedef long long value;
@@ -175,6 +185,20 @@ struct sf_extreme_float {
   static const int kAnyOrder = 1;  // NaN payloads aside: the first NaN folded wins
   SF_MATH_FN acc identity() {
     return kMax ? SF_MATH_AS_FLOAT(0xff800000u) : SF_MATH_AS_FLOAT(0x7f800000u);  // -inf, +inf
+  }
+  SF_MATH_FN acc merge(acc a, acc b) { return kMax ? sf_max(a, b) : sf_min(a, b); }
+  SF_MATH_FN acc step(acc a, value x, long long) { return merge(a, x); }
+};
+
+// Max / min of f64 values: NaN wins (sf_max, sf_min).
+template <int kMax>
+struct sf_extreme_f64 {
+  typedef double value;
+  typedef double acc;
+  static const int kAnyOrder = 1;  // NaN payloads aside
+  SF_MATH_FN acc identity() {
+    return kMax ? SF_MATH_AS_DOUBLE(0xfff0000000000000ULL)
+                : SF_MATH_AS_DOUBLE(0x7ff0000000000000ULL);
   }
   SF_MATH_FN acc merge(acc a, acc b) { return kMax ? sf_max(a, b) : sf_min(a, b); }
   SF_MATH_FN acc step(acc a, value x, long long) { return merge(a, x); }
@@ -222,6 +246,31 @@ struct sf_argmax_float {
   }
   // Through merge, so a value equal to the identity's still wins its index over the identity's
   // placeholder.
+  SF_MATH_FN acc step(acc a, value x, long long i) {
+    acc b;
+    b.value = x;
+    b.index = i;
+    return merge(a, b);
+  }
+};
+
+// Argmax of f64 values: as of float values.
+struct sf_argmax_f64 {
+  typedef double value;
+  typedef sf_argmax_acc<double> acc;
+  static const int kAnyOrder = 0;
+  SF_MATH_FN int greater(double a, double b) { return (a != a && b == b) || a > b; }
+  SF_MATH_FN acc identity() {
+    acc a;
+    a.value = SF_MATH_AS_DOUBLE(0xfff0000000000000ULL);
+    a.index = 9223372036854775807LL;
+    return a;
+  }
+  SF_MATH_FN acc merge(acc a, acc b) {
+    if (greater(b.value, a.value)) return b;
+    if (greater(a.value, b.value)) return a;
+    return b.index < a.index ? b : a;
+  }
   SF_MATH_FN acc step(acc a, value x, long long i) {
     acc b;
     b.value = x;
@@ -280,7 +329,7 @@ struct sf_float_extreme<sf_extreme_float<kMax> > {
 // the run again through Op::step, whose NaN payload depends on the order.
 template <int kKind, class Load>
 SF_MATH_FN float sf_reduce_extreme_keys(const Load& load, long long first, long long n,
-                                         int* found) {
+                                        int* found) {
   const int kWidth = 2 * SF_REDUCE_LANES;
   const int kInfKey = 0x7f800000, kMinusInfKey = (int)0x807fffff;
   int hi[kWidth], lo[kWidth];
@@ -524,9 +573,32 @@ SF_MATH_FN long long sf_reduce_out(sf_argmax_acc<T> a) {
   return a.index;
 }
 SF_MATH_FN long long sf_reduce_bits(float v) { return (long long)SF_MATH_AS_UINT(v); }
+SF_MATH_FN long long sf_reduce_bits(double v) { return (long long)SF_MATH_AS_ULL(v); }
 SF_MATH_FN long long sf_reduce_bits(long long v) { return v; }
 SF_MATH_FN long long sf_reduce_bits(int v) { return v; }
 SF_MATH_FN long long sf_reduce_bits(unsigned char v) { return v; }
+
+// The value a reduction with accumulator Op stores (value) and its mean over n elements (mean),
+// in the type kernels hold them in: sf_reduce_out's, but for f64, whose double stays double (a
+// float sum's double accumulator becomes float).
+template <class Op>
+struct sf_reduce_results {
+  SF_MATH_FN auto value(typename Op::acc a) -> decltype(sf_reduce_out(a)) {
+    return sf_reduce_out(a);
+  }
+  SF_MATH_FN float mean(typename Op::acc a, long long n) {
+    return sf_reduce_out(sf_reduce_mean<Op>(a, n));
+  }
+};
+template <>
+struct sf_reduce_results<sf_sum_f64> {
+  SF_MATH_FN double value(double a) { return a; }
+  SF_MATH_FN double mean(double a, long long n) { return sf_reduce_mean<sf_sum_f64>(a, n); }
+};
+template <int kMax>
+struct sf_reduce_results<sf_extreme_f64<kMax> > {
+  SF_MATH_FN double value(double a) { return a; }
+};
 
 // How many blocks a reduction of n elements splits into.
 SF_MATH_FN long long sf_reduce_blocks(long long n) {

@@ -22,6 +22,17 @@
 #ifndef SF_MATH_SQRT
 #define SF_MATH_SQRT(x) __fsqrt_rn(x)
 #endif
+#ifndef SF_MATH_AS_ULL
+#define SF_MATH_AS_ULL(d) ((unsigned long long)__double_as_longlong(d))
+#endif
+#ifndef SF_MATH_AS_DOUBLE
+#define SF_MATH_AS_DOUBLE(u) __longlong_as_double((long long)(u))
+#endif
+// f64 math: the platform's double functions, exp(x) on CUDA (its correctly rounded sqrt, its
+// double exp...), __builtin_exp(x) elsewhere (libm's). Never through float.
+#ifndef SF_MATH_F64
+#define SF_MATH_F64(fn) fn
+#endif
 #endif  // CUDA
 #ifndef SF_MATH_FN
 #define SF_MATH_FN static inline __attribute__((always_inline))
@@ -34,6 +45,15 @@
 #endif
 #ifndef SF_MATH_SQRT
 #define SF_MATH_SQRT(x) __builtin_sqrtf(x)
+#endif
+#ifndef SF_MATH_AS_ULL
+#define SF_MATH_AS_ULL(d) __builtin_bit_cast(unsigned long long, (d))
+#endif
+#ifndef SF_MATH_AS_DOUBLE
+#define SF_MATH_AS_DOUBLE(u) __builtin_bit_cast(double, (unsigned long long)(u))
+#endif
+#ifndef SF_MATH_F64
+#define SF_MATH_F64(fn) __builtin_##fn
 #endif
 
 // ---- 16-bit floats (round to nearest even) ---------------------------------------------------
@@ -114,6 +134,44 @@ SF_MATH_FN int sf_wrap_u8(int v) { return v & 0xff; }
 // 0), where x86 gives 0 for both.
 SF_MATH_FN int sf_float_to_i8(float v) { return sf_wrap_i8(sf_float_to_i32(v)); }
 SF_MATH_FN int sf_float_to_u8(float v) { return sf_wrap_u8(sf_float_to_i32(v)); }
+
+// f64 to integers: as from float, with the double's own value (no rounding through float).
+SF_MATH_FN int sf_double_to_i32(double v) {
+  const double in_range = v >= -2147483648.0 && v < 2147483648.0 ? v : 0.0;  // NaN fails both
+  int r = (int)in_range;
+  r = v >= 2147483648.0 ? 2147483647 : r;
+  r = v < -2147483648.0 ? (-2147483647 - 1) : r;
+  return r;
+}
+SF_MATH_FN long long sf_double_to_i64(double v) {
+  const double in_range = v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? v : 0.0;
+  long long r = (long long)in_range;
+  r = v >= 9223372036854775808.0 ? 9223372036854775807LL : r;
+  r = v < -9223372036854775808.0 ? (-9223372036854775807LL - 1) : r;
+  return r;
+}
+SF_MATH_FN int sf_double_to_i8(double v) { return sf_wrap_i8(sf_double_to_i32(v)); }
+SF_MATH_FN int sf_double_to_u8(double v) { return sf_wrap_u8(sf_double_to_i32(v)); }
+
+// An integer as float or double, with a +0 for 0. A kernel that converts a float to an integer
+// and back must give +0 for -0.5, as the eager kernels do through memory; but GCC folds
+// (float)(int)x into trunc(x) under -fno-trapping-math (the kernels' flags), which keeps the
+// sign (-0), and drops a `+ 0.0f` after an int conversion as a no-op first. Clearing the sign
+// bit unless the integer is negative is not something it proves away (and vectorizes).
+SF_MATH_FN float sf_int_to_float(int v) {
+  return SF_MATH_AS_FLOAT(SF_MATH_AS_UINT((float)v) & (v < 0 ? 0xffffffffu : 0x7fffffffu));
+}
+SF_MATH_FN float sf_int_to_float(long long v) {
+  return SF_MATH_AS_FLOAT(SF_MATH_AS_UINT((float)v) & (v < 0 ? 0xffffffffu : 0x7fffffffu));
+}
+SF_MATH_FN double sf_int_to_double(int v) {
+  return SF_MATH_AS_DOUBLE(SF_MATH_AS_ULL((double)v) &
+                           (v < 0 ? 0xffffffffffffffffULL : 0x7fffffffffffffffULL));
+}
+SF_MATH_FN double sf_int_to_double(long long v) {
+  return SF_MATH_AS_DOUBLE(SF_MATH_AS_ULL((double)v) &
+                           (v < 0 ? 0xffffffffffffffffULL : 0x7fffffffffffffffULL));
+}
 
 // ---- arithmetic ------------------------------------------------------------------------------
 
@@ -197,5 +255,28 @@ SF_MATH_FN long long sf_max(long long a, long long b) { return a > b ? a : b; }
 SF_MATH_FN long long sf_min(long long a, long long b) { return a < b ? a : b; }
 SF_MATH_FN unsigned char sf_max(unsigned char a, unsigned char b) { return a | b; }
 SF_MATH_FN unsigned char sf_min(unsigned char a, unsigned char b) { return a & b; }
+
+// ---- f64: IEEE double arithmetic; max / min as for float (NaN wins, -0 below +0) ---------------
+SF_MATH_FN double sf_abs(double a) {
+  return SF_MATH_AS_DOUBLE(SF_MATH_AS_ULL(a) & 0x7fffffffffffffffULL);
+}
+SF_MATH_FN double sf_relu(double a) { return a <= 0.0 ? 0.0 : a; }  // NaN stays NaN
+SF_MATH_FN long long sf_double_order(double x) {
+  const long long i = (long long)SF_MATH_AS_ULL(x);
+  return i ^ ((i >> 63) & 0x7fffffffffffffffLL);
+}
+SF_MATH_FN int sf_double_is_nan(double x) {
+  return (SF_MATH_AS_ULL(x) & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL;
+}
+SF_MATH_FN double sf_max(double a, double b) {
+  if (sf_double_is_nan(a)) return a;
+  if (sf_double_is_nan(b)) return b;
+  return sf_double_order(a) < sf_double_order(b) ? b : a;
+}
+SF_MATH_FN double sf_min(double a, double b) {
+  if (sf_double_is_nan(a)) return a;
+  if (sf_double_is_nan(b)) return b;
+  return sf_double_order(b) < sf_double_order(a) ? b : a;
+}
 
 #endif  // STREAMFUSE_CORE_SCALAR_OPS_H_

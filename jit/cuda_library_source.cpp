@@ -22,6 +22,7 @@ std::string fill(std::string text,
   return text;
 }
 
+// Dtypes read as float (f64 reads as double).
 bool float_storage(DType d) { return d == kF32 || d == kF16 || d == kBF16; }
 
 // The device declarations of the host structs in cuda_library_source.h, field for field.
@@ -145,6 +146,7 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME_combine(const sf_redu
 
 // The accumulator of a reduction over `in` (reduce.cpp's SumOp, ExtremeOp and ArgmaxOp).
 std::string accumulator(core::OpKind kind, DType in) {
+  if (in == kF64) return reduce_op_type(kind, ValueType::kF64);
   const std::string v = c_type(value_type_of(in));  // an integer value type
   switch (kind) {
     case core::OpKind::kSum:
@@ -180,19 +182,24 @@ std::size_t cuda_reduce_accumulator_bytes(core::OpKind kind, DType in) {
 
 std::string cuda_reduce_source(core::OpKind kind, DType in, DType out, const std::string& name) {
   const std::string op = accumulator(kind, in);
-  // What the accumulator's values are read as: float for float storage, else the integer type
-  // (64 bits for sums).
-  const bool fl = float_storage(in);
+  // What the accumulator's values are read as: float for float storage, double for f64, else
+  // the integer type (64 bits for sums).
+  const bool fl = float_storage(in), f64 = in == kF64;
   const bool sums = kind == core::OpKind::kSum || kind == core::OpKind::kMean;
-  const ValueType value = fl ? ValueType::kFloat : sums ? ValueType::kI64 : value_type_of(in);
+  const ValueType value = fl     ? ValueType::kFloat
+                          : f64  ? ValueType::kF64
+                          : sums ? ValueType::kI64
+                                 : value_type_of(in);
   std::string finish;
   switch (kind) {
     case core::OpKind::kSum:  // a float sum rounds its double to float first, as the CPU does
-      finish = fl ? store_value("(float)acc", ValueType::kFloat, out)
-                  : store_value("acc", ValueType::kI64, out);
+      finish = fl    ? store_value("(float)acc", ValueType::kFloat, out)
+               : f64 ? store_value("acc", ValueType::kF64, out)
+                     : store_value("acc", ValueType::kI64, out);
       break;
-    case core::OpKind::kMean:
-      finish = store_value("(float)((double)acc / (double)a.len)", ValueType::kFloat, out);
+    case core::OpKind::kMean:  // sf_reduce_results' mean
+      finish = f64 ? store_value("acc / (double)a.len", ValueType::kF64, out)
+                   : store_value("(float)((double)acc / (double)a.len)", ValueType::kFloat, out);
       break;
     case core::OpKind::kArgmax:
       finish = "acc.index";
@@ -222,7 +229,9 @@ std::string cuda_arange_source(DType out, bool integral, const std::string& name
                      "(long long)((unsigned long long)a.start_i + (unsigned long long)i * "
                      "(unsigned long long)a.step_i)",
                      ValueType::kI64, out)
-               : store_value("(float)(a.start_d + (double)i * a.step_d)", ValueType::kFloat, out);
+      : out == kF64
+          ? store_value("(a.start_d + (double)i * a.step_d)", ValueType::kF64, out)
+          : store_value("(float)(a.start_d + (double)i * a.step_d)", ValueType::kFloat, out);
   return fill(R"(// $NAME: arange into $DTYPE
 struct $NAME_args {
   char* out;
@@ -243,12 +252,13 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
 }
 
 std::string cuda_random_source(core::OpKind kind, DType out, const std::string& name) {
-  if (!float_storage(out))
+  if (!is_floating(out))
     throw Error("internal error: random values of " + std::string(dtype_name(out)));
   const bool uniform = kind == core::OpKind::kRandUniform;
-  // Stores value v of lane l; 16-bit uniform values that round up to the open bound step back.
+  // Stores value v of lane l (f64: widened, as backends/cpu/kernels/random.cpp does); 16-bit
+  // uniform values that round up to the open bound step back.
   std::string store = "(($T*)a.out)[i] = " + store_value("v", ValueType::kFloat, out) + ";";
-  if (uniform && out != kF32) {
+  if (uniform && (out == kF16 || out == kBF16)) {
     const std::string back = out == kF16 ? "sf_half_to_float" : "sf_bf16_to_float";
     store = "unsigned short h = " + store_value("v", ValueType::kFloat, out) + ";\n      if (" +
             back + "(h) >= b) h = (unsigned short)(h - 1);\n      (($T*)a.out)[i] = h;";
@@ -318,12 +328,13 @@ $VALUES    for (int l = 0; l < 4; ++l) {
 }
 
 std::string cuda_int_matmul_source(DType dtype, const std::string& name) {
-  if (!is_integral(dtype))
-    throw Error("internal error: an integer matmul of " + std::string(dtype_name(dtype)));
+  if (!is_integral(dtype) && dtype != kF64)
+    throw Error("internal error: a looped matmul of " + std::string(dtype_name(dtype)));
   // Sums in the value type (int for i8 and u8: the sum of products modulo 2^32, wrapped to 8
   // bits when stored, as the CPU's 8-bit product computes it modulo 256).
   const ValueType acc = value_type_of(dtype);
-  return fill(R"(// $NAME: matmul of $DTYPE, wrapping
+  return fill(
+      R"(// $NAME: matmul of $DTYPE (integers wrap), one thread per output
 struct $NAME_args {
   const char* a;
   const char* b;
@@ -350,17 +361,20 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
     const $T* y = (const $T*)a.b + bo + j * a.b_col_stride;
     $ACC sum = 0;
     for (long long p = 0; p < a.k; ++p)
-      sum = sf_add(sum, sf_mul(($ACC)x[p * a.a_col_stride], ($ACC)y[p * a.b_row_stride]));
+      sum = $MAC;
     (($T*)a.out)[e] = $STORE;
   }
 }
 )",
-              {{"$NAME", name},
-               {"$DTYPE", std::string(dtype_name(dtype))},
-               {"$BLOCK", std::to_string(kCudaBlockSize)},
-               {"$STORE", store_value("sum", acc, dtype)},
-               {"$ACC", c_type(acc)},
-               {"$T", storage_c_type(dtype)}});
+      {{"$NAME", name},
+       {"$DTYPE", std::string(dtype_name(dtype))},
+       {"$BLOCK", std::to_string(kCudaBlockSize)},
+       {"$STORE", store_value("sum", acc, dtype)},
+       {"$MAC", dtype == kF64 ? std::string("sum + x[p * a.a_col_stride] * y[p * a.b_row_stride]")
+                              : "sf_add(sum, sf_mul(($ACC)x[p * a.a_col_stride], "
+                                "($ACC)y[p * a.b_row_stride]))"},
+       {"$ACC", c_type(acc)},
+       {"$T", storage_c_type(dtype)}});
 }
 
 std::string cuda_index_source(core::OpKind kind, std::size_t element_bytes, DType index_dtype,
@@ -418,9 +432,9 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
 }
 
 std::string cuda_scan_source(core::OpKind kind, DType in, DType out, const std::string& name) {
-  const bool floating = float_storage(in);
+  const bool floating = is_floating(in);
   const std::string element = std::string("((const ") + storage_c_type(in) + "*)a.x)[e]";
-  const std::string key = floating ? "(double)(" + load_value(element, in, ValueType::kFloat) + ")"
+  const std::string key = floating ? load_value(element, in, ValueType::kF64)  // exact
                                    : load_value(element, in, ValueType::kI64);
   const std::string body = kind == core::OpKind::kCumsum ? (floating ? R"(
     double acc = 0;
@@ -482,7 +496,9 @@ extern "C" __global__ void __launch_bounds__($BLOCK) $NAME(const $NAME_args a) {
 }
 )",
               {{"$BODY", body},
-               {"$STORE", store_value("(float)acc", ValueType::kFloat, out)},
+               // A float dtype's prefix rounds through float, as the CPU's; f64's is the double.
+               {"$STORE", out == kF64 ? std::string("acc")
+                                      : store_value("(float)acc", ValueType::kFloat, out)},
                {"$BEFORE", floating ? "p == p && (q != q || p < q)" : "p < q"},
                {"$KEYT", floating ? "double" : "long long"},
                {"$KEY", key},

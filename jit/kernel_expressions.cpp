@@ -21,6 +21,8 @@ const char* c_type(ValueType t) {
       return "long long";
     case ValueType::kBool:
       return "unsigned char";
+    case ValueType::kF64:
+      return "double";
     default:
       return "float";
   }
@@ -48,6 +50,11 @@ std::string convert_value(const std::string& expr, ValueType from, ValueType to)
   if (to == ValueType::kBool) return "(unsigned char)(" + expr + " != 0)";  // NaN is true
   if (from == ValueType::kFloat && to == ValueType::kI32) return "sf_float_to_i32(" + expr + ")";
   if (from == ValueType::kFloat && to == ValueType::kI64) return "sf_float_to_i64(" + expr + ")";
+  if (from == ValueType::kF64 && to == ValueType::kI32) return "sf_double_to_i32(" + expr + ")";
+  if (from == ValueType::kF64 && to == ValueType::kI64) return "sf_double_to_i64(" + expr + ")";
+  const bool integer = from == ValueType::kI32 || from == ValueType::kI64;
+  if (integer && to == ValueType::kFloat) return "sf_int_to_float(" + expr + ")";
+  if (integer && to == ValueType::kF64) return "sf_int_to_double(" + expr + ")";
   return "(" + std::string(c_type(to)) + ")(" + expr + ")";  // int/bool to float, int wraps
 }
 
@@ -80,6 +87,8 @@ std::string scalar_value(const std::string& bits, ValueType t) {
       return bits;
     case ValueType::kBool:
       return "(unsigned char)" + bits;
+    case ValueType::kF64:
+      return "SF_MATH_AS_DOUBLE((unsigned long long)" + bits + ")";
   }
   return bits;
 }
@@ -114,6 +123,21 @@ std::string op_expr(core::OpKind k, ValueType t, const std::string& a, const std
 std::string reduce_op_type(core::OpKind op, ValueType t) {
   const char* v = c_type(t);
   const bool f = t == ValueType::kFloat;
+  if (t == ValueType::kF64) {
+    switch (op) {
+      case OpKind::kSum:
+      case OpKind::kMean:
+        return "sf_sum_f64";
+      case OpKind::kMax:
+        return "sf_extreme_f64<1>";
+      case OpKind::kMin:
+        return "sf_extreme_f64<0>";
+      case OpKind::kArgmax:
+        return "sf_argmax_f64";
+      default:
+        return {};
+    }
+  }
   switch (op) {
     case OpKind::kSum:
     case OpKind::kMean:
@@ -131,16 +155,16 @@ std::string reduce_op_type(core::OpKind op, ValueType t) {
 
 std::string reduce_result_bits(core::OpKind op, const std::string& acc, const std::string& count,
                                const std::string& op_type) {
-  if (op == OpKind::kMean)
-    return "sf_reduce_bits(sf_reduce_out(sf_reduce_mean<" + op_type + ">(" + acc + ", " + count +
-           ")))";
-  return "sf_reduce_bits(sf_reduce_out(" + acc + "))";
+  const std::string results = "sf_reduce_results<" + op_type + " >::";
+  if (op == OpKind::kMean) return "sf_reduce_bits(" + results + "mean(" + acc + ", " + count + "))";
+  return "sf_reduce_bits(" + results + "value(" + acc + "))";
 }
 
 bool has_form(core::OpKind k, ValueType t) {
   const core::OpForms forms = core::op_forms(k);
   switch (t) {
     case ValueType::kFloat:
+    case ValueType::kF64:
       return forms.floating;
     case ValueType::kI32:
     case ValueType::kI64:

@@ -16,6 +16,8 @@ ValueType value_type_of(DType d) {
       return ValueType::kI64;
     case kBool:
       return ValueType::kBool;
+    case kF64:
+      return ValueType::kF64;
     default:
       return ValueType::kFloat;
   }
@@ -29,6 +31,8 @@ DType storage_dtype_of(ValueType t) {
       return kI64;
     case ValueType::kBool:
       return kBool;
+    case ValueType::kF64:
+      return kF64;
     default:
       return kF32;
   }
@@ -42,6 +46,8 @@ const char* value_type_name(ValueType t) {
       return "i64";
     case ValueType::kBool:
       return "bool";
+    case ValueType::kF64:
+      return "f64";
     default:
       return "float";
   }

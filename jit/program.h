@@ -31,15 +31,16 @@ namespace streamfuse::jit {
 
 // What a register holds: the compute type of a dtype (f16/bf16 compute in float, i8/u8 in i32;
 // their values are rounded to the 16-bit grid, or wrapped to 8 bits, by kRound, so registers hold
-// exactly what unfused kernels store).
-enum class ValueType : std::uint8_t { kFloat, kI32, kI64, kBool };
+// exactly what unfused kernels store; f64 computes in double). Persisted: append new types.
+enum class ValueType : std::uint8_t { kFloat, kI32, kI64, kBool, kF64 };
+inline constexpr unsigned kNumValueTypes = 5;
 ValueType value_type_of(DType d);
 // Whether a value of dtype `d` computed in value_type_of(d) must be rounded (kRound) to hold what
 // an unfused op stores: f16, bf16, i8 and u8.
 constexpr bool rounds_in_registers(DType d) {
   return d == kF16 || d == kBF16 || d == kI8 || d == kU8;
 }
-// The dtype whose storage is the value type itself (f32, i32, i64, bool).
+// The dtype whose storage is the value type itself (f32, i32, i64, bool, f64).
 DType storage_dtype_of(ValueType t);
 const char* value_type_name(ValueType t);
 

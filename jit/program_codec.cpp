@@ -32,7 +32,7 @@ std::vector<Instruction> get_block(In& in) {
     Instruction i;
     i.kind = cache::get_enum<InstrKind>(in, kNumInstrKinds, "instruction kind");
     i.op = cache::get_enum<core::OpKind>(in, core::kNumOpKinds, "op kind");
-    i.type = cache::get_enum<ValueType>(in, 4, "value type");
+    i.type = cache::get_enum<ValueType>(in, kNumValueTypes, "value type");
     i.round = cache::get_enum<DType>(in, kNumDTypes, "dtype");
     in(i.out, i.index, i.args[0], i.args[1], i.args[2]);
     if (i.kind == InstrKind::kOp && !core::is_elementwise(i.op)) bad("non-element-wise op");
@@ -78,7 +78,7 @@ FusedProgram get_program(In& in) {
   for (std::uint32_t n = cache::get_size(in, kMaxScalarArgs, "scalar argument"); n > 0; --n) {
     ScalarArg s;
     s.mode = cache::get_enum<ScalarArg::Mode>(in, 2, "scalar mode");
-    s.type = cache::get_enum<ValueType>(in, 4, "value type");
+    s.type = cache::get_enum<ValueType>(in, kNumValueTypes, "value type");
     s.dtype = cache::get_enum<DType>(in, kNumDTypes, "dtype");
     p.scalars.push_back(s);
   }

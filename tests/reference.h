@@ -25,6 +25,8 @@ inline double round_to(double x, DType dtype) {
   switch (dtype) {
     case kF32:
       return static_cast<float>(x);
+    case kF64:
+      return x;
     case kF16:
       return static_cast<float>(Half(static_cast<float>(x)));
     case kBF16:
@@ -51,8 +53,8 @@ inline double round_to(double x, DType dtype) {
 
 // The spacing of `dtype`'s values at the magnitude of x (subnormal spacing below the normals).
 inline double ulp_of(double x, DType dtype) {
-  const int mant = dtype == kF32 ? 23 : dtype == kF16 ? 10 : 7;
-  const int min_exp = dtype == kF32 ? -126 : dtype == kF16 ? -14 : -126;
+  const int mant = dtype == kF64 ? 52 : dtype == kF32 ? 23 : dtype == kF16 ? 10 : 7;
+  const int min_exp = dtype == kF64 ? -1022 : dtype == kF32 ? -126 : dtype == kF16 ? -14 : -126;
   int e = std::isfinite(x) && x != 0 ? std::ilogb(x) : min_exp;
   if (e < min_exp) e = min_exp;
   return std::ldexp(1.0, e - mant);
@@ -109,6 +111,8 @@ inline Tensor tensor_of(const std::vector<double>& values, Shape shape, DType dt
       for (double x : values) v.push_back(static_cast<std::uint8_t>(round_to(x, kU8)));
       return from_vector(v, shape);
     }
+    case kF64:
+      return from_vector(values, shape);
   }
   return {};
 }
@@ -140,6 +144,9 @@ inline std::vector<double> values_of(const Tensor& t) {
       break;
     case kU8:
       for (std::uint8_t x : t.to_vector<std::uint8_t>()) out.push_back(x);
+      break;
+    case kF64:
+      out = t.to_vector<double>();
       break;
   }
   return out;

@@ -40,6 +40,9 @@ inline std::vector<unsigned char> bytes_of(const Tensor& t) {
     case kU8:
       append(t.to_vector<std::uint8_t>());
       break;
+    case kF64:
+      append(t.to_vector<double>());
+      break;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // MatmulEngine: turns the operands into a MatmulLayout, handles empty products, and sends the
-// rest to oneDNN (float dtypes) or the integer loop; oneDNN's errors become streamfuse::Error.
+// rest to oneDNN (f32, f16, bf16) or the library's own blocked loop (integers, and f64, which
+// oneDNN 2.x has no matmul for); oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
 #include <cstring>
@@ -62,7 +63,7 @@ bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand&
     std::memset(out, 0, static_cast<std::size_t>(numel) * element_size(dtype));
     return false;
   }
-  if (is_integral(dtype)) {
+  if (is_integral(dtype) || dtype == kF64) {
     integer_matmul(dtype, layout, a.data, b.data, out, num_threads);
     return false;
   }
@@ -77,7 +78,7 @@ bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand&
 
 bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
                            const Shape& out_shape, int num_threads) {
-  if (is_integral(dtype) || dtype == kBool) return false;
+  if (is_integral(dtype) || dtype == kBool || dtype == kF64) return false;
   check_product_shapes(dtype, a, b, out_shape);
   if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);

@@ -1,9 +1,9 @@
-// i8 / u8 / i32 / i64 matrix products (oneDNN has none): the GotoBLAS loop structure. The product
-// is cut into tasks of kMc rows x kNc columns of one matrix of the batch; a task walks K in
-// kKc-deep slices, packing its A slice into kMr-row groups and its B slice into kNr-column panels
-// (zero-padded, so edge tiles run the same code), then multiplies every group by every panel in
-// a register tile of kMr x kNr accumulators. Packing reads any strides (zero and negative
-// included), so no operand is ever copied whole.
+// i8 / u8 / i32 / i64 matrix products (oneDNN has none), and f64 ones (oneDNN 2.x has none): the
+// GotoBLAS loop structure. The product is cut into tasks of kMc rows x kNc columns of one matrix of
+// the batch; a task walks K in kKc-deep slices, packing its A slice into kMr-row groups and its B
+// slice into kNr-column panels (zero-padded, so edge tiles run the same code), then multiplies
+// every group by every panel in a register tile of kMr x kNr accumulators. Packing reads any
+// strides (zero and negative included), so no operand is ever copied whole.
 //
 // Arithmetic is on the unsigned type of the same width: it wraps as the product must, without
 // signed-overflow UB, and gives the same bits as two's-complement signed arithmetic.
@@ -24,6 +24,7 @@ namespace {
 typedef std::uint32_t VecU32 __attribute__((vector_size(64)));
 typedef std::uint64_t VecU64 __attribute__((vector_size(64)));
 typedef std::uint8_t VecU8 __attribute__((vector_size(64)));
+typedef double VecF64 __attribute__((vector_size(64)));
 
 template <class U>
 struct VecOf;
@@ -38,6 +39,10 @@ struct VecOf<std::uint64_t> {
 template <>
 struct VecOf<std::uint8_t> {
   using type = VecU8;
+};
+template <>
+struct VecOf<double> {
+  using type = VecF64;
 };
 
 constexpr std::int64_t kMr = 4;    // rows of a register tile
@@ -220,7 +225,10 @@ void integer_matmul(DType dtype, const MatmulLayout& layout, const void* a, cons
   // operands as uint32 / uint64 is defined.
   // i8 and u8 products wrap to 8 bits as PyTorch's do: 8-bit unsigned arithmetic is the sum of
   // products modulo 256 for both (an i8's bits read as u8 are its value modulo 256).
-  if (element_size(dtype) == 1) {
+  if (dtype == kF64) {  // in double, each dot product summed in k order (a tile's FMA aside)
+    multiply(layout, static_cast<const double*>(a), static_cast<const double*>(b),
+             static_cast<double*>(out), num_threads);
+  } else if (element_size(dtype) == 1) {
     multiply(layout, static_cast<const std::uint8_t*>(a), static_cast<const std::uint8_t*>(b),
              static_cast<std::uint8_t*>(out), num_threads);
   } else if (dtype == kI32) {

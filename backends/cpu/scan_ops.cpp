@@ -16,6 +16,11 @@ namespace {
 
 // Element i of a float dtype as a double (exact), or of an integer dtype or bool as an int64.
 double load_float(const char* p, DType d, std::int64_t i) {
+  if (d == kF64) {
+    double v;
+    std::memcpy(&v, p + i * 8, 8);
+    return v;
+  }
   if (d == kF32) {
     float v;
     std::memcpy(&v, p + i * 4, 4);
@@ -39,8 +44,13 @@ std::int64_t load_int(const char* p, DType d, std::int64_t i) {
   if (d == kI8) return static_cast<signed char>(p[i]);
   return static_cast<unsigned char>(p[i]);  // u8, bool
 }
-// A float prefix sum stored in dtype d: rounded to float, then to 16 bits where d has them.
+// A float prefix sum stored in dtype d: rounded to float, then to 16 bits where d has them; f64
+// stores the double.
 void store_float(char* p, DType d, std::int64_t i, double v) {
+  if (d == kF64) {
+    std::memcpy(p + i * 8, &v, 8);
+    return;
+  }
   const float f = static_cast<float>(v);
   if (d == kF32) {
     std::memcpy(p + i * 4, &f, 4);

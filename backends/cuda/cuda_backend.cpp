@@ -191,14 +191,15 @@ void CudaBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inp
     const TensorHandle* h = &inputs[i];
     m[i] = MatmulOperand{element_ptr(*h, d.dtype), d.shape, h->strides};
     // Mixed dtypes promote the other operand first; cuBLAS reads only some layouts as they are.
-    if (d.dtype != dtype || (!is_integral(dtype) && !CudaMatmul::reads_directly(m[i]))) {
+    const bool looped = is_integral(dtype) || dtype == kF64;  // not cuBLAS: any strides
+    if (d.dtype != dtype || (!looped && !CudaMatmul::reads_directly(m[i]))) {
       copies[i] = copy_contiguous(*this, inputs[i], d.shape, d.dtype, dtype);
       m[i] = MatmulOperand{element_ptr(copies[i], dtype), d.shape, copies[i].strides};
     }
   }
   out = allocate(od.shape, od.dtype);
   if (od.shape.numel() == 0) return;
-  if (is_integral(dtype))
+  if (is_integral(dtype) || dtype == kF64)  // f64: the library kernel, in double
     kernels().integer_matmul(dtype, m[0], m[1], out.storage.data(), od.shape);
   else
     matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, streams_.current());

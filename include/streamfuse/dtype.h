@@ -11,10 +11,10 @@ namespace streamfuse {
 
 // Element type of a tensor. `using enum` below lets users write `sf::kF16`. New dtypes are
 // appended: the values are persisted (plans, kernels), so an existing one never changes.
-enum class DType : std::uint8_t { kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8 };
+enum class DType : std::uint8_t { kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64 };
 using enum DType;
 
-inline constexpr int kNumDTypes = 8;
+inline constexpr int kNumDTypes = 9;
 
 // Bytes per element.
 constexpr std::size_t element_size(DType d) {
@@ -26,6 +26,7 @@ constexpr std::size_t element_size(DType d) {
     case kBF16:
       return 2;
     case kI64:
+    case kF64:
       return 8;
     case kBool:
     case kI8:
@@ -34,14 +35,14 @@ constexpr std::size_t element_size(DType d) {
   }
   return 0;
 }
-constexpr bool is_floating(DType d) { return d == kF32 || d == kF16 || d == kBF16; }
+constexpr bool is_floating(DType d) { return d == kF32 || d == kF16 || d == kBF16 || d == kF64; }
 constexpr bool is_integral(DType d) { return d == kI32 || d == kI64 || d == kI8 || d == kU8; }
 
 // Short name as used in messages: "f32", "bool", ...
 std::string_view dtype_name(DType d);
 
 // The dtype both operands convert to in a binary op (NumPy/PyTorch rules over this lattice:
-// bool < {u8, i8} < i32 < i64 < {f16, bf16} < f32; f16 with bf16 gives f32). u8 with i8 gives
+// bool < {u8, i8} < i32 < i64 < {f16, bf16} < f32 < f64; f16 with bf16 gives f32). u8 with i8 gives
 // i32: PyTorch gives i16, the smallest type holding both ranges, and streamfuse has no i16; i32
 // is the next one that does (so `u8 + i8` never wraps, as in PyTorch, but is wider).
 DType promote_types(DType a, DType b);
@@ -75,7 +76,7 @@ struct BFloat16 {
 };
 
 // The dtype that stores C++ type T (float, Half, BFloat16, int32_t, int64_t, bool, int8_t,
-// uint8_t).
+// uint8_t, double).
 template <class T>
 constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, float>)
@@ -94,6 +95,8 @@ constexpr DType dtype_of() {
     return kI8;
   else if constexpr (std::is_same_v<T, std::uint8_t>)
     return kU8;
+  else if constexpr (std::is_same_v<T, double>)
+    return kF64;
   else
     static_assert(sizeof(T) == 0, "streamfuse: no dtype stores this C++ type");
 }
@@ -101,7 +104,8 @@ constexpr DType dtype_of() {
 // A number given where a tensor could be: `x * 2.0f`, `full(shape, 3)`. It keeps its category
 // (bool, integer, floating), which decides promotion: a scalar never widens a tensor of its own
 // category or above (`f16 * 2.5` stays f16), and lifts a lower one to the category's default
-// dtype (`i32 * 2.5` is f32, `bool + 1` is i64, `u8 + 1` stays u8), as in PyTorch.
+// dtype (`i32 * 2.5` is f32, `bool + 1` is i64, `u8 + 1` stays u8, `f64 * 2.5` stays f64), as in
+// PyTorch.
 class Scalar {
  public:
   enum class Kind : std::uint8_t { kBool, kInt, kFloat };

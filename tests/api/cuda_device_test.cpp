@@ -580,6 +580,52 @@ TEST_P(CudaDevice, EightBitIntegers) {
   same<std::int8_t>([](sf::Device d) { return sf::full({5}, 300.5, sf::kI8, d); }, "full i8");
 }
 
+// f64: exact ops (arithmetic, sqrt, casts, sums in the CPU's order, products' exact terms) give
+// the CPU's bits; the math functions are CUDA's double ones on a GPU (libm's on the emulated
+// one), within 2 ulps of the CPU's.
+TEST_P(CudaDevice, DoublePrecision) {
+  const auto f64 = [](sf::Device d, sf::Shape s) { return input(d, s).to(sf::kF64) / 3.0; };
+  same<double>(
+      [&](sf::Device d) {
+        const sf::Tensor x = f64(d, {6, 50}), y = f64(d, {50});
+        return sf::where(x > y, x * y - 0.1, sf::sqrt(sf::abs(x)) / (y + 7.0));
+      },
+      "arithmetic");
+  same<double>([&](sf::Device d) { return sf::maximum(f64(d, {40}), f64(d, {40}) * -1.0); },
+               "maximum");
+  same<float>([&](sf::Device d) { return (f64(d, {90}) * 1e-3).to(sf::kF32); }, "to f32");
+  same<std::int32_t>([&](sf::Device d) { return (f64(d, {90}) * 1e9).to(sf::kI32); }, "to i32");
+  same<double>([&](sf::Device d) { return input(d, {70}).to(sf::kF64) * 0.1; }, "from f32");
+  same<double>([&](sf::Device d) { return sf::sum(f64(d, {5, 3000}), 1); }, "sum");
+  same<double>([&](sf::Device d) { return sf::mean(f64(d, {7, 90}), 0); }, "mean");
+  same<std::int64_t>([&](sf::Device d) { return sf::argmax(f64(d, {70000})); }, "argmax");
+  same<double>([&](sf::Device d) { return sf::max(f64(d, {7, 90}), 1); }, "max");
+  same<double>([&](sf::Device d) { return sf::cumsum(f64(d, {4, 90}), 1); }, "cumsum");
+  same<std::int64_t>([&](sf::Device d) { return sf::argsort(f64(d, {90}), 0); }, "argsort");
+  same<double>([](sf::Device d) { return sf::arange(0.5, 10.0, 0.1, sf::kF64, d); }, "arange");
+  same<double>([](sf::Device d) { return sf::full({5}, 0.1, sf::kF64, d); }, "full");
+  sf::manual_seed(9);
+  const auto cpu_n = sf::randn({37, 3}, sf::kF64, kCpu).to_vector<double>();
+  sf::manual_seed(9);
+  EXPECT_EQ(cpu_n, sf::randn({37, 3}, sf::kF64, kGpu).to_vector<double>()) << "randn";
+  const auto close = [&](auto f, double tolerance, const char* what) {
+    const std::vector<double> cpu = f(kCpu).template to_vector<double>();
+    const std::vector<double> gpu = f(kGpu).template to_vector<double>();
+    ASSERT_EQ(cpu.size(), gpu.size()) << what;
+    for (std::size_t i = 0; i < cpu.size(); ++i)
+      ASSERT_NEAR(cpu[i], gpu[i], tolerance * std::max(1.0, std::abs(cpu[i])))
+          << what << ", element " << i;
+  };
+  close([&](sf::Device d) { return sf::exp(f64(d, {300})) + sf::erf(f64(d, {300})); }, 1e-15,
+        "exp, erf");
+  close([&](sf::Device d) { return sf::nn::softmax(f64(d, {7, 129})); }, 1e-15, "softmax");
+  close(
+      [&](sf::Device d) {
+        return sf::matmul(f64(d, {5, 40}), f64(d, {40, 3}));
+      },
+      1e-14, "matmul");
+}
+
 TEST_P(CudaDevice, CopiesBetweenDevicesBothWays) {
   const auto host = input(kCpu, {40, 3});
   const sf::Tensor gpu = host.to(kGpu);

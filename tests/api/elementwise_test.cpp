@@ -68,7 +68,7 @@ class UnaryTest : public ::testing::TestWithParam<UnaryCase> {};
 TEST_P(UnaryTest, MatchesDoubleReferenceInEveryDtype) {
   const UnaryCase& c = GetParam();
   std::mt19937_64 rng(42);
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kI8, kU8}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kI8, kU8, kF64}) {
     std::vector<double> in = random_values(4096, dtype, c.lo, c.hi, rng);
     if (is_floating(dtype))
       for (double s : special_values()) in.push_back(round_to(s, dtype));
@@ -186,7 +186,7 @@ TEST_P(BinaryTest, MatchesDoubleReferenceInEveryDtype) {
   const BinaryCase& c = GetParam();
   const bool is_pow = std::string(c.name) == "pow";
   std::mt19937_64 rng(7);
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kI8, kU8}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kI8, kU8, kF64}) {
     const double lo = is_pow ? (is_floating(dtype) ? 0.01 : -3) : -1000, hi = is_pow ? 9 : 1000;
     std::vector<double> a = random_values(2048, dtype, lo, hi, rng);
     std::vector<double> b = random_values(2048, dtype, is_pow ? -8 : lo, hi, rng);
@@ -284,7 +284,7 @@ TEST(BinaryTest, HalfScalarsKeepFloatPrecisionUntilTheResultRounds) {
 TEST(CompareTest, EveryComparisonInEveryDtypeIncludingNaN) {
   const std::vector<double> a = {1, 2, 3, -1, 0, NAN, INFINITY};
   const std::vector<double> b = {1, 3, 2, -1, -0.0, 0, INFINITY};
-  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
+  for (DType dtype : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64}) {
     std::vector<double> ar, br;
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (!is_floating(dtype) && (std::isnan(a[i]) || std::isinf(a[i]))) continue;
@@ -342,7 +342,7 @@ TEST(WhereTest, BroadcastsAndPromotes) {
 TEST(CastTest, EveryPairOfDtypes) {
   const std::vector<double> values = {0,     1,     -1,    2.5,  -2.5, 100,      1e10,
                                       -1e10, 65504, 70000, 1e-8, NAN,  INFINITY, -INFINITY};
-  for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
+  for (DType from : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64}) {
     std::vector<double> in;
     for (double v : values) {
       if (!is_floating(from) && !std::isfinite(v)) continue;
@@ -350,7 +350,7 @@ TEST(CastTest, EveryPairOfDtypes) {
     }
     const auto n = static_cast<std::int64_t>(in.size());
     const sf::Tensor x = tensor_of(in, {n}, from);
-    for (DType to : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8}) {
+    for (DType to : {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64}) {
       const std::vector<double> got = values_of(x.to(to));
       for (std::size_t i = 0; i < in.size(); ++i) {
         double want = round_to(in[i], to);

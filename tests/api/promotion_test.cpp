@@ -7,22 +7,23 @@ namespace sf = streamfuse;
 
 namespace {
 
-constexpr sf::DType kAll[] = {sf::kBool, sf::kU8,  sf::kI8,   sf::kI32,
-                              sf::kI64,  sf::kF16, sf::kBF16, sf::kF32};
-constexpr int kN = 8;
-using sf::kBF16, sf::kBool, sf::kF16, sf::kF32, sf::kI32, sf::kI64, sf::kI8, sf::kU8;
+constexpr sf::DType kAll[] = {sf::kBool, sf::kU8,   sf::kI8,  sf::kI32, sf::kI64,
+                              sf::kF16,  sf::kBF16, sf::kF32, sf::kF64};
+constexpr int kN = 9;
+using sf::kBF16, sf::kBool, sf::kF16, sf::kF32, sf::kF64, sf::kI32, sf::kI64, sf::kI8, sf::kU8;
 
 // PyTorch's table for tensor-tensor promotion, rows and columns in kAll's order, but for u8 with
 // i8: PyTorch gives i16, which streamfuse does not have; i32 holds both ranges too (dtype.h).
 constexpr sf::DType kPromoted[kN][kN] = {
-    /* bool */ {kBool, kU8, kI8, kI32, kI64, kF16, kBF16, kF32},
-    /* u8   */ {kU8, kU8, kI32, kI32, kI64, kF16, kBF16, kF32},
-    /* i8   */ {kI8, kI32, kI8, kI32, kI64, kF16, kBF16, kF32},
-    /* i32  */ {kI32, kI32, kI32, kI32, kI64, kF16, kBF16, kF32},
-    /* i64  */ {kI64, kI64, kI64, kI64, kI64, kF16, kBF16, kF32},
-    /* f16  */ {kF16, kF16, kF16, kF16, kF16, kF16, kF32, kF32},
-    /* bf16 */ {kBF16, kBF16, kBF16, kBF16, kBF16, kF32, kBF16, kF32},
-    /* f32  */ {kF32, kF32, kF32, kF32, kF32, kF32, kF32, kF32},
+    /* bool */ {kBool, kU8, kI8, kI32, kI64, kF16, kBF16, kF32, kF64},
+    /* u8   */ {kU8, kU8, kI32, kI32, kI64, kF16, kBF16, kF32, kF64},
+    /* i8   */ {kI8, kI32, kI8, kI32, kI64, kF16, kBF16, kF32, kF64},
+    /* i32  */ {kI32, kI32, kI32, kI32, kI64, kF16, kBF16, kF32, kF64},
+    /* i64  */ {kI64, kI64, kI64, kI64, kI64, kF16, kBF16, kF32, kF64},
+    /* f16  */ {kF16, kF16, kF16, kF16, kF16, kF16, kF32, kF32, kF64},
+    /* bf16 */ {kBF16, kBF16, kBF16, kBF16, kBF16, kF32, kBF16, kF32, kF64},
+    /* f32  */ {kF32, kF32, kF32, kF32, kF32, kF32, kF32, kF32, kF64},
+    /* f64  */ {kF64, kF64, kF64, kF64, kF64, kF64, kF64, kF64, kF64},
 };
 
 TEST(PromotionTest, TensorTensorTableForEveryOp) {
@@ -66,6 +67,9 @@ TEST(PromotionTest, ScalarsLiftOnlyLowerCategories) {
       {sf::kI8, true, sf::kI8},
       {sf::kI8, 2.5, sf::kF32},
       {sf::kU8, 2.5f, sf::kF32},
+      {sf::kF64, 2.5f, sf::kF64},
+      {sf::kF64, 2, sf::kF64},
+      {sf::kI64, 2.5, sf::kF32},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(sf::promote_with_scalar(r.tensor, r.scalar), r.want);

@@ -7,7 +7,7 @@
 namespace streamfuse::testing {
 namespace {
 
-constexpr DType kDtypes[] = {kF32, kF32, kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
+constexpr DType kDtypes[] = {kF32, kF32, kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64};
 
 using Unary = Tensor (*)(Tensor);
 const Unary kUnary[] = {neg, abs, exp,  log, sqrt,    rsqrt, recip,
@@ -164,6 +164,8 @@ Tensor input_of(const Step& s, Device device) {
         for (double x : s.data) v.push_back(static_cast<std::uint8_t>(x));
         return from_vector(v, shape, device);
       }
+      case kF64:
+        return from_vector(s.data, shape, device);
     }
     return Tensor();
   };
@@ -232,6 +234,7 @@ double random_value(DType d, std::mt19937_64& rng) {
     if (special == 0) return d == kI32 ? 2147483647.0 : 9.0e18;
     return std::floor(u(rng) * 3);
   }
+  if (d == kF64 && special == 6) return 1e300;  // beyond f32: its casts overflow to inf
   switch (special) {
     case 0:
       return NAN;
@@ -422,6 +425,10 @@ std::vector<std::vector<std::uint64_t>> RandomProgram::run(Device device) const 
         break;
       case kU8:
         for (std::uint8_t x : t.to_vector<std::uint8_t>()) bits.push_back(x);
+        break;
+      case kF64:
+        for (double x : t.to_vector<double>())
+          bits.push_back(x != x ? 0x7ff8000000000000u : std::bit_cast<std::uint64_t>(x));
         break;
     }
     out.push_back(std::move(bits));

@@ -331,7 +331,8 @@ TEST_F(ReduceFusionTest, SumsFoldInTheUnfusedOrder) {
 }
 
 TEST_F(ReduceFusionTest, EveryDtype) {
-  for (sf::DType dtype : {sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool, sf::kI8, sf::kU8}) {
+  for (sf::DType dtype :
+       {sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kBool, sf::kI8, sf::kU8, sf::kF64}) {
     const Tensor x = random_tensor({33, 130}, dtype, -50, 50, 8);
     check(
         std::string("sum, mean, max, min, argmax of ") + std::string(sf::dtype_name(dtype)),
@@ -345,6 +346,8 @@ TEST_F(ReduceFusionTest, EveryDtype) {
   }
   const Tensor h = random_tensor({16, 200}, sf::kF16, -6, 6, 9);
   check("f16 softmax", softmax, {h});
+  const Tensor d = random_tensor({16, 3000}, sf::kF64, -6, 6, 10);
+  check("f64 softmax", softmax, {d});
 }
 
 // Quantized weights: i8 or u8 values with a per-channel scale (and zero point) become f32 in one

@@ -4,7 +4,6 @@
 // every later call in the process.
 #include "jit/child_process.h"
 
-
 #include <chrono>
 #include <string>
 #include <thread>

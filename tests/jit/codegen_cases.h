@@ -49,7 +49,7 @@ struct Builder {
 };
 
 constexpr VT kTypes[] = {VT::kFloat, VT::kI32, VT::kI64, VT::kBool};
-constexpr DType kDTypes[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
+constexpr DType kDTypes[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64};
 
 inline bool has_form(core::OpKind k, VT t) {
   const core::OpCategory c = core::op_category(k);
@@ -162,7 +162,7 @@ inline std::vector<Case> build_cases() {
   for (DType in : kDTypes) {
     Builder b;
     b.p.inputs = {in};
-    for (VT t : kTypes) {
+    for (VT t : {VT::kFloat, VT::kI32, VT::kI64, VT::kBool, VT::kF64}) {
       const int r = b.load(0, t);
       for (DType out : kDTypes) b.store(r, out);
     }
@@ -177,6 +177,21 @@ inline std::vector<Case> build_cases() {
       for (VT to : kTypes) b.store(b.convert(r, to), storage_dtype_of(to));
     }
     add("convert", b.p, {"c"}, flat);
+  }
+  // Float to integer and back in one kernel: -0.5 gives +0, as through memory, also where an op
+  // reads the sign (tanh: GCC made it the input's, -0).
+  {
+    Builder b;
+    b.p.inputs = {kF32, kF64};
+    const int x = b.load(0, VT::kFloat), d = b.load(1, VT::kF64);
+    const int back = b.convert(b.convert(x, VT::kI32), VT::kFloat);
+    b.store(back, kF32);
+    b.store(b.op(core::OpKind::kTanh, VT::kFloat, back), kF32);
+    b.store(b.op(core::OpKind::kTanh, VT::kFloat, b.convert(b.convert(x, VT::kI64), VT::kFloat)),
+            kF32);
+    b.store(b.convert(b.convert(d, VT::kI32), VT::kF64), kF64);
+    b.store(b.convert(b.convert(d, VT::kI64), VT::kF64), kF64);
+    add("convert/round trip", b.p, {"c"}, flat);
   }
   // Rounding to the 16-bit grids, kept in float.
   {

@@ -138,8 +138,8 @@ class CppCodegenTest : public ::testing::Test {
 };
 
 TEST_F(CppCodegenTest, EveryOpOnEveryValueType) { EXPECT_EQ(run_cases("op/"), 16); }
-TEST_F(CppCodegenTest, LoadsAndStoresOfEveryDType) { EXPECT_EQ(run_cases("load/"), 8); }
-TEST_F(CppCodegenTest, ConversionsBetweenValueTypes) { EXPECT_EQ(run_cases("convert"), 1); }
+TEST_F(CppCodegenTest, LoadsAndStoresOfEveryDType) { EXPECT_EQ(run_cases("load/"), 9); }
+TEST_F(CppCodegenTest, ConversionsBetweenValueTypes) { EXPECT_EQ(run_cases("convert"), 2); }
 TEST_F(CppCodegenTest, RoundingTo16BitGridsAndWrappingTo8Bits) { EXPECT_EQ(run_cases("round"), 2); }
 TEST_F(CppCodegenTest, GeluInEveryFloatDType) { EXPECT_EQ(run_cases("gelu/"), 3); }
 TEST_F(CppCodegenTest, ScalarArgumentsInBothModes) { EXPECT_EQ(run_cases("scalars"), 1); }

@@ -116,8 +116,8 @@ class CudaKernelsTest : public ::testing::Test {
 };
 
 TEST_F(CudaKernelsTest, EveryOpOnEveryValueType) { EXPECT_EQ(run_cases("op/"), 16); }
-TEST_F(CudaKernelsTest, LoadsAndStoresOfEveryDType) { EXPECT_EQ(run_cases("load/"), 8); }
-TEST_F(CudaKernelsTest, ConversionsBetweenValueTypes) { EXPECT_EQ(run_cases("convert"), 1); }
+TEST_F(CudaKernelsTest, LoadsAndStoresOfEveryDType) { EXPECT_EQ(run_cases("load/"), 9); }
+TEST_F(CudaKernelsTest, ConversionsBetweenValueTypes) { EXPECT_EQ(run_cases("convert"), 2); }
 TEST_F(CudaKernelsTest, RoundingTo16BitGridsAndWrappingTo8Bits) {
   EXPECT_EQ(run_cases("round"), 2);
 }

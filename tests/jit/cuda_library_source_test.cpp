@@ -17,12 +17,12 @@ namespace {
 
 using core::OpKind;
 
-constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
-constexpr DType kFloats[] = {kF32, kF16, kBF16};
+constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64};
+constexpr DType kFloats[] = {kF32, kF16, kBF16, kF64};
 
 // The result dtype of a reduction, as the frontend decides it.
 DType reduce_out(core::OpKind kind, DType in) {
-  const bool fl = in == kF32 || in == kF16 || in == kBF16;
+  const bool fl = is_floating(in);
   switch (kind) {
     case core::OpKind::kSum:
       return fl ? in : kI64;
@@ -62,7 +62,7 @@ std::string all_library_kernels() {
       s += cuda_random_source(k, d, name);
       s += size_check(name + "_args", sizeof(CudaRandomArgs));
     }
-  for (DType d : {kI32, kI64, kI8, kU8}) {
+  for (DType d : {kI32, kI64, kI8, kU8, kF64}) {
     const std::string name = "matmul" + std::to_string(n++);
     s += cuda_int_matmul_source(d, name);
     s += size_check(name + "_args", sizeof(CudaIntMatmulArgs));
@@ -90,7 +90,7 @@ std::string all_library_kernels() {
         s += cuda_scatter_source(k, d, index, name);
         s += size_check(name + "_args", sizeof(CudaScatterArgs));
       }
-  for (DType d : kFloats)
+  for (DType d : {kF32, kF16, kBF16})  // window ops take no f64 (api/window_ops.cpp)
     for (core::OpKind k :
          {core::OpKind::kConv2d, core::OpKind::kMaxPool2d, core::OpKind::kAvgPool2d}) {
       const std::string name = "window" + std::to_string(n++);
@@ -141,6 +141,8 @@ TEST(CudaLibrarySource, AccumulatorSizesCoverTheirStructs) {
   EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kArgmax, kI64), 16u);
   EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMax, kI8), 4u);  // read as int
   EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kSum, kU8), 8u);
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kMin, kF64), 8u);  // double
+  EXPECT_EQ(cuda_reduce_accumulator_bytes(core::OpKind::kArgmax, kF64), 16u);
 }
 
 }  // namespace

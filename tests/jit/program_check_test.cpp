@@ -16,9 +16,9 @@ namespace {
 
 using core::OpCategory;
 
-constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool};
+constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64};
 constexpr ValueType kTypes[] = {ValueType::kFloat, ValueType::kI32, ValueType::kI64,
-                                ValueType::kBool};
+                                ValueType::kBool, ValueType::kF64};
 
 // `op` of kind `kind` over dtype `d` with `side` (0: tensors only, 1/2: a scalar on the left /
 // right), as the frontend records it.

@@ -27,7 +27,7 @@ using core::OpDesc;
 using core::OpKind;
 using core::TensorDesc;
 
-constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8};
+constexpr DType kAll[] = {kF32, kF16, kBF16, kI32, kI64, kBool, kI8, kU8, kF64};
 
 std::vector<unsigned char> random_bytes(DType d, std::int64_t n, std::mt19937& rng) {
   std::vector<unsigned char> out(static_cast<std::size_t>(n) * element_size(d));
@@ -65,6 +65,11 @@ std::vector<unsigned char> random_bytes(DType d, std::int64_t n, std::mt19937& r
       case kU8:  // 0 .. 250
         *p = static_cast<unsigned char>((k + 5) * 25);
         break;
+      case kF64: {  // a double that is not a float
+        const double d = static_cast<double>(f) * (1.0 + 0x1p-40);
+        std::memcpy(p, &d, 8);
+        break;
+      }
     }
   }
   return out;

@@ -51,6 +51,10 @@ template <>
 struct StorageOf<kU8> {
   using type = U8Storage;
 };
+template <>
+struct StorageOf<kF64> {
+  using type = double;
+};
 template <DType D>
 using storage_t = typename StorageOf<D>::type;
 
@@ -85,14 +89,16 @@ decltype(auto) visit_dtype(DType d, F&& f) {
       return f(std::int8_t{});
     case kU8:
       return f(U8Storage{});
+    case kF64:
+      return f(double{});
   }
   return f(float{});
 }
 
-// The type kernels compute in for operands read as `d`: float for every float dtype, int32 for
-// i8 and u8 (their results are stored back wrapped to 8 bits, which for + - * and pow is what
-// 8-bit arithmetic gives: wrapping commutes with them).
-enum class ComputeType : std::uint8_t { kFloat, kI32, kI64, kBool };
+// The type kernels compute in for operands read as `d`: float for f32, f16 and bf16, double for
+// f64, int32 for i8 and u8 (their results are stored back wrapped to 8 bits, which for + - * and
+// pow is what 8-bit arithmetic gives: wrapping commutes with them).
+enum class ComputeType : std::uint8_t { kFloat, kI32, kI64, kBool, kF64 };
 constexpr ComputeType compute_type_of(DType d) {
   switch (d) {
     case kI32:
@@ -103,6 +109,8 @@ constexpr ComputeType compute_type_of(DType d) {
       return ComputeType::kI64;
     case kBool:
       return ComputeType::kBool;
+    case kF64:
+      return ComputeType::kF64;
     default:
       return ComputeType::kFloat;
   }
@@ -116,6 +124,8 @@ constexpr DType storage_dtype_of(ComputeType c) {
       return kI64;
     case ComputeType::kBool:
       return kBool;
+    case ComputeType::kF64:
+      return kF64;
     default:
       return kF32;
   }
@@ -131,12 +141,25 @@ decltype(auto) visit_compute(ComputeType c, F&& f) {
       return f(std::int64_t{});
     case ComputeType::kBool:
       return f(BoolStorage{});
+    case ComputeType::kF64:
+      return f(double{});
   }
   return f(float{});
 }
 
-// Float to integer: truncation toward zero, saturating, NaN to 0 (scalar_ops.h). To i8 and u8:
-// to i32 so, then wrapped to 8 bits (sf_float_to_i8, sf_float_to_u8).
+// Float (or double) to integer: truncation toward zero, saturating, NaN to 0 (scalar_ops.h). To
+// i8 and u8: to i32 so, then wrapped to 8 bits (sf_float_to_i8, sf_float_to_u8).
+template <class I>
+inline I saturate_cast(double v) {
+  if constexpr (std::is_same_v<I, std::int8_t>)
+    return static_cast<I>(sf_double_to_i8(v));
+  else if constexpr (std::is_same_v<I, U8Storage>)
+    return static_cast<I>(sf_double_to_u8(v));
+  else if constexpr (sizeof(I) == 4)
+    return sf_double_to_i32(v);
+  else
+    return sf_double_to_i64(v);
+}
 template <class I>
 inline I saturate_cast(float v) {
   if constexpr (std::is_same_v<I, std::int8_t>)
@@ -150,9 +173,9 @@ inline I saturate_cast(float v) {
 }
 
 // Converts one element between storage types with streamfuse's semantics: floats round to
-// nearest even, float to integer saturates (see saturate_cast), integers narrow by wrapping
-// (C++20 defines the narrowing static_cast as modular),
-// anything to bool is "!= 0" (NaN is true), bool to anything is 0 or 1.
+// nearest even (f64 to f16/bf16 through f32, twice, as PyTorch's c10::Half(double) does), float to
+// integer saturates (see saturate_cast), integers narrow by wrapping (C++20 defines the narrowing
+// static_cast as modular), anything to bool is "!= 0" (NaN is true), bool to anything is 0 or 1.
 template <class To, class From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -167,7 +190,8 @@ inline To convert(From v) {
     return BFloat16::from_bits(core::float_to_bf16_bits(convert<float>(v)));
   } else if constexpr (std::is_same_v<To, BoolStorage>) {
     return static_cast<BoolStorage>(v != From{0});
-  } else if constexpr (std::is_same_v<From, float> && std::is_integral_v<To>) {
+  } else if constexpr ((std::is_same_v<From, float> ||
+                        std::is_same_v<From, double>)&&std::is_integral_v<To>) {
     return saturate_cast<To>(v);
   } else {
     return static_cast<To>(v);  // int widening/narrowing (wraps), int and bool to float

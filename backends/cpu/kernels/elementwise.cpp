@@ -63,7 +63,7 @@ void where_chunk(const void* const* in, void* out, std::int64_t n) {
 
 // Whether op K has a form for compute type C (core/op_forms.h, the table the JIT reads too).
 template <core::OpKind K, class C>
-constexpr bool kHasForm = std::is_same_v<C, float>         ? core::op_forms(K).floating
+constexpr bool kHasForm = std::is_floating_point_v<C>      ? core::op_forms(K).floating
                           : std::is_same_v<C, BoolStorage> ? core::op_forms(K).boolean
                                                            : core::op_forms(K).integer;
 

@@ -20,6 +20,10 @@ T scalar_as(const Scalar& s) {
   const std::int64_t bits = core::fill_scalar_bits(s, dtype_of_storage<T>());
   if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(bits);
+  } else if constexpr (std::is_same_v<T, double>) {
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
   } else {
     float f;
     const auto low = static_cast<std::uint32_t>(bits);
@@ -51,9 +55,15 @@ void fill(const FillArgs& a) {
               convert<T>(static_cast<std::int64_t>(start + static_cast<std::uint64_t>(i) * step));
         }
       } else {
+        // In double; a float dtype's value rounds through float, f64's is the double itself.
         const double start = a.value.to_double(), step = a.step.to_double();
-        for (std::int64_t i = lo; i < hi; ++i)
-          out[i] = convert<T>(static_cast<float>(start + static_cast<double>(i) * step));
+        for (std::int64_t i = lo; i < hi; ++i) {
+          const double v = start + static_cast<double>(i) * step;
+          if constexpr (std::is_same_v<T, double>)
+            out[i] = v;
+          else
+            out[i] = convert<T>(static_cast<float>(v));
+        }
       }
     });
   });

@@ -21,9 +21,9 @@ struct Folds {
 
   static std::int64_t bits(const Acc& a, std::int64_t count) {
     if constexpr (K == core::OpKind::kMean)
-      return sf_reduce_bits(sf_reduce_out(sf_reduce_mean<Op>(a, count)));
+      return sf_reduce_bits(sf_reduce_results<Op>::mean(a, count));
     else
-      return sf_reduce_bits(sf_reduce_out(a));
+      return sf_reduce_bits(sf_reduce_results<Op>::value(a));
   }
 
   static void begin(void* s, int lanes, std::int64_t n, std::int64_t index0) {
@@ -107,6 +107,8 @@ const FoldFns* chunk_fold(core::OpKind kind, DType compute) {
       return fold_of_storage<std::int64_t>(kind);
     case kBool:
       return fold_of_storage<BoolStorage>(kind);
+    case kF64:
+      return fold_of_storage<double>(kind);
     default:
       return nullptr;
   }

@@ -63,6 +63,9 @@ void generate(const RandomArgs& r, std::int64_t counter, float* out) {
 
 }  // namespace
 
+// Values are drawn as floats and converted to the dtype: an f64 tensor holds the f32 draws
+// widened (24 random bits where PyTorch's double draws have 53), so one seed gives the same
+// numbers in every float dtype.
 void random(const RandomArgs& r) {
   const std::int64_t counters = (r.numel + 3) / 4;
   visit_dtype(r.dtype, [&](auto tag) {

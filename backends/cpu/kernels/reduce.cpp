@@ -87,9 +87,11 @@ auto finish(const typename Op::acc& acc, std::int64_t count) {
     return acc;
 }
 
+// A double of a float dtype's sum or mean goes through float (as the fused kernels store it:
+// sf_reduce_results); f64's stays double.
 template <class Out, class V>
 Out to_output(V v) {
-  if constexpr (std::is_same_v<V, double>)
+  if constexpr (std::is_same_v<V, double> && !std::is_same_v<Out, double>)
     return convert<Out>(static_cast<float>(v));
   else
     return convert<Out>(v);
@@ -100,8 +102,9 @@ Out to_output(V v) {
 template <core::OpKind K, class S>
 using out_t = std::conditional_t<
     K == core::OpKind::kArgmax, std::int64_t,
-    std::conditional_t<kFloatStorage<S> || K == core::OpKind::kMax || K == core::OpKind::kMin, S,
-                       std::conditional_t<K == core::OpKind::kSum, std::int64_t, float>>>;
+    std::conditional_t<kFloatStorage<S> || reduce_ops::kF64Storage<S> || K == core::OpKind::kMax ||
+                           K == core::OpKind::kMin,
+                       S, std::conditional_t<K == core::OpKind::kSum, std::int64_t, float>>>;
 
 template <core::OpKind K, class Op, class S>
 void reduce_all(const ReduceArgs& a) {

@@ -23,14 +23,21 @@ using int_value_t = std::conditional_t<
     std::is_same_v<S, std::int64_t>, long long,
     std::conditional_t<std::is_same_v<S, std::int8_t> || std::is_same_v<S, U8Storage>, int, S>>;
 
+// f64 has accumulators of its own (double values); the other float dtypes read as float.
 template <class S>
-using SumOp = std::conditional_t<kFloatStorage<S>, sf_sum_float, sf_sum_int>;
+constexpr bool kF64Storage = std::is_same_v<S, double>;
+
+template <class S>
+using SumOp = std::conditional_t<kF64Storage<S>, sf_sum_f64,
+                                 std::conditional_t<kFloatStorage<S>, sf_sum_float, sf_sum_int>>;
 template <class S, bool kMax>
-using ExtremeOp = std::conditional_t<kFloatStorage<S>, sf_extreme_float<kMax>,
-                                     sf_extreme_int<int_value_t<S>, kMax>>;
+using ExtremeOp = std::conditional_t<kF64Storage<S>, sf_extreme_f64<kMax>,
+                                     std::conditional_t<kFloatStorage<S>, sf_extreme_float<kMax>,
+                                                        sf_extreme_int<int_value_t<S>, kMax>>>;
 template <class S>
-using ArgmaxOp =
-    std::conditional_t<kFloatStorage<S>, sf_argmax_float, sf_argmax_int<int_value_t<S>>>;
+using ArgmaxOp = std::conditional_t<
+    kF64Storage<S>, sf_argmax_f64,
+    std::conditional_t<kFloatStorage<S>, sf_argmax_float, sf_argmax_int<int_value_t<S>>>>;
 
 // Element x read as Op's value type.
 template <class Op, class S>
