@@ -1,8 +1,9 @@
-// ConvEngine: oneDNN convolution_forward primitives on plain layouts (nchw source and result,
-// oihw / goihw weights), which is how the tensors are stored: no reorders per call. oneDNN picks
-// its GEMM-based kernels for these; a blocked layout would need the source reordered each call.
-// f16 / bf16 run natively where oneDNN has a kernel better than its reference loop for this CPU,
-// else through dense f32 copies (the matmul's rule).
+// ConvEngine: oneDNN convolution_forward primitives. The tensors are stored plainly (nchw source
+// and result, oihw / goihw weights); on those layouts oneDNN has only its GEMM-based kernels, so
+// unless the convolution is a 1x1 product the plan asks for oneDNN's preferred (blocked) layouts
+// and reorders the source and weights into them and the result back, each call: its direct
+// kernels win that back several times over. f16 / bf16 run natively where oneDNN has a kernel
+// better than its reference loop for this CPU, else through dense f32 copies (the matmul's rule).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -31,10 +32,19 @@ memory::data_type dnnl_type(DType d) {
                       : memory::data_type::f32;
 }
 
+// A layout the primitive reads or writes other than the tensor's own: reordered into a buffer of
+// `md` before the run (x, w) or out of it after (out).
+struct Reorder {
+  memory::desc md;
+  dnnl::reorder primitive;
+  explicit operator bool() const { return static_cast<bool>(primitive); }
+};
+
 struct Plan {
   DType compute = kF32;  // the problem's dtype, or f32 through copies
   dnnl::convolution_forward primitive;
-  memory::desc x_md, w_md, out_md, scratchpad_md;
+  memory::desc x_md, w_md, out_md, scratchpad_md;  // the tensors' own (plain) layouts
+  Reorder x_in, w_in, out_back;                    // where the primitive wants others
   std::string impl;
 };
 
@@ -93,7 +103,7 @@ void check(const ConvProblem& p) {
 // The plan for `p` computed in `compute`, or nullptr where oneDNN has nothing better than its
 // reference loop (and `accept_reference` is false). Throws dnnl::error when oneDNN rejects it.
 std::shared_ptr<Plan> try_plan(const dnnl::engine& engine, const ConvProblem& p, DType compute,
-                               bool accept_reference) {
+                               bool accept_reference, bool blocked) {
   auto plan = std::make_shared<Plan>();
   plan->compute = compute;
   const memory::data_type type = dnnl_type(compute);
@@ -117,26 +127,66 @@ std::shared_ptr<Plan> try_plan(const dnnl::engine& engine, const ConvProblem& p,
                p.x[2 + static_cast<int>(i)] - pad_l[i];
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // blocked: the layouts oneDNN prefers (format `any`), the tensors reordered to and from them.
+  auto any = [](const memory::desc& md) {
+    return memory::desc(md.dims(), md.data_type(), memory::format_tag::any);
+  };
   const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, plan->x_md,
-      plan->w_md, plan->out_md, strides, dilates, pad_l, pad_r);
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      blocked ? any(plan->x_md) : plan->x_md, blocked ? any(plan->w_md) : plan->w_md,
+      blocked ? any(plan->out_md) : plan->out_md, strides, dilates, pad_l, pad_r);
   const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
   plan->impl = pd.impl_info_str();
   if (!accept_reference && plan->impl.rfind("ref", 0) == 0) return nullptr;
   plan->scratchpad_md = pd.scratchpad_desc();
   plan->primitive = dnnl::convolution_forward(pd);
+  auto reorder = [&](const memory::desc& from, const memory::desc& to) {
+    Reorder r;
+    if (from == to) return r;
+    r.md = to;  // the buffer's layout for x and w; out's is set below
+    r.primitive = dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
+    return r;
+  };
+  plan->x_in = reorder(plan->x_md, pd.src_desc());
+  plan->w_in = reorder(plan->w_md, pd.weights_desc());
+  plan->out_back = reorder(pd.dst_desc(), plan->out_md);
+  if (plan->out_back) plan->out_back.md = pd.dst_desc();
+  if (plan->x_in || plan->w_in || plan->out_back) plan->impl += " (blocked layouts)";
   return plan;
+}
+
+// Whether an implementation is oneDNN's GEMM-based convolution (im2col and a matrix product),
+// which is what plain layouts get: slower than the direct kernels on blocked layouts even with
+// the reorders, by 4x for a depthwise convolution and 1.2x for a 3x3 one (bench/conv_bench).
+bool gemm_based(const std::string& impl) { return impl.find("gemm") != std::string::npos; }
+
+// The plan on the tensors' own layouts, unless oneDNN has only its GEMM-based kernel there and
+// a direct one on blocked layouts (then that one, with reorders).
+std::shared_ptr<Plan> best_plan(const dnnl::engine& engine, const ConvProblem& p, DType compute,
+                                bool accept_reference) {
+  std::shared_ptr<Plan> plain = try_plan(engine, p, compute, accept_reference, false);
+  // A 1x1 convolution of one group is a matrix product: GEMM is the right kernel, and the
+  // reorders would only add passes (0.65 ms against 0.92 for a [8, 64, 56, 56] projection).
+  const bool product = p.w[2] == 1 && p.w[3] == 1 && p.window.groups == 1;
+  if (plain && (product || !gemm_based(plain->impl))) return plain;
+  try {
+    std::shared_ptr<Plan> blocked = try_plan(engine, p, compute, false, true);
+    if (blocked && !gemm_based(blocked->impl)) return blocked;
+  } catch (const dnnl::error&) {
+    // no blocked kernel for this problem
+  }
+  return plain;
 }
 
 std::shared_ptr<const Plan> build(const dnnl::engine& engine, const ConvProblem& p) {
   if (p.dtype != kF32) {
     try {
-      if (auto plan = try_plan(engine, p, p.dtype, false)) return plan;
+      if (auto plan = best_plan(engine, p, p.dtype, false)) return plan;
     } catch (const dnnl::error&) {
       // no f16 / bf16 kernel on this CPU: through f32
     }
   }
-  return try_plan(engine, p, kF32, true);
+  return best_plan(engine, p, kF32, true);
 }
 
 struct AlignedDelete {
@@ -144,9 +194,12 @@ struct AlignedDelete {
 };
 using Buffer = std::unique_ptr<void, AlignedDelete>;
 
-Buffer allocate_f32(std::int64_t elements) {
-  const std::size_t bytes = static_cast<std::size_t>(elements) * sizeof(float);
+Buffer allocate_bytes(std::size_t bytes) {
   return Buffer(::operator new (std::max<std::size_t>(bytes, 64), std::align_val_t{64}));
+}
+
+Buffer allocate_f32(std::int64_t elements) {
+  return allocate_bytes(static_cast<std::size_t>(elements) * sizeof(float));
 }
 
 // `n` f16 / bf16 elements widened to f32.
@@ -235,15 +288,32 @@ bool ConvEngine::run(const ConvProblem& p, const void* x, const void* w, void* o
     }
     const dnnl::engine& engine = state_->engine;
     dnnl::stream stream(engine);  // per call: streams are not thread-safe, and cheap on the CPU
-    const memory x_mem(plan.x_md, engine, const_cast<void*>(x));
-    const memory w_mem(plan.w_md, engine, const_cast<void*>(w));
-    const memory out_mem(plan.out_md, engine, result);
+    memory x_mem(plan.x_md, engine, const_cast<void*>(x));
+    memory w_mem(plan.w_md, engine, const_cast<void*>(w));
+    memory out_mem(plan.out_md, engine, result);
+    // Blocked layouts: x and w reordered into buffers first, the result out of one after.
+    Buffer x_blocked, w_blocked, out_blocked;
+    auto in = [&](const Reorder& r, memory& mem, Buffer& buffer) {
+      if (!r) return;
+      buffer = allocate_bytes(r.md.get_size());
+      memory to(r.md, engine, buffer.get());
+      r.primitive.execute(stream, mem, to);
+      mem = to;
+    };
+    in(plan.x_in, x_mem, x_blocked);
+    in(plan.w_in, w_mem, w_blocked);
+    memory dst = out_mem;
+    if (plan.out_back) {
+      out_blocked = allocate_bytes(plan.out_back.md.get_size());
+      dst = memory(plan.out_back.md, engine, out_blocked.get());
+    }
     const Scratchpad pad(plan.scratchpad_md.get_size());
     const memory scratchpad(plan.scratchpad_md, engine, pad.data());
     plan.primitive.execute(stream, {{DNNL_ARG_SRC, x_mem},
                                     {DNNL_ARG_WEIGHTS, w_mem},
-                                    {DNNL_ARG_DST, out_mem},
+                                    {DNNL_ARG_DST, dst},
                                     {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    if (plan.out_back) plan.out_back.primitive.execute(stream, dst, out_mem);
     stream.wait();
     if (plan.compute != p.dtype)
       narrow(p.dtype, static_cast<const float*>(result), out, numel, num_threads);
