@@ -26,12 +26,6 @@ namespace {
 
 using dnnl::memory;
 
-memory::data_type dnnl_type(DType d) {
-  return d == kF16    ? memory::data_type::f16
-         : d == kBF16 ? memory::data_type::bf16
-                      : memory::data_type::f32;
-}
-
 // A layout the primitive reads or writes other than the tensor's own: reordered into a buffer of
 // `md` before the run (x, w) or out of it after (out).
 struct Reorder {

@@ -28,12 +28,6 @@ namespace {
 
 using dnnl::memory;
 
-memory::data_type dnnl_type(DType d) {
-  return d == kF16    ? memory::data_type::f16
-         : d == kBF16 ? memory::data_type::bf16
-                      : memory::data_type::f32;
-}
-
 bool has_negative_stride(const MatrixLayout& x, int batch_rank) {
   for (int d = 0; d < batch_rank; ++d)
     if (x.batch_strides[static_cast<std::size_t>(d)] < 0) return true;

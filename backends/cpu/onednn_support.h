@@ -11,11 +11,21 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 #ifdef STREAMFUSE_OPENMP
 #include <omp.h>
 #endif
 
+#include "streamfuse/dtype.h"
+
 namespace streamfuse::backends::cpu {
+
+// oneDNN's data type of a float dtype the engines compute in (f32, f16, bf16).
+inline dnnl::memory::data_type dnnl_type(DType d) {
+  return d == kF16    ? dnnl::memory::data_type::f16
+         : d == kBF16 ? dnnl::memory::data_type::bf16
+                      : dnnl::memory::data_type::f32;
+}
 
 // Sets the calling thread's OpenMP thread count for its scope: oneDNN (OpenMP runtime) sizes
 // its parallel regions by omp_get_max_threads(), both when a primitive is created (which fixes
