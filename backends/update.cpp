@@ -22,8 +22,23 @@ std::vector<char> checked_indices(Backend& backend, const core::OpDesc& op, cons
 
 }  // namespace
 
+namespace {
+
+// Whether distinct elements of `h` (of `shape`) are distinct memory: views are made by reshape,
+// permute, slice and expand, and only expand's stride-0 dimensions make elements share memory.
+bool elements_distinct(const TensorHandle& h, const Shape& shape) {
+  for (int d = 0; d < shape.rank(); ++d)
+    if (shape[d] > 1 && h.strides[static_cast<std::size_t>(d)] == 0) return false;
+  return true;
+}
+
+}  // namespace
+
 TensorHandle claim_or_copy(Backend& backend, const core::TensorDesc& xd, const TensorHandle& x) {
-  if (xd.status == core::TensorStatus::kReadWrite && x.storage.may_overwrite()) {
+  // A broadcast view (expand) of memory nothing else holds is still not writable in place: a
+  // write to one of its elements would change every element sharing that memory.
+  if (xd.status == core::TensorStatus::kReadWrite && x.storage.may_overwrite() &&
+      elements_distinct(x, xd.shape)) {
     backend.overwrite(x);
     return x;
   }

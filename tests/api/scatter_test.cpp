@@ -123,6 +123,18 @@ TEST_P(Scatters, ValueSemanticsAndInPlaceWhenMovedIn) {
       << "each step copied the accumulator";
 }
 
+TEST_P(Scatters, ABroadcastViewMovedInIsCopiedNotWrittenInPlace) {
+  // expand's rows share one row of memory that nothing else holds: written in place, every row
+  // would change.
+  sf::Tensor x = sf::expand(sf::zeros({1, 4}), {3, 4});
+  const sf::Tensor index = sf::from_vector(std::vector<std::int64_t>{1}, {1, 1});
+  const sf::Tensor y = sf::scatter(std::move(x), 0, index, sf::ones({1, 1}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}));
+  sf::Tensor z = sf::expand(sf::zeros({1, 4}), {3, 4});
+  EXPECT_EQ(sf::slice_update(std::move(z), 0, 2, sf::ones({1, 4})).to_vector<float>(),
+            (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1}));
+}
+
 TEST_P(Scatters, BadArgumentsAreErrors) {
   const sf::Tensor x = sf::zeros({3, 4});
   const sf::Tensor bad = sf::from_vector(std::vector<std::int64_t>{0, 5}, {1, 2});
