@@ -497,6 +497,13 @@ TEST_P(CudaDevice, ConvolutionsAndPools) {
       1e-5, "conv2d f32 with groups, stride, padding and dilation");
   near(
       [](sf::Device d) {
+        return sf::nn::conv2d(
+            input(d, {2, 5, 9, 8}), input(d, {5, 1, 3, 3}, 0.3f), std::nullopt,
+            {.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}, .groups = 5});
+      },
+      1e-5, "depthwise conv2d f32");
+  near(
+      [](sf::Device d) {
         return sf::nn::conv1d(input(d, {3, 17}).to(sf::kBF16), input(d, {5, 3, 4}).to(sf::kBF16))
             .to(sf::kF32);
       },

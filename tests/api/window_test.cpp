@@ -82,7 +82,10 @@ TEST_P(Windows, Conv2dMatchesALoopForStridesPaddingDilationAndGroups) {
        3,
        2,
        {.stride = {1, 2}, .padding = {2, 0}, .dilation = {2, 1}, .groups = 3}},
-      {1, 8, 12, 12, 8, 3, 3, {.padding = {1, 1}, .groups = 8}},     // depthwise
+      {1, 8, 12, 12, 8, 3, 3, {.padding = {1, 1}, .groups = 8}},  // depthwise (own kernel)
+      {2, 4, 9, 7, 4, 3, 3, {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 1}, .groups = 4}},
+      {1, 3, 5, 6, 3, 5, 5, {.stride = {1, 3}, .padding = {2, 2}, .groups = 3}},
+      {1, 2, 4, 4, 2, 3, 3, {.stride = {3, 3}, .padding = {1, 1}, .groups = 2}},
       {3, 5, 6, 9, 2, 1, 1, {}},                                     // 1x1
       {1, 2, 5, 5, 3, 5, 5, {.stride = {3, 3}, .padding = {2, 2}}},  // floor drops a window
       {1, 16, 20, 20, 32, 3, 3, {.stride = {2, 2}, .padding = {1, 1}, .groups = 2}},
