@@ -85,7 +85,8 @@ std::string describe(const ConvProblem& p) {
 
 // Throws ShapeError unless `p` is a well-formed convolution (its shapes may come from a file).
 void check(const ConvProblem& p) {
-  if (p.dtype != kF32 && p.dtype != kF16 && p.dtype != kBF16) throw DTypeError(describe(p) + ": convolutions take f32, f16 or bf16");
+  if (p.dtype != kF32 && p.dtype != kF16 && p.dtype != kBF16)
+    throw DTypeError(describe(p) + ": convolutions take f32, f16 or bf16");
   std::string why;
   const std::optional<Shape> out =
       core::window_result_shape(core::OpKind::kConv2d, p.x, p.w, p.window, why);
@@ -183,22 +184,13 @@ std::shared_ptr<const Plan> build(const dnnl::engine& engine, const ConvProblem&
   return best_plan(engine, p, kF32, true);
 }
 
-struct AlignedDelete {
-  void operator()(void* q) const { ::operator delete (q, std::align_val_t{64}); }
-};
-using Buffer = std::unique_ptr<void, AlignedDelete>;
-
-Buffer allocate_bytes(std::size_t bytes) {
-  return Buffer(::operator new (std::max<std::size_t>(bytes, 64), std::align_val_t{64}));
-}
-
-Buffer allocate_f32(std::int64_t elements) {
-  return allocate_bytes(static_cast<std::size_t>(elements) * sizeof(float));
+AlignedBuffer allocate_f32(std::int64_t elements) {
+  return allocate_aligned(static_cast<std::size_t>(elements) * sizeof(float));
 }
 
 // `n` f16 / bf16 elements widened to f32.
-Buffer widen(DType dtype, const void* src, std::int64_t n, int num_threads) {
-  Buffer out = allocate_f32(n);
+AlignedBuffer widen(DType dtype, const void* src, std::int64_t n, int num_threads) {
+  AlignedBuffer out = allocate_f32(n);
   auto* d = static_cast<float*>(out.get());
   const auto* s = static_cast<const std::uint16_t*>(src);
   parallel_for(n, 16384, num_threads, [&](std::int64_t begin, std::int64_t end) {
@@ -206,15 +198,6 @@ Buffer widen(DType dtype, const void* src, std::int64_t n, int num_threads) {
       d[i] = dtype == kF16 ? core::half_bits_to_float(s[i]) : core::bf16_bits_to_float(s[i]);
   });
   return out;
-}
-
-// `n` f32 results rounded to f16 / bf16 (nearest even).
-void narrow(DType dtype, const float* src, void* dst, std::int64_t n, int num_threads) {
-  auto* d = static_cast<std::uint16_t*>(dst);
-  parallel_for(n, 16384, num_threads, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i)
-      d[i] = dtype == kF16 ? core::float_to_half_bits(src[i]) : core::float_to_bf16_bits(src[i]);
-  });
 }
 
 }  // namespace
@@ -270,7 +253,7 @@ bool ConvEngine::run(const ConvProblem& p, const void* x, const void* w, void* o
   try {
     const State::Found found = state_->find_plan(p, num_threads, true);
     const Plan& plan = *found.plan;
-    Buffer x32, w32, out32;
+    AlignedBuffer x32, w32, out32;
     void* result = out;
     if (plan.compute != p.dtype) {
       x32 = widen(p.dtype, x, p.x.numel(), num_threads);
@@ -286,10 +269,10 @@ bool ConvEngine::run(const ConvProblem& p, const void* x, const void* w, void* o
     memory w_mem(plan.w_md, engine, const_cast<void*>(w));
     memory out_mem(plan.out_md, engine, result);
     // Blocked layouts: x and w reordered into buffers first, the result out of one after.
-    Buffer x_blocked, w_blocked, out_blocked;
-    auto in = [&](const Reorder& r, memory& mem, Buffer& buffer) {
+    AlignedBuffer x_blocked, w_blocked, out_blocked;
+    auto in = [&](const Reorder& r, memory& mem, AlignedBuffer& buffer) {
       if (!r) return;
-      buffer = allocate_bytes(r.md.get_size());
+      buffer = allocate_aligned(r.md.get_size());
       memory to(r.md, engine, buffer.get());
       r.primitive.execute(stream, mem, to);
       mem = to;
@@ -298,7 +281,7 @@ bool ConvEngine::run(const ConvProblem& p, const void* x, const void* w, void* o
     in(plan.w_in, w_mem, w_blocked);
     memory dst = out_mem;
     if (plan.out_back) {
-      out_blocked = allocate_bytes(plan.out_back.md.get_size());
+      out_blocked = allocate_aligned(plan.out_back.md.get_size());
       dst = memory(plan.out_back.md, engine, out_blocked.get());
     }
     const Scratchpad pad(plan.scratchpad_md.get_size());
@@ -310,7 +293,7 @@ bool ConvEngine::run(const ConvProblem& p, const void* x, const void* w, void* o
     if (plan.out_back) plan.out_back.primitive.execute(stream, dst, out_mem);
     stream.wait();
     if (plan.compute != p.dtype)
-      narrow(p.dtype, static_cast<const float*>(result), out, numel, num_threads);
+      round_f32_results(p.dtype, static_cast<const float*>(result), out, numel, num_threads);
     return found.first_use;
   } catch (const dnnl::error& e) {
     throw Error(describe(p) + " failed in oneDNN: " + e.what() + " (status " +

@@ -282,26 +282,8 @@ void copy_operand(DType dtype, DType compute, const MatmulLayout& l, const Matri
   }
 }
 
-// The f32 result of a product computed via f32, rounded to f16 / bf16 (nearest even).
-void round_result(DType dtype, const float* src, void* dst, std::int64_t numel, int num_threads) {
-  auto* d = static_cast<std::uint16_t*>(dst);
-  parallel_for(numel, 16384, num_threads, [&](std::int64_t begin, std::int64_t end) {
-    if (dtype == kF16) {
-      for (std::int64_t i = begin; i < end; ++i) d[i] = core::float_to_half_bits(src[i]);
-    } else {
-      for (std::int64_t i = begin; i < end; ++i) d[i] = core::float_to_bf16_bits(src[i]);
-    }
-  });
-}
-
-struct AlignedDelete {
-  void operator()(void* p) const { ::operator delete (p, std::align_val_t{64}); }
-};
-using Buffer = std::unique_ptr<void, AlignedDelete>;
-
-Buffer allocate(std::int64_t elements, DType dtype) {
-  const std::size_t bytes = static_cast<std::size_t>(elements) * element_size(dtype);
-  return Buffer(::operator new (std::max<std::size_t>(bytes, 64), std::align_val_t{64}));
+AlignedBuffer allocate(std::int64_t elements, DType dtype) {
+  return allocate_aligned(static_cast<std::size_t>(elements) * element_size(dtype));
 }
 
 }  // namespace
@@ -322,7 +304,7 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
   const State::Found found = state_->find_plan(dtype, l, num_threads, true);
   const Plan* plan = found.plan.get();
 
-  Buffer a_copy, b_copy, c_f32;
+  AlignedBuffer a_copy, b_copy, c_f32;
   if (plan->copy_a) {
     a_copy = allocate(l.a.matrices(l.batch_rank) * l.m * l.k, plan->compute);
     copy_operand(dtype, plan->compute, l, l.a, a, a_copy.get(), num_threads);
@@ -353,7 +335,7 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
                                    {DNNL_ARG_SCRATCHPAD, scratchpad}});
   stream.wait();
   if (plan->compute != dtype)
-    round_result(dtype, static_cast<const float*>(c), out, numel, num_threads);
+    round_f32_results(dtype, static_cast<const float*>(c), out, numel, num_threads);
   return found.first_use;
 }
 

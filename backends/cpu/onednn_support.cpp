@@ -6,11 +6,16 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/kernels/parallel.h"
+#include "core/float16.h"
+
 namespace streamfuse::backends::cpu {
 
 namespace {
 
-void* allocate_aligned(std::size_t bytes) { return ::operator new (bytes, std::align_val_t{64}); }
+void* allocate_aligned_raw(std::size_t bytes) {
+  return ::operator new (bytes, std::align_val_t{64});
+}
 void free_aligned(void* p) { ::operator delete (p, std::align_val_t{64}); }
 
 // Set when the calling thread's buffer has been destroyed: a trivially destructible thread_local,
@@ -34,7 +39,7 @@ thread_local ThreadBuffer thread_buffer;
 Scratchpad::Scratchpad(std::size_t bytes) {
   bytes = std::max<std::size_t>(bytes, 64);
   if (thread_buffer_gone) {
-    data_ = allocate_aligned(bytes);
+    data_ = allocate_aligned_raw(bytes);
     owned_ = true;
     return;
   }
@@ -43,7 +48,7 @@ Scratchpad::Scratchpad(std::size_t bytes) {
     free_aligned(b.data);
     b.data = nullptr;
     b.size = 0;
-    b.data = allocate_aligned(bytes);
+    b.data = allocate_aligned_raw(bytes);
     b.size = bytes;
   }
   data_ = b.data;
@@ -51,6 +56,23 @@ Scratchpad::Scratchpad(std::size_t bytes) {
 
 Scratchpad::~Scratchpad() {
   if (owned_) free_aligned(data_);
+}
+
+void AlignedDelete::operator()(void* p) const { free_aligned(p); }
+
+AlignedBuffer allocate_aligned(std::size_t bytes) {
+  return AlignedBuffer(allocate_aligned_raw(std::max<std::size_t>(bytes, 64)));
+}
+
+void round_f32_results(DType dtype, const float* src, void* dst, std::int64_t n, int num_threads) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  parallel_for(n, 16384, num_threads, [&](std::int64_t begin, std::int64_t end) {
+    if (dtype == kF16) {
+      for (std::int64_t i = begin; i < end; ++i) d[i] = core::float_to_half_bits(src[i]);
+    } else {
+      for (std::int64_t i = begin; i < end; ++i) d[i] = core::float_to_bf16_bits(src[i]);
+    }
+  });
 }
 
 void configure_onednn_jit_profiling() {

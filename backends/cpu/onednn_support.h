@@ -70,6 +70,16 @@ class Scratchpad {
   bool owned_ = false;
 };
 
+// A 64-byte-aligned buffer of at least `bytes` (never empty), for operand copies and layouts.
+struct AlignedDelete {
+  void operator()(void* p) const;
+};
+using AlignedBuffer = std::unique_ptr<void, AlignedDelete>;
+AlignedBuffer allocate_aligned(std::size_t bytes);
+
+// `n` f32 results of a computation run via f32, rounded to f16 or bf16 (nearest even) at `dst`.
+void round_f32_results(DType dtype, const float* src, void* dst, std::int64_t n, int num_threads);
+
 // Turns off oneDNN's registration of each JIT kernel with VTune unless the user asked for
 // profiling through the environment: on the first kernel it searches the library path for
 // libJitPI.so (~140 failed opens, 0.2-0.3 ms of the first primitive's latency without VTune).

@@ -1,41 +1,32 @@
 #include "backends/cpu/pool_ops.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/movement.h"
 #include "backends/views.h"
-#include "core/float16.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
 
-// Element i of a float dtype as float; D is the dtype, fixed per instantiation so that the
-// window loops carry no dtype branch.
+// Element i of dtype D (f32, f16, bf16) as float, and a float stored as one, with the eager
+// kernels' conversions (kernels/convert.h); D is fixed per instantiation so that the window
+// loops carry no dtype branch.
 template <DType D>
 float load(const char* p, std::int64_t i) {
-  if constexpr (D == kF32) {
-    float v;
-    std::memcpy(&v, p + i * 4, 4);
-    return v;
-  }
-  std::uint16_t h;
-  std::memcpy(&h, p + i * 2, 2);
-  return D == kF16 ? core::half_bits_to_float(h) : core::bf16_bits_to_float(h);
+  storage_t<D> v;
+  std::memcpy(&v, p + i * static_cast<std::int64_t>(sizeof v), sizeof v);
+  return convert<float>(v);
 }
 
 template <DType D>
 void store(char* p, std::int64_t i, float v) {
-  if constexpr (D == kF32) {
-    std::memcpy(p + i * 4, &v, 4);
-  } else {
-    const std::uint16_t h = D == kF16 ? core::float_to_half_bits(v) : core::float_to_bf16_bits(v);
-    std::memcpy(p + i * 2, &h, 2);
-  }
+  const storage_t<D> s = convert<storage_t<D>>(v);
+  std::memcpy(p + i * static_cast<std::int64_t>(sizeof s), &s, sizeof s);
 }
 
 // The taps k in [first, end) of a window starting at `start` (k * dilation from it, k below
@@ -62,9 +53,8 @@ void max_pool_row(const core::Window& win, const char* x, std::int64_t height, s
   const TapRange rows = taps(h0, win.kernel[0], dh, height);
   for (std::int64_t ow = 0; ow < ow_size; ++ow) {
     const std::int64_t w0 = ow * sw - pw;
-    const TapRange cols = w0 >= 0 && w0 + (kw_size - 1) * dw < width
-                              ? TapRange{0, kw_size}
-                              : taps(w0, kw_size, dw, width);
+    const TapRange cols = w0 >= 0 && w0 + (kw_size - 1) * dw < width ? TapRange{0, kw_size}
+                                                                     : taps(w0, kw_size, dw, width);
     // PyTorch's rule is `if (v > best || isnan(v)) best = v`: a NaN wins, the last one. As a
     // branch it mispredicts on every other element of random data (24 ms for a [8, 64, 112,
     // 112] pool); as a max (one maxss) plus a NaN flag it does not, and a window holding a NaN
