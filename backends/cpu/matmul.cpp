@@ -1,14 +1,17 @@
 // MatmulEngine: turns the operands into a MatmulLayout, handles empty products, and sends the
-// rest to oneDNN (f32, f16, bf16) or the library's own blocked loop (integers, and f64, which
-// oneDNN 2.x has no matmul for); oneDNN's errors become streamfuse::Error.
+// rest to oneDNN (f32, f16, bf16), the library's own blocked loop (integers, and f64, which
+// oneDNN 2.x has no matmul for) or its dot-row kernel (f32 products of one row or one column
+// whose operands are contiguous along k); oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/isa.h"
 #include "backends/cpu/matmul_layout.h"
 #include "core/ir.h"
 #include "streamfuse/error.h"
@@ -39,6 +42,46 @@ void check_product_shapes(DType dtype, const MatmulOperand& a, const MatmulOpera
     throw ShapeError(describe_call(dtype, a, b, out_shape) + ": " + why);
 }
 
+// Whether the product is rows dotted with a vector (kernels.h, DotRowsArgs): f32, and either one
+// row of `a` against columns of `b` (x @ W^T: both contiguous along k), or rows of `a`
+// contiguous along k against one contiguous column of `b`. oneDNN reads the first at about two
+// thirds of the memory bandwidth, and it is the largest product of a decode step (the tied
+// head); the second is the same sums with the roles swapped.
+bool is_dot_rows(DType dtype, const MatmulLayout& l) {
+  if (dtype != kF32) return false;
+  const bool a_rows = l.a.col_stride == 1 || l.k == 1;
+  const bool b_columns = l.b.row_stride == 1 || l.k == 1;
+  return (l.m == 1 || l.n == 1) && a_rows && b_columns;
+}
+
+void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out, int num_threads) {
+  // m == 1: the rows are b's columns, the vector a's row; otherwise (n == 1) the rows are a's.
+  const bool rows_of_b = l.m == 1;
+  const MatrixLayout& rows = rows_of_b ? l.b : l.a;
+  const MatrixLayout& vec = rows_of_b ? l.a : l.b;
+  DotRowsArgs args;
+  args.rows = static_cast<const float*>(rows_of_b ? b : a);
+  args.vec = static_cast<const float*>(rows_of_b ? a : b);
+  args.row_stride = rows_of_b ? l.b.col_stride : l.a.row_stride;
+  args.count = rows_of_b ? l.n : l.m;
+  args.k = l.k;
+  args.batches = l.batch_count();
+  args.out = static_cast<float*>(out);
+  args.num_threads = num_threads;
+  std::vector<std::int64_t> rows_offsets, vec_offsets;
+  if (args.batches > 1) {
+    rows_offsets.resize(static_cast<std::size_t>(args.batches));
+    vec_offsets.resize(static_cast<std::size_t>(args.batches));
+    for (std::int64_t i = 0; i < args.batches; ++i) {
+      rows_offsets[static_cast<std::size_t>(i)] = batch_offset(l, rows, i);
+      vec_offsets[static_cast<std::size_t>(i)] = batch_offset(l, vec, i);
+    }
+    args.rows_offsets = rows_offsets.data();
+    args.vec_offsets = vec_offsets.data();
+  }
+  kernels().dot_rows(args);
+}
+
 }  // namespace
 
 struct MatmulEngine::Impl {
@@ -67,6 +110,10 @@ bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand&
     integer_matmul(dtype, layout, a.data, b.data, out, num_threads);
     return false;
   }
+  if (is_dot_rows(dtype, layout)) {
+    run_dot_rows(layout, a.data, b.data, out, num_threads);
+    return false;
+  }
   try {
     return impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads);
   } catch (const dnnl::error& e) {
@@ -82,6 +129,7 @@ bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOper
   check_product_shapes(dtype, a, b, out_shape);
   if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
+  if (is_dot_rows(dtype, layout)) return false;
   try {
     impl_->onednn.prepare(dtype, layout, num_threads);
   } catch (const dnnl::error& e) {

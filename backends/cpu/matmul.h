@@ -1,5 +1,6 @@
 // Matrix products on the CPU: oneDNN for float dtypes (primitives cached per shape), a blocked
-// loop for integers.
+// loop for integers and f64, a dot-row kernel for f32 matrix-vector products whose operands are
+// contiguous along k (a decode step's x @ W^T).
 #pragma once
 
 #include <cstddef>

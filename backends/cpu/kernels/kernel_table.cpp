@@ -12,6 +12,7 @@ void copy(const CopyArgs& a);
 void fill(const FillArgs& a);
 void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
+void dot_rows(const DotRowsArgs& a);
 ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);
@@ -29,6 +30,7 @@ const KernelTable& kernel_table() {
       fill,
       random,
       reduce,
+      dot_rows,
       {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round, chunk_fold}};
   return table;
 }

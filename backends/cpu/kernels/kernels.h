@@ -78,6 +78,27 @@ struct ReduceArgs {
   int num_threads = 1;
 };
 
+// Matrix products that are dot products of contiguous rows with a contiguous vector, f32: for
+// each of `batches` matrices i, out[i * count + r] = sum over j < k of
+// rows[rows_offsets[i] + r * row_stride + j] * vec[vec_offsets[i] + j] (offsets in elements;
+// null offsets are all 0). A decode step's products with a transposed weight are this (x @ W^T,
+// the tied head of a language model): memory-bound, and oneDNN's GEMM reads such weights at
+// about two thirds of the machine's bandwidth. Each sum runs in one fixed order, the same on
+// every ISA level and thread count: element j into lane j % 64 (a product, then a sum: two
+// roundings), then the lanes halved as a tree.
+struct DotRowsArgs {
+  const float* rows = nullptr;
+  const std::int64_t* rows_offsets = nullptr;
+  std::int64_t row_stride = 0;
+  std::int64_t count = 0;  // rows per matrix
+  const float* vec = nullptr;
+  const std::int64_t* vec_offsets = nullptr;
+  std::int64_t k = 0;
+  std::int64_t batches = 1;
+  float* out = nullptr;
+  int num_threads = 1;
+};
+
 struct Iteration;  // layout.h
 
 // One op over n contiguous values of its compute type (stream::OpKind semantics, as the eager
@@ -137,6 +158,7 @@ struct KernelTable {
   void (*fill)(const FillArgs&);
   void (*random)(const RandomArgs&);
   void (*reduce)(const ReduceArgs&);
+  void (*dot_rows)(const DotRowsArgs&);
   ChunkOps chunk;
 };
 

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "core/float16.h"
 #include "core/log.h"
@@ -434,6 +435,103 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, MatmulTest, ::testing::Values(kF32, kF16, kB
 
 // Float-only behaviour ------------------------------------------------------------------------
 
+// The sum DotRowsArgs documents, written plainly: element j into lane j % 64 (a product, then a
+// sum), then the lanes halved as a tree.
+float documented_dot(const float* row, const float* vec, std::int64_t k) {
+  float lanes[64] = {};
+  for (std::int64_t j = 0; j < k; ++j) {
+    const float product = row[j] * vec[j];
+    lanes[j % 64] = lanes[j % 64] + product;
+  }
+  for (int half = 32; half >= 1; half /= 2)
+    for (int l = 0; l < half; ++l) lanes[l] = lanes[l] + lanes[l + half];
+  return lanes[0];
+}
+
+// x @ W^T and W @ x in f32 (a decode step's products) go to the dot-row kernel: no oneDNN
+// primitive, the documented order bit for bit on every thread count and every ISA level this
+// CPU runs, and within the reference's bound.
+TEST(MatmulDotRowsTest, OneRowOrColumnContiguousAlongKIsTheDocumentedSum) {
+  std::mt19937_64 rng(5);
+  const Spec t{.order = {1, 0}};
+  for (std::int64_t k : {1, 5, 63, 64, 65, 130, 768}) {
+    for (int threads : {1, 2, 3}) {
+      MatmulEngine engine;
+      const TestTensor x = make_tensor(kF32, Shape{1, k}, rng);
+      const TestTensor w = make_tensor(kF32, Shape{k, 37}, rng, t);  // W^T: columns along k
+      EXPECT_EQ(check_matmul(engine, x, w, threads), "");
+      const TestTensor rows = make_tensor(kF32, Shape{29, k}, rng);
+      const TestTensor v = make_tensor(kF32, Shape{k}, rng);
+      EXPECT_EQ(check_matmul(engine, rows, v, threads), "");
+      EXPECT_EQ(engine.cached_primitives(), 0u) << "k " << k;
+
+      std::vector<float> out(37);
+      engine.run(kF32, x.operand(), w.operand(), out.data(), Shape{1, 37}, threads);
+      const auto* xd = static_cast<const float*>(x.data());
+      const auto* wd = static_cast<const float*>(w.data());
+      for (std::int64_t n = 0; n < 37; ++n)
+        ASSERT_EQ(out[static_cast<std::size_t>(n)], documented_dot(wd + n * k, xd, k))
+            << "k " << k << ", column " << n << ", " << threads << " threads";
+    }
+  }
+}
+
+TEST(MatmulDotRowsTest, BatchedAttentionScoresAndBroadcastBatches) {
+  std::mt19937_64 rng(6);
+  MatmulEngine engine;
+  const Spec keys_t{.order = {0, 2, 1}};  // k^T of a [heads, T, 64] cache
+  EXPECT_EQ(check_matmul(engine, make_tensor(kF32, Shape{12, 1, 64}, rng),
+                         make_tensor(kF32, Shape{12, 64, 300}, rng, keys_t)),
+            "");
+  EXPECT_EQ(check_matmul(engine, make_tensor(kF32, Shape{2, 3, 1, 70}, rng),
+                         make_tensor(kF32, Shape{3, 70, 9}, rng, keys_t)),
+            "");
+  EXPECT_EQ(check_matmul(engine, make_tensor(kF32, Shape{4, 1, 70}, rng, Spec{.zero = {true}}),
+                         make_tensor(kF32, Shape{70, 9}, rng, Spec{.order = {1, 0}})),
+            "");
+  EXPECT_EQ(engine.cached_primitives(), 0u);
+}
+
+TEST(MatmulDotRowsTest, EveryIsaLevelGivesTheSameBits) {
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<float> value(-1, 1);
+  const std::int64_t k = 200, count = 50, batches = 3;
+  std::vector<float> rows(static_cast<std::size_t>(batches * count * k)),
+      vec(static_cast<std::size_t>(batches * k));
+  for (float& f : rows) f = value(rng);
+  for (float& f : vec) f = value(rng);
+  const std::vector<std::int64_t> rows_offsets{0, count * k, 2 * count * k},
+      vec_offsets{0, k, 2 * k};
+  std::vector<float> expected;
+  int levels = 0;
+  for (int level : {2, 3, 4}) {
+    const KernelTable* table = kernel_table_for(level);
+    if (!table) continue;
+    std::vector<float> out(static_cast<std::size_t>(batches * count));
+    DotRowsArgs args;
+    args.rows = rows.data();
+    args.rows_offsets = rows_offsets.data();
+    args.row_stride = k;
+    args.count = count;
+    args.vec = vec.data();
+    args.vec_offsets = vec_offsets.data();
+    args.k = k;
+    args.batches = batches;
+    args.out = out.data();
+    args.num_threads = 2;
+    table->dot_rows(args);
+    ++levels;
+    if (expected.empty()) expected = out;
+    EXPECT_EQ(out, expected) << table->isa;
+    for (std::int64_t i = 0; i < batches * count; ++i)
+      ASSERT_EQ(out[static_cast<std::size_t>(i)],
+                documented_dot(&rows[static_cast<std::size_t>(i * k)],
+                               &vec[static_cast<std::size_t>(i / count * k)], k))
+          << table->isa << ", row " << i;
+  }
+  EXPECT_GE(levels, 1);  // the CPU's own level at least
+}
+
 // a = [1, x, x, ..., x] (16 x's), b = ones: the sum 1 + 16x is exact in the dtype, but each x is
 // below half an ulp of 1 there, so a running sum kept in the dtype stays 1.
 void expect_f32_accumulation(DType dtype, double x) {
@@ -578,7 +676,7 @@ TEST_F(MatmulPlanTest, ReadableLayoutsAreNotCopied) {
   for (const std::string& log :
        {plan(kF32, Shape{9, 17}, Shape{17, 5}), plan(kF32, Shape{9, 17}, Shape{17, 5}, t, t),
         plan(kF32, Shape{9, 17}, Shape{17, 5}, rows2, rows2), plan(kF32, Shape{17}, Shape{17, 5}),
-        plan(kF32, Shape{9, 17}, Shape{17}),
+        plan(kF32, Shape{9, 17}, Shape{17}, t),
         plan(kF32, Shape{17}, Shape{17}, Spec{.step = {2}}, Spec{.step = {3}}),
         plan(kF32, Shape{4, 9, 17}, Shape{4, 17, 5}, Spec{.zero = {true}}),
         plan(kF32, Shape{2, 1, 9, 17}, Shape{3, 17, 5}),
