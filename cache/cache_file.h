@@ -21,8 +21,8 @@
 namespace streamfuse::cache {
 
 // 2: bundles carry prepared ops; prepared-op files. 3: ops of the window kinds (conv2d, pools)
-// carry their window.
-inline constexpr std::uint32_t kFormatVersion = 3;
+// carry their window. 4: traced blocks carry their indexed reads (index ops fused as kLoadAt).
+inline constexpr std::uint32_t kFormatVersion = 4;
 
 enum class FileKind : std::uint32_t {
   kPlan = 1,

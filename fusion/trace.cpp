@@ -11,6 +11,32 @@ using jit::InstrKind;
 using jit::Instruction;
 using jit::ValueType;
 
+std::array<std::int64_t, kMaxRank> indexed_source_strides(
+    const core::OpDesc& op, const std::array<std::int64_t, kMaxRank>& x) {
+  const int axis = op.attrs.axis;
+  std::array<std::int64_t, kMaxRank> s{};
+  if (op.kind == core::OpKind::kGather) {
+    s = x;
+    s[static_cast<std::size_t>(axis)] = 0;
+    return s;
+  }
+  std::size_t o = 0;
+  for (int d = 0; d < axis; ++d) s[o++] = x[static_cast<std::size_t>(d)];
+  o += static_cast<std::size_t>(op.inputs[1].shape.rank());  // the indices' dimensions: 0
+  for (int d = axis + 1; d < op.inputs[0].shape.rank(); ++d)
+    s[o++] = x[static_cast<std::size_t>(d)];
+  return s;
+}
+
+std::array<std::int64_t, kMaxRank> indexed_indices_strides(
+    const core::OpDesc& op, const std::array<std::int64_t, kMaxRank>& indices) {
+  if (op.kind == core::OpKind::kGather) return indices;  // of the result's shape
+  std::array<std::int64_t, kMaxRank> s{};
+  for (int d = 0; d < op.inputs[1].shape.rank(); ++d)
+    s[static_cast<std::size_t>(op.attrs.axis + d)] = indices[static_cast<std::size_t>(d)];
+  return s;
+}
+
 std::int64_t scored_bytes(const core::TensorDesc& d) {
   return std::max<std::int64_t>(d.shape.numel(), 1) *
          static_cast<std::int64_t>(element_size(d.dtype));
@@ -48,6 +74,8 @@ bool Trace::take(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_
     unfused_bytes_ += v.bytes;
     return true;
   }
+  if (rel.kind == core::OpKind::kIndexSelect || rel.kind == core::OpKind::kGather)
+    return limits_.indexed_reads && take_indexed(rel, real, index);
   if (!core::is_elementwise(rel.kind)) return false;
   const std::int32_t bi = choose_block(rel, index);
   if (bi < 0) return false;
@@ -79,7 +107,10 @@ std::int32_t Trace::choose_block(const core::OpDesc& rel, std::uint32_t index) {
     if (it != values_.end() && it->second.origin == Origin::kBlock)
       first = std::max(first, static_cast<std::size_t>(it->second.block));
   }
-  const Shape& shape = rel.outputs[0].shape;
+  return block_for(rel.outputs[0].shape, first, index);
+}
+
+std::int32_t Trace::block_for(const Shape& shape, std::size_t first, std::uint32_t index) {
   for (std::size_t b = first; b < blocks_.size(); ++b)
     if (blocks_[b].shape == shape) return static_cast<std::int32_t>(b);
   if (blocks_.size() >= limits_.max_blocks) return -1;
@@ -87,6 +118,85 @@ std::int32_t Trace::choose_block(const core::OpDesc& rel, std::uint32_t index) {
   block.shape = shape;
   block.shape_source = {index, -1};
   return static_cast<std::int32_t>(blocks_.size() - 1);
+}
+
+bool Trace::take_indexed(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index) {
+  // The source and the indices are read from memory: a value of this segment must be stored by
+  // an earlier block (one the result's block runs after); a constant nothing stores is not.
+  std::size_t first = 0;
+  for (const core::TensorDesc& in : rel.inputs) {
+    auto it = values_.find(in.id);
+    if (it == values_.end()) continue;
+    if (it->second.origin == Origin::kConstant) return false;
+    if (it->second.origin == Origin::kBlock)
+      first = std::max(first, static_cast<std::size_t>(it->second.block) + 1);
+  }
+  const std::int32_t bi = block_for(rel.outputs[0].shape, first, index);
+  if (bi < 0) return false;
+  {
+    const Block& b = blocks_[static_cast<std::size_t>(bi)];
+    if (b.indexed.size() >= kMaxIndexedReads ||
+        b.inputs.size() + b.produced.size() + 3 > limits_.max_block_operands)
+      return false;
+  }
+  Block& b = blocks_[static_cast<std::size_t>(bi)];
+  value(rel.outputs[0].id, real.outputs[0], {index, -1});
+  for (std::size_t k = 0; k < 2; ++k) {
+    Value& v = value(rel.inputs[k].id, real.inputs[k], {index, static_cast<std::int32_t>(k)});
+    if (v.origin == Origin::kExternal) v.shape = rel.inputs[k].shape;
+    unfused_bytes_ += v.bytes;
+  }
+  // Both operands are inputs of their own (views, never in b.regs: a plain read of the same
+  // tensor is another input).
+  const auto view_input = [&](const core::TensorDesc& t) {
+    b.inputs.push_back(t.id);
+    b.program.inputs.push_back(t.dtype);
+    return static_cast<std::uint32_t>(b.inputs.size() - 1);
+  };
+  IndexedRead read;
+  read.op = index;
+  read.indices = view_input(rel.inputs[1]);
+  Instruction load;
+  load.kind = InstrKind::kLoad;
+  load.type = jit::value_type_of(rel.inputs[1].dtype);
+  load.index = static_cast<std::int32_t>(read.indices);
+  const std::int32_t at = emit(b, load, load.type);
+  read.stride = static_cast<std::uint32_t>(b.scalars.size());
+  const jit::ScalarArg stride_arg{jit::ScalarArg::Mode::kOperand, ValueType::kI64, kF32};
+  b.scalars.push_back({index, 0});
+  b.program.scalars.push_back(stride_arg);
+  Instruction stride;
+  stride.kind = InstrKind::kScalar;
+  stride.type = ValueType::kI64;
+  stride.index = static_cast<std::int32_t>(read.stride);
+  const std::int32_t by = emit(b, stride, ValueType::kI64);
+  read.source = view_input(rel.inputs[0]);
+  Instruction gather;
+  gather.kind = InstrKind::kLoadAt;
+  gather.type = jit::value_type_of(rel.inputs[0].dtype);
+  gather.index = static_cast<std::int32_t>(read.source);
+  gather.args[0] = at;
+  gather.args[1] = by;
+  const std::int32_t r = emit(b, gather, gather.type);
+  b.indexed.push_back(read);
+  b.read_at_indices.push_back(rel.inputs[0].id);
+
+  const core::TensorDesc& out = rel.outputs[0];
+  Value& v = values_[out.id];
+  v.origin = Origin::kBlock;
+  v.block = bi;
+  v.reg = r;
+  v.dtype = out.dtype;
+  v.shape = out.shape;
+  b.regs[out.id] = r;
+  b.produced.push_back(out.id);
+  for (const core::TensorDesc& in : rel.inputs) {
+    Value& iv = values_[in.id];
+    iv.last_reader = std::max(iv.last_reader, bi);
+    if (in.status == core::TensorStatus::kReadWrite) iv.dies = true;
+  }
+  unfused_bytes_ += v.bytes;
+  return true;
 }
 
 std::int32_t Trace::emit(Block& b, Instruction in, ValueType result) {
@@ -220,7 +330,14 @@ TraceResult Trace::finish() const {
       std::int32_t lend = -1;
       for (std::size_t in = 0; in < b.inputs.size() && lend < 0; ++in) {
         const Value& src = values_.at(b.inputs[in]);
-        if (!lent[in] && src.origin == Origin::kExternal && src.dies &&
+        // A view of an indexed read, or a tensor read at indices anywhere in the block: an
+        // output written over it could change elements still to be read.
+        const bool viewed =
+            std::any_of(b.indexed.begin(), b.indexed.end(),
+                        [&](const IndexedRead& r) { return r.source == in || r.indices == in; }) ||
+            std::find(b.read_at_indices.begin(), b.read_at_indices.end(), b.inputs[in]) !=
+                b.read_at_indices.end();
+        if (!viewed && !lent[in] && src.origin == Origin::kExternal && src.dies &&
             src.last_reader == static_cast<std::int32_t>(bi) && src.dtype == v.dtype &&
             src.shape == v.shape) {
           lent[in] = true;
@@ -232,6 +349,7 @@ TraceResult Trace::finish() const {
     if (k.outputs.empty()) continue;  // nothing of this block is needed
     for (core::TensorId id : b.inputs) k.inputs.push_back(tensor_index(id));
     k.scalars = b.scalars;
+    k.indexed = b.indexed;
     jit::simplify(k.program);
     k.facts = jit::ProgramFacts::of(k.program);
     result.blocks.push_back(std::move(k));

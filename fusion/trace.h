@@ -15,6 +15,7 @@
 // producing one of its inputs, or opens a new block. Drops are absorbed.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -52,6 +53,30 @@ struct TracedTensor {
   bool erase = false;    // an existing tensor whose last use is in this segment
 };
 
+// An index op (IndexSelect, Gather) a block computes as a kLoadAt: the launch views its source
+// and its indices over the block's iteration shape, passes the source's stride along the axis,
+// and checks the indices against the axis before the kernel runs.
+struct IndexedRead {
+  std::uint32_t op = 0;       // the op in the segment
+  std::uint32_t source = 0;   // program input: the op's x, with stride 0 along the axis
+  std::uint32_t indices = 0;  // program input: the op's indices, over the iteration shape
+  std::uint32_t stride = 0;   // program scalar argument: x's element stride along the axis
+
+  friend bool operator==(const IndexedRead&, const IndexedRead&) = default;
+};
+
+// Index ops one block reads through at most.
+inline constexpr std::size_t kMaxIndexedReads = 8;
+
+// The strides of index op `op`'s x (`x`: its own) and of its indices (`indices`) viewed over the
+// op's result, as an IndexedRead's launch reads them: IndexSelect's x keeps its dimensions around
+// the indices' (which read stride 0 in it), the indices' dimensions sit at the axis; Gather's x
+// keeps its strides with the axis' 0, its index has the result's shape.
+std::array<std::int64_t, kMaxRank> indexed_source_strides(
+    const core::OpDesc& op, const std::array<std::int64_t, kMaxRank>& x);
+std::array<std::int64_t, kMaxRank> indexed_indices_strides(
+    const core::OpDesc& op, const std::array<std::int64_t, kMaxRank>& indices);
+
 // One block as a kernel of its own (no anchor): its program and where its operands come from.
 struct TracedBlock {
   jit::FusedProgram program;
@@ -59,10 +84,11 @@ struct TracedBlock {
   TensorSource shape_source;           // a tensor of the iteration shape (the block's first op)
   std::vector<std::uint32_t> inputs;   // tensor index (into the trace's tensors) per program input
   std::vector<std::uint32_t> outputs;  // tensor index per program output
-  std::vector<ScalarSource> scalars;   // per program scalar argument
+  std::vector<ScalarSource> scalars;   // per program scalar argument (a stride: see indexed)
   // Per output: the program input whose buffer it may take (a tensor that dies in this segment,
-  // read last by this block, of the output's dtype and shape), or -1.
+  // read last by this block, of the output's dtype and shape, not read at indices), or -1.
   std::vector<std::int32_t> lend;
+  std::vector<IndexedRead> indexed;
 };
 
 struct TraceResult {
@@ -76,13 +102,15 @@ class Trace {
   struct Limits {
     std::size_t max_blocks;
     std::size_t max_block_operands;
+    bool indexed_reads = false;  // takes IndexSelect and Gather (kernels with no anchor only)
   };
 
   explicit Trace(Limits limits) : limits_(limits) {}
 
   // Takes op number `index` of the segment (relative form, and the global form for sizes): a
-  // Drop, a full() constant or an element-wise op. False, and nothing changed, for any other op
-  // or one that would pass the limits.
+  // Drop, a full() constant, an element-wise op, or with indexed_reads an IndexSelect or Gather
+  // whose operands are in memory (not values of the block its result joins). False, and nothing
+  // changed, for any other op or one that would pass the limits.
   bool take(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index);
   // Memory traffic saved, in bytes, at the sizes seen: read and written by the ops unfused minus
   // read and written by the blocks.
@@ -117,10 +145,15 @@ class Trace {
     std::vector<ScalarSource> scalars;                             // per program scalar argument
     boost::unordered_flat_map<std::uint64_t, std::int32_t> scalar_regs;  // by source
     boost::unordered_flat_map<std::uint64_t, std::int32_t> converted;    // (reg, type) -> reg
+    std::vector<IndexedRead> indexed;
+    std::vector<core::TensorId> read_at_indices;  // sources of `indexed`: never lent
   };
 
   Value& value(core::TensorId id, const core::TensorDesc& real, TensorSource source);
   std::int32_t choose_block(const core::OpDesc& rel, std::uint32_t index);
+  // The first block of `shape` at or after block `first`, or a new one (-1 past the limit).
+  std::int32_t block_for(const Shape& shape, std::size_t first, std::uint32_t index);
+  bool take_indexed(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index);
   // Appends `in` to block b; returns the new register.
   std::int32_t emit(Block& b, jit::Instruction in, jit::ValueType result);
   // The register of `id` in block b converted to `type` (loading or materializing it first).

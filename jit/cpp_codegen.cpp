@@ -19,6 +19,7 @@ struct Access {
   bool restrict_ok;
   std::string pointer;  // name of the run's base pointer
   std::string element;  // p[i], p[0] or p[i * s]
+  std::string index;    // what element indexes p with: i, 0 or i * s
 };
 
 // Operands of one kernel: inputs then outputs, with the pointers an in-place output shares.
@@ -30,12 +31,13 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
   for (std::size_t k = 0; k < ni + key.outputs.size(); ++k) {
     const bool out = k >= ni;
     const OperandKey& ok = out ? key.outputs[k - ni] : key.inputs[k];
-    Access a{storage_c_type(ok.dtype), out, true, "p" + std::to_string(k), {}};
+    Access a{storage_c_type(ok.dtype), out, true, "p" + std::to_string(k), {}, {}};
     const StrideClass inner =
         rank ? ok.strides[static_cast<std::size_t>(rank - 1)] : StrideClass::kZero;
-    a.element = inner == StrideClass::kContiguous ? a.pointer + "[i]"
-                : inner == StrideClass::kZero     ? a.pointer + "[0]"
-                                                  : a.pointer + "[i * s" + std::to_string(k) + "]";
+    a.index = inner == StrideClass::kContiguous ? "i"
+              : inner == StrideClass::kZero     ? "0"
+                                                : "i * s" + std::to_string(k);
+    a.element = a.pointer + "[" + a.index + "]";
     acc.push_back(std::move(a));
   }
   // An output written over an input's buffer: with the same element type and layout it writes
@@ -55,6 +57,7 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
       b.is_output = true;  // written through: not const
       a.pointer = b.pointer;
       a.element = b.element;
+      a.index = b.index;
     } else {
       a.restrict_ok = b.restrict_ok = false;
     }
@@ -141,7 +144,10 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     if (in.kind != InstrKind::kScalar)
       s += "    " +
            instruction_line(
-               p, in, types, [&](std::size_t j) { return acc[j].element; }, name) +
+               p, in, types, [&](std::size_t j) { return acc[j].element; }, name,
+               [&](std::size_t j, const std::string& shift) {
+                 return acc[j].pointer + "[" + acc[j].index + " + " + shift + "]";
+               }) +
            "\n";
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];

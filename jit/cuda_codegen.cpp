@@ -70,11 +70,12 @@ std::string indexed_offset(const Operand& o, std::size_t k, int rank) {
 std::string element_code(const FusedProgram& p, const std::vector<ValueType>& types,
                          const std::function<std::string(std::size_t)>& element,
                          const std::function<std::string(std::size_t)>& store_to,
-                         std::string_view name, const std::string& indent) {
+                         std::string_view name, const std::string& indent,
+                         const ShiftedElement& shifted) {
   std::string s;
   for (const Instruction& in : p.prologue)
     if (in.kind != InstrKind::kScalar)
-      s += indent + instruction_line(p, in, types, element, name) + "\n";
+      s += indent + instruction_line(p, in, types, element, name, shifted) + "\n";
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];
     s += indent + store_to(o) + " = " +
@@ -130,7 +131,11 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     if (o.layout == Layout::kIndexed) vectorizable = false;
     if (o.layout == Layout::kContiguous) widest = std::max(widest, element_size(o.dtype));
   }
-  vectorizable = vectorizable && widest > 0;
+  // An indexed load reads away from the element: the scalar loop's addressing only.
+  const bool loads_at =
+      std::any_of(p.prologue.begin(), p.prologue.end(),
+                  [](const Instruction& in) { return in.kind == InstrKind::kLoadAt; });
+  vectorizable = vectorizable && widest > 0 && !loads_at;
   if (vectorizable) {
     const std::size_t vec = 16 / widest;
     const std::string V = std::to_string(vec);
@@ -158,8 +163,8 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
       return ops[k].layout == Layout::kScalar ? pointer(ops[k], k) + "[0]"
                                               : "x" + std::to_string(k) + ".v[l]";
     };
-    s += element_code(
-        p, types, lane, [&](std::size_t o) { return lane(ni + o); }, name, "        ");
+    s += element_code(p, types, lane, [&](std::size_t o) { return lane(ni + o); }, name, "        ",
+                      {});
     s += "      }\n";
     for (std::size_t k = ni; k < ops.size(); ++k)
       if (ops[k].layout == Layout::kContiguous)
@@ -189,8 +194,23 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     }
     return pointer(ops[k], k) + "[" + indexed_offset(ops[k], k, rank) + "]";
   };
+  const auto offset = [&](std::size_t k) -> std::string {
+    switch (ops[k].layout) {
+      case Layout::kScalar:
+        return "0";
+      case Layout::kContiguous:
+        return "i";
+      case Layout::kIndexed:
+        break;
+    }
+    return indexed_offset(ops[k], k, rank);
+  };
   s += element_code(
-      p, types, at, [&](std::size_t o) { return at(ni + o); }, name, "    ");
+      p, types, at, [&](std::size_t o) { return at(ni + o); }, name, "    ",
+      [&](std::size_t k, const std::string& shift) {
+        // In 64 bits: the launch's narrow indexing covers the view, not the indexed axis.
+        return pointer(ops[k], k) + "[(long long)(" + offset(k) + ") + " + shift + "]";
+      });
   s += "  }\n}\n";
 
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kCudaBlockSize) + ") " +

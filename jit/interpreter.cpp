@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "jit/interpreter_step.h"
 #include "streamfuse/error.h"
@@ -16,7 +17,7 @@ using backends::cpu::Operand;
 
 namespace {
 
-constexpr std::int64_t kGrain = 8 * kChunk;     // elements before another thread helps
+constexpr std::int64_t kGrain = 8 * kChunk;  // elements before another thread helps
 
 // Each register lives in a slot of kChunk values; a slot is reused once the last reader of its
 // register has run (an op may write the slot it reads: element i is read before it is written).
@@ -84,6 +85,60 @@ Schedule schedule(const FusedProgram& p, const backends::cpu::KernelTable& kerne
   return s;
 }
 
+// kLoadAt over flat elements [start, start + n) of the iteration: each element's offset in
+// operand k (the view) plus its index times its stride, read as stored, then converted by the
+// eager kernels' own gather, as kLoad's values are.
+//
+// `run_constant`: the index and stride are the same along each run of the iteration (the index
+// is a load broadcast along the innermost dimension, as an embedding's ids are), so a run is one
+// copy without comparing indices.
+void load_at(const Iteration& it, const Operand& op, int k, const Instruction& in,
+             const std::vector<ValueType>& types, const void* index, const void* stride,
+             bool run_constant, std::int64_t start, std::int64_t n, void* out,
+             const backends::cpu::ChunkOps& chunk) {
+  const auto size = static_cast<std::int64_t>(element_size(op.dtype));
+  // Read into the register's slot when the values need no conversion, else into a buffer first.
+  const bool as_stored = op.dtype == storage_dtype_of(in.type);
+  alignas(64) unsigned char buffer[kSlotBytes];
+  unsigned char* raw = as_stored ? static_cast<unsigned char*>(out) : buffer;
+  const bool i32 = types[static_cast<std::size_t>(in.args[0])] == ValueType::kI32;
+  const auto* strides = static_cast<const std::int64_t*>(stride);
+  std::int64_t j = 0;
+  const auto index_at = [&](std::int64_t e) {
+    return i32 ? std::int64_t{static_cast<const std::int32_t*>(index)[e]}
+               : static_cast<const std::int64_t*>(index)[e];
+  };
+  backends::cpu::for_each_run(it, start, start + n, [&](const auto& offsets, std::int64_t len) {
+    const std::int64_t inner = it.inner_stride(k);
+    // Elements that read at the same index along a contiguous run are one copy (an embedding
+    // row), the others one element each.
+    for (std::int64_t e = 0; e < len;) {
+      const std::int64_t idx = index_at(j), by = strides[j];
+      std::int64_t span = 1;
+      if (inner == 1 && run_constant)
+        span = len - e;
+      else if (inner == 1)
+        while (e + span < len && index_at(j + span) == idx && strides[j + span] == by) ++span;
+      const std::int64_t at = offsets[static_cast<std::size_t>(k)] + e * inner + idx * by;
+      std::memcpy(raw + j * size, op.data + at * size, static_cast<std::size_t>(span * size));
+      e += span;
+      j += span;
+    }
+  });
+  if (as_stored) return;
+  Iteration dense;  // the raw values as operand k of a flat iteration
+  dense.rank = 1;
+  dense.num_operands = k + 1;
+  dense.numel = n;
+  dense.sizes[0] = n;
+  dense.strides[static_cast<std::size_t>(k)][0] = 1;
+  Operand values = op;
+  values.data = reinterpret_cast<char*>(raw);
+  values.strides = {};
+  values.strides[0] = 1;
+  chunk.gather(dense, values, k, storage_dtype_of(in.type), 0, n, out);
+}
+
 }  // namespace
 
 void interpret(const FusedProgram& p, const Iteration& it, std::span<const Operand> operands,
@@ -100,6 +155,21 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
   }
   const Schedule s = schedule(p, kernels);
   const auto& chunk = kernels.chunk;
+  // Per instruction: a kLoadAt whose index and stride do not change along a run (load_at).
+  std::vector<char> run_constant(p.prologue.size(), 0);
+  {
+    std::vector<const Instruction*> def(static_cast<std::size_t>(p.num_registers), nullptr);
+    for (std::size_t i = 0; i < p.prologue.size(); ++i) {
+      const Instruction& in = p.prologue[i];
+      def[static_cast<std::size_t>(in.out)] = &in;
+      if (in.kind != InstrKind::kLoadAt) continue;
+      const Instruction* index = def[static_cast<std::size_t>(in.args[0])];
+      const Instruction* stride = def[static_cast<std::size_t>(in.args[1])];
+      run_constant[i] = index && index->kind == InstrKind::kLoad &&
+                        it.inner_stride(index->index) == 0 && stride &&
+                        stride->kind == InstrKind::kScalar;
+    }
+  }
   const int num_inputs = static_cast<int>(p.inputs.size());
 
   backends::cpu::parallel_for(it.numel, kGrain, num_threads, [&](std::int64_t lo, std::int64_t hi) {
@@ -126,6 +196,11 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
           case InstrKind::kLoad:
             chunk.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,
                          storage_dtype_of(in.type), start, n, reg(in.out));
+            break;
+          case InstrKind::kLoadAt:
+            load_at(it, operands[static_cast<std::size_t>(in.index)], in.index, in, s.types,
+                    reg(in.args[0]), reg(in.args[1]), run_constant[i] != 0, start, n, reg(in.out),
+                    chunk);
             break;
           default:
             run_step(in, s.fns[i], chunk, s.types, reg, n);

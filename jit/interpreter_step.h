@@ -19,7 +19,7 @@ inline constexpr std::size_t kSlotBytes = kChunk * 8;
 // Bytes of one value of type t in a slot.
 inline std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
 
-// Runs `in` (not kLoad, kScalar or kReduced: their values come from outside) over n values:
+// Runs `in` (not kLoad, kLoadAt, kScalar or kReduced: their values come from outside) over n values:
 // `fn` is its op's loop (kOp), reg(r) the slot of register r.
 template <class Reg>
 void run_step(const Instruction& in, backends::cpu::ChunkFn fn,
@@ -44,6 +44,7 @@ void run_step(const Instruction& in, backends::cpu::ChunkFn fn,
       break;
     }
     case InstrKind::kLoad:
+    case InstrKind::kLoadAt:
     case InstrKind::kScalar:
     case InstrKind::kReduced:
       break;

@@ -212,7 +212,7 @@ void check_program(const FusedProgram& p, const SpecializationKey& key, std::str
       if (in.out < 0 || in.out >= p.num_registers) fail_generation(name, "register out of range");
       for (std::int32_t a : in.args)
         if (a >= p.num_registers) fail_generation(name, "register out of range");
-      if (in.kind == InstrKind::kLoad &&
+      if ((in.kind == InstrKind::kLoad || in.kind == InstrKind::kLoadAt) &&
           (in.index < 0 || in.index >= static_cast<int>(p.inputs.size())))
         fail_generation(name, "load of input " + std::to_string(in.index));
       if (in.kind == InstrKind::kScalar &&
@@ -227,7 +227,7 @@ void check_program(const FusedProgram& p, const SpecializationKey& key, std::str
 std::string instruction_line(const FusedProgram& p, const Instruction& in,
                              const std::vector<ValueType>& types,
                              const std::function<std::string(std::size_t)>& element,
-                             std::string_view name) {
+                             std::string_view name, const ShiftedElement& shifted) {
   const auto arg = [&](int j) {
     return in.args[j] >= 0 ? register_name(in.args[j]) : std::string();
   };
@@ -274,6 +274,13 @@ std::string instruction_line(const FusedProgram& p, const Instruction& in,
     case InstrKind::kReduced:
       expr = scalar_value("res[" + std::to_string(in.index) + "]", in.type);
       break;
+    case InstrKind::kLoadAt: {
+      if (!shifted) fail_generation(name, "an indexed load where this generator has none");
+      if (in.args[0] < 0 || in.args[1] < 0) fail_generation(name, "an indexed load lacks operands");
+      const auto j = static_cast<std::size_t>(in.index);
+      expr = load_value(shifted(j, "(long long)" + arg(0) + " * " + arg(1)), p.inputs[j], in.type);
+      break;
+    }
     case InstrKind::kScalar:
       break;
   }

@@ -51,12 +51,18 @@ bool has_form(core::OpKind k, ValueType t);
 // the program reads or writes a register, input or scalar it does not have.
 void check_program(const FusedProgram& p, const SpecializationKey& key, std::string_view name);
 
+// The expression that reads input j's element moved by `shift` elements (a kLoadAt's index times
+// its stride, a long long expression).
+using ShiftedElement = std::function<std::string(std::size_t j, const std::string& shift)>;
+
 // `const T rN = expr;` for one instruction (not kScalar); `element(j)` is the expression that
-// reads input j's element. Throws CompileError for an op without a form for its type.
+// reads input j's element, `shifted` the one a kLoadAt reads (generators of kernels with an
+// anchor have none: their programs hold no kLoadAt). Throws CompileError for an op without a
+// form for its type.
 std::string instruction_line(const FusedProgram& p, const Instruction& in,
                              const std::vector<ValueType>& types,
                              const std::function<std::string(std::size_t)>& element,
-                             std::string_view name);
+                             std::string_view name, const ShiftedElement& shifted = {});
 
 // `const T rN = value;` for a kScalar instruction, reading the argument bits from the array
 // `scalars` ("scalars", "a.scalars").

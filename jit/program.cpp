@@ -142,6 +142,10 @@ std::string FusedProgram::to_string() const {
       case InstrKind::kReduced:
         os << "reduced stage" << in.index << " as " << value_type_name(in.type);
         break;
+      case InstrKind::kLoadAt:
+        os << "load in" << in.index << ':' << dtype_name(inputs[static_cast<std::size_t>(in.index)])
+           << " at r" << in.args[0] << " * r" << in.args[1] << " as " << value_type_name(in.type);
+        break;
     }
     os << '\n';
   };

@@ -51,8 +51,14 @@ enum class InstrKind : std::uint8_t {
   kConvert,  // out = args[0] converted from its register's type to `type` (saturating, wrapping)
   kRound,    // out = args[0] rounded to `round`: a float to f16 or bf16, an i32 to i8 or u8
   kReduced,  // out = the result of the anchor's stage [index] for this row (kReduce epilogue)
+  // out = input[index] at this element's position moved by args[0] * args[1] elements, converted
+  // like kLoad: an indexed read (index_select, gather, embedding). args[0] is the index (an i32
+  // or i64 register), args[1] the input's element stride along the indexed axis (an i64
+  // register); the input is launched as a view whose stride along that axis is 0, and the
+  // launch checks every index against the axis before the kernel runs (no-anchor programs only).
+  kLoadAt,
 };
-inline constexpr unsigned kNumInstrKinds = 6;
+inline constexpr unsigned kNumInstrKinds = 7;
 
 struct Instruction {
   InstrKind kind = InstrKind::kOp;

@@ -28,6 +28,8 @@ int arity(const Instruction& in) {
     case InstrKind::kConvert:
     case InstrKind::kRound:
       return 1;
+    case InstrKind::kLoadAt:
+      return 2;
   }
   return 0;
 }
@@ -35,6 +37,7 @@ int arity(const Instruction& in) {
 // The type operand `a` of `in` must have (kOp and kRound; a kConvert reads any type).
 ValueType operand_type(const Instruction& in, int a) {
   if (in.kind == InstrKind::kRound) return value_type_of(in.round);
+  if (in.kind == InstrKind::kLoadAt) return ValueType::kI64;  // the stride; the index: see below
   const core::OpCategory c = core::op_category(in.op);
   if (c == core::OpCategory::kLogical || (c == core::OpCategory::kSelect && a == 0))
     return ValueType::kBool;
@@ -60,6 +63,12 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
     }
     if (r < 0 || r >= regs || !written[static_cast<std::size_t>(r)])
       return at(i, "reads register " + std::to_string(r) + " before it is written");
+    if (in.kind == InstrKind::kLoadAt && a == 0) {
+      const ValueType t = types[static_cast<std::size_t>(r)];
+      if (t != ValueType::kI32 && t != ValueType::kI64)
+        return at(i, std::string("an index of type ") + value_type_name(t));
+      continue;
+    }
     if (in.kind != InstrKind::kConvert && types[static_cast<std::size_t>(r)] != operand_type(in, a))
       return at(i, "operand " + std::to_string(a) + " is " +
                        value_type_name(types[static_cast<std::size_t>(r)]) + ", not " +
@@ -67,8 +76,11 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
   }
   switch (in.kind) {
     case InstrKind::kLoad:
+    case InstrKind::kLoadAt:
       if (in.index < 0 || static_cast<std::size_t>(in.index) >= p.inputs.size())
         return at(i, "loads input " + std::to_string(in.index));
+      if (in.kind == InstrKind::kLoadAt && p.anchor.kind != AnchorKind::kNone)
+        return at(i, "an indexed load in a kernel with an anchor");
       break;
     case InstrKind::kScalar:
       if (in.index < 0 || static_cast<std::size_t>(in.index) >= p.scalars.size())

@@ -1,5 +1,6 @@
 #include "fusion/builders/traced_codec.h"
 
+#include <algorithm>
 #include <string>
 
 #include "jit/program_codec.h"
@@ -24,6 +25,41 @@ TensorSource get_source(cache::InArchive& in, std::span<const core::OpDesc> ops)
 }
 
 }  // namespace
+
+std::string indexed_reads_problem(const TracedBlock& k) {
+  const jit::FusedProgram& p = k.program;
+  std::vector<const jit::Instruction*> def(static_cast<std::size_t>(p.num_registers), nullptr);
+  for (const jit::Instruction& in : p.prologue)
+    if (in.out >= 0 && in.out < p.num_registers) def[static_cast<std::size_t>(in.out)] = &in;
+  const auto defined = [&](std::int32_t r) -> const jit::Instruction* {
+    return r >= 0 && r < p.num_registers ? def[static_cast<std::size_t>(r)] : nullptr;
+  };
+  for (const IndexedRead& r : k.indexed)
+    if (r.stride >= p.scalars.size() || p.scalars[r.stride].type != jit::ValueType::kI64 ||
+        r.source >= p.inputs.size() || r.indices >= p.inputs.size() || r.source == r.indices)
+      return "an indexed read of no such input or stride";
+  for (const jit::Instruction& in : p.prologue) {
+    if (in.kind != jit::InstrKind::kLoadAt) continue;
+    const jit::Instruction* index = defined(in.args[0]);
+    const jit::Instruction* stride = defined(in.args[1]);
+    const bool read = std::any_of(k.indexed.begin(), k.indexed.end(), [&](const IndexedRead& r) {
+      return static_cast<std::uint32_t>(in.index) == r.source && index &&
+             index->kind == jit::InstrKind::kLoad &&
+             static_cast<std::uint32_t>(index->index) == r.indices && stride &&
+             stride->kind == jit::InstrKind::kScalar &&
+             static_cast<std::uint32_t>(stride->index) == r.stride;
+    });
+    if (!read) return "an indexed load that is not its read's";
+  }
+  // Views are read only through their reads: a plain load of one would walk the view.
+  for (const jit::Instruction& in : p.prologue) {
+    if (in.kind != jit::InstrKind::kLoad) continue;
+    for (const IndexedRead& r : k.indexed)
+      if (static_cast<std::uint32_t>(in.index) == r.source)
+        return "a plain load of an indexed read's source";
+  }
+  return {};
+}
 
 const core::TensorDesc& tensor_at(std::span<const core::OpDesc> ops, TensorSource s) {
   if (s.op >= ops.size()) cache::bad_payload("tensor source op " + std::to_string(s.op));
@@ -68,6 +104,8 @@ std::vector<TracedTensor> get_tensors(cache::InArchive& in, std::span<const core
 void put_block(cache::OutArchive& out, const TracedBlock& k) {
   jit::put_program(out, k.program);
   put_source(out, k.shape_source);
+  out(static_cast<std::uint32_t>(k.indexed.size()));
+  for (const IndexedRead& r : k.indexed) out(r.op, r.source, r.indices, r.stride);
   const auto put_list = [&](const auto& list) {
     out(static_cast<std::uint32_t>(list.size()));
     for (const auto& v : list) out(v);
@@ -89,13 +127,37 @@ TracedBlock get_block(cache::InArchive& in, std::span<const core::OpDesc> ops,
   const auto tensor = [&](std::uint32_t t) -> const core::TensorDesc& {
     return tensor_at(ops, tensors[t].source);
   };
+  const std::uint32_t num_indexed =
+      cache::get_size(in, static_cast<std::uint32_t>(kMaxIndexedReads), "indexed read");
+  for (std::uint32_t r = 0; r < num_indexed; ++r) {
+    IndexedRead& read = k.indexed.emplace_back();
+    in(read.op, read.source, read.indices, read.stride);
+    if (read.op >= ops.size() || (ops[read.op].kind != core::OpKind::kIndexSelect &&
+                                  ops[read.op].kind != core::OpKind::kGather))
+      cache::bad_payload("an indexed read of no index op");
+    if (ops[read.op].outputs[0].shape != shape)
+      cache::bad_payload("an indexed read of another shape than its kernel's");
+  }
+  const auto viewed = [&](std::uint32_t i) {
+    for (const IndexedRead& r : k.indexed)
+      if (r.source == i || r.indices == i) return true;
+    return false;
+  };
   const std::uint32_t num_inputs = cache::get_size(in, cache::kMaxItems, "kernel input");
   if (num_inputs != k.program.inputs.size()) cache::bad_payload("kernel inputs");
   for (std::uint32_t i = 0; i < num_inputs; ++i) {
     k.inputs.push_back(get_index(in, tensors.size(), "kernel input"));
     const core::TensorDesc& t = tensor(k.inputs.back());
-    if (t.dtype != k.program.inputs[i] || !broadcasts_to(t.shape, shape))
+    // A view's shape is its index op's result (checked with the indexed reads below).
+    if (t.dtype != k.program.inputs[i] || (!viewed(i) && !broadcasts_to(t.shape, shape)))
       cache::bad_payload("kernel input " + std::to_string(i) + " does not fit its program");
+  }
+  for (const IndexedRead& r : k.indexed) {
+    const core::OpDesc& op = ops[r.op];
+    if (r.source >= num_inputs || r.indices >= num_inputs ||
+        tensor(k.inputs[r.source]).id != op.inputs[0].id ||
+        tensor(k.inputs[r.indices]).id != op.inputs[1].id)
+      cache::bad_payload("an indexed read of other inputs than its op's");
   }
   const std::uint32_t num_outputs = cache::get_size(in, cache::kMaxItems, "kernel output");
   if (num_outputs != k.program.outputs.size()) cache::bad_payload("kernel outputs");
@@ -110,10 +172,13 @@ TracedBlock get_block(cache::InArchive& in, std::span<const core::OpDesc> ops,
   for (std::uint32_t s = 0; s < num_scalars; ++s) {
     ScalarSource source;
     in(source.op, source.slot);
-    if (source.op >= ops.size() || source.slot >= ops[source.op].scalars.size())
+    const bool stride = std::any_of(k.indexed.begin(), k.indexed.end(),
+                                    [&](const IndexedRead& r) { return r.stride == s; });
+    if (source.op >= ops.size() || (!stride && source.slot >= ops[source.op].scalars.size()))
       cache::bad_payload("kernel scalar source");
     k.scalars.push_back(source);
   }
+  if (std::string why = indexed_reads_problem(k); !why.empty()) cache::bad_payload(why);
   if (cache::get_size(in, cache::kMaxItems, "kernel lend") != num_outputs)
     cache::bad_payload("kernel lends");
   for (std::uint32_t o = 0; o < num_outputs; ++o) {

@@ -34,6 +34,12 @@ using OutputFits =
 TracedBlock get_block(cache::InArchive& in, std::span<const core::OpDesc> ops,
                       const std::vector<TracedTensor>& tensors, const OutputFits& output_fits);
 
+// Why the block's indexed reads do not make its kLoadAt instructions safe, or empty: each kLoadAt
+// reads a read's source at that read's indices (a plain load of them) times its stride (a
+// scalar argument of type i64), and nothing else reads a source. The launch checks the indices
+// of each read; this is what makes every address a kernel computes one of those checks covers.
+std::string indexed_reads_problem(const TracedBlock& block);
+
 // Checks that the plan's ops are all of the kinds `takes` accepts (its builder's: a plan that
 // says other ops run as kernels would skip them), and what a run relies on beyond each block
 // fitting its program (see the definition).

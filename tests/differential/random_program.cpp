@@ -220,6 +220,22 @@ void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
     case Step::Kind::kDrop:
       vals[static_cast<std::size_t>(s.a)] = Tensor();
       break;
+    case Step::Kind::kIndex: {
+      Tensor indices;
+      if (s.dtype == kI64) {
+        std::vector<std::int64_t> v;
+        for (double x : s.data) v.push_back(static_cast<std::int64_t>(x));
+        indices = from_vector(v, s.shape, device);
+      } else {
+        std::vector<std::int32_t> v;
+        for (double x : s.data) v.push_back(static_cast<std::int32_t>(x));
+        indices = from_vector(v, s.shape, device);
+      }
+      Tensor x = take(s.a, s.move_a);
+      vals.push_back(s.op == 0 ? index_select(std::move(x), s.b, indices)
+                               : gather(std::move(x), s.b, indices));
+      break;
+    }
   }
 }
 
@@ -362,6 +378,26 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
       // One axis (keepdim mostly, so the result broadcasts back against its input), or all.
       s.b = rng() % 6 == 0 ? kAllAxes : static_cast<int>(rng() % static_cast<std::uint64_t>(rk));
       s.c = rng() % 4 != 0;
+    } else if (r < 94) {
+      // Mostly as many indices as the axis is long (a shuffle with repeats: the result
+      // broadcasts with its source), sometimes fewer or more.
+      s.kind = Step::Kind::kIndex;
+      s.op = static_cast<int>(rng() % 2);
+      const Shape& from = vals[static_cast<std::size_t>(s.a)].shape();
+      if (from.rank() == 0) continue;
+      s.b = static_cast<int>(rng() % static_cast<std::uint64_t>(from.rank()));
+      const std::int64_t size = from[s.b];
+      const std::int64_t count =
+          size == 0 || rng() % 4 != 0 ? size : 1 + static_cast<int>(rng() % 5);
+      s.dtype = rng() % 2 ? kI64 : kI32;
+      if (s.op == 0) {
+        s.shape = Shape{count};
+      } else {
+        s.shape = from;
+        s.shape[s.b] = count;
+      }
+      for (std::int64_t k = 0; k < s.shape.numel(); ++k)
+        s.data.push_back(static_cast<double>(rng() % static_cast<std::uint64_t>(size)));
     } else {
       s.kind = Step::Kind::kDrop;
       if (live.size() < 2) continue;
@@ -439,7 +475,7 @@ std::vector<std::vector<std::uint64_t>> RandomProgram::run(Device device) const 
 std::string RandomProgram::describe() const {
   std::ostringstream os;
   const char* kinds[] = {"input", "strided", "unary", "binary", "scalar_rhs", "scalar_lhs",
-                         "where", "cast",    "full",  "reduce", "drop"};
+                         "where", "cast",    "full",  "reduce", "drop",       "index"};
   int value = 0;
   for (const Step& s : steps_) {
     os << kinds[static_cast<int>(s.kind)];

@@ -1,8 +1,10 @@
 // Random tensor programs for the differential tests: element-wise ops of every kind over
-// broadcasting shapes and every dtype, with scalars, constants, casts, reductions and movement
-// ops in between, and handles dropped or moved. Shapes are mostly small; one program in 32 has
-// rows longer than a kernel's chunk or a reduction block, one in 32 an empty dimension. A program is generated once (on the fly, so
-// every step is valid) and can then be replayed under any configuration.
+// broadcasting shapes and every dtype, with scalars, constants, casts, reductions, reads at
+// indices (index_select, gather: fused into element-wise kernels) and movement ops in between,
+// and handles dropped or moved. Shapes are mostly small; one program in 32 has
+// rows longer than a kernel's chunk or a reduction block, one in 32 an empty dimension. A program
+// is generated once (on the fly, so every step is valid) and can then be replayed under any
+// configuration.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,7 @@ struct Step {
     kFull,
     kReduce,
     kDrop,
+    kIndex,  // op 0: index_select(a, axis b, indices), op 1: gather(a, axis b, index); in range
   };
   Kind kind = Kind::kInput;
   int op = 0;                  // which unary/binary/reduction
@@ -34,8 +37,8 @@ struct Step {
   bool move_a = false;         // pass `a` (for where: `b`) as a moved temporary (its last use)
   Scalar scalar;
   DType dtype = kF32;
-  Shape shape;
-  std::vector<double> data;  // kInput, kStrided
+  Shape shape;               // kIndex: the indices'
+  std::vector<double> data;  // kInput, kStrided; kIndex: the indices (of dtype, i32 or i64)
 };
 
 class RandomProgram {

@@ -56,6 +56,7 @@ void expect_same_state(const ElementwiseOptimization& a, const ElementwiseOptimi
     EXPECT_EQ(x.inputs, y.inputs);
     EXPECT_EQ(x.outputs, y.outputs);
     EXPECT_EQ(x.lend, y.lend);
+    EXPECT_EQ(x.indexed, y.indexed);
     ASSERT_EQ(x.scalars.size(), y.scalars.size());
     for (std::size_t s = 0; s < x.scalars.size(); ++s) {
       EXPECT_EQ(x.scalars[s].op, y.scalars[s].op);
@@ -267,6 +268,51 @@ TEST(PlanCodec, ABroadcastInputIsNotLentToAWiderOutput) {
                                                     k[1].lend[0] = static_cast<std::int32_t>(i);
                                               })),
                FormatError);
+}
+
+// An embedding feeding element-wise ops: one kernel reading at indices.
+struct EmbeddingKernel {
+  sf::Tensor table = sf::randn({10, 4}), ids = sf::from_vector(std::vector<std::int64_t>{3, 1}), y;
+  std::shared_ptr<fusion::ExecutionPlan> plan =
+      plan_of([&] { y = sf::embedding(table, ids) * 2.0f + 1.0f; });
+};
+
+TEST(PlanCodec, IndexedReadsRoundTripExactly) {
+  EmbeddingKernel s;
+  const auto& o = static_cast<const ElementwiseOptimization&>(*s.plan->optimization);
+  ASSERT_EQ(o.kernels().size(), 1u);
+  ASSERT_EQ(o.kernels()[0].indexed.size(), 1u);
+  const fusion::PlanDraft decoded = fusion::decode_plan(fusion::encode_plan(*s.plan));
+  expect_same_state(o, static_cast<const ElementwiseOptimization&>(*decoded.optimization));
+}
+
+// What makes a kLoadAt's addresses safe is checked: it reads its read's source at that read's
+// (checked) indices times its stride, and nothing reads a source plainly.
+TEST(PlanCodec, AnIndexedLoadReadsOnlyThroughItsRead) {
+  EmbeddingKernel s;
+  using Change = std::function<void(fusion::ElementwiseKernel&)>;
+  const std::vector<std::pair<std::string, Change>> changes = {
+      {"no read", [](auto& k) { k.indexed.clear(); }},
+      {"source and indices swapped",
+       [](auto& k) { std::swap(k.indexed[0].source, k.indexed[0].indices); }},
+      {"the op is not an index op", [](auto& k) { k.indexed[0].op = 1; }},
+      {"a stride that is no scalar", [](auto& k) { k.indexed[0].stride = 7; }},
+      {"a plain load of the source",
+       [](auto& k) {
+         for (jit::Instruction& in : k.program.prologue)
+           if (in.kind == jit::InstrKind::kLoad) in.index = static_cast<int>(k.indexed[0].source);
+       }},
+      {"the index register is not the indices' load",
+       [](auto& k) {
+         for (jit::Instruction& in : k.program.prologue)
+           if (in.kind == jit::InstrKind::kLoadAt) std::swap(in.args[0], in.args[1]);
+       }},
+  };
+  for (const auto& [what, change] : changes)
+    EXPECT_THROW(
+        fusion::decode_plan(with_state(*s.plan, [&](auto&, auto& kernels) { change(kernels[0]); })),
+        FormatError)
+        << what;
 }
 
 TEST(PlanCodec, PublishedAndErasedTensorsAreExactlyThoseTheSegmentSays) {

@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "jit/kernel_cache.h"
-#include "runtime/device_runtime.h"
 #include "streamfuse/streamfuse.h"
+#include "tests/fusion/chain_fusion.h"
 #include "tests/own_cache_dir.h"
 #include "tests/reference.h"
 #include "tests/tensor_bytes.h"
@@ -24,71 +23,7 @@ using streamfuse::testing::bytes_of;
 
 namespace {
 
-enum Mode { kUnfused, kInterpreted, kCompiled };
-
-struct ChainRun {
-  std::vector<std::vector<unsigned char>> results;  // per output of the last iteration
-  std::int64_t launches_last = 0;                   // fused launches of the last iteration
-  std::int64_t compiled_last = 0;
-};
-
-// Runs `chain` over `inputs` several times in `mode`; the last iteration runs plans (and, in the
-// compiled mode, kernels) made by the earlier ones.
-ChainRun run(Mode mode, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& chain,
-             const std::vector<Tensor>& inputs) {
-  sf::Config c = sf::config();
-  c.fusion = mode != kUnfused;
-  c.jit = mode == kCompiled ? sf::JitMode::kCompile : sf::JitMode::kInterpret;
-  sf::set_config(c);
-  ChainRun r;
-  for (int i = 0; i < 4; ++i) {
-    sf::synchronize();
-    if (auto* cache = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).kernel_cache())
-      cache->wait_idle();
-    const sf::FusionStats before = sf::fusion_stats();
-    std::vector<Tensor> outs = chain(inputs);
-    r.results.clear();
-    for (const Tensor& t : outs) r.results.push_back(bytes_of(t));
-    const sf::FusionStats after = sf::fusion_stats();
-    r.launches_last = after.compiled_launches + after.interpreted_launches -
-                      before.compiled_launches - before.interpreted_launches;
-    r.compiled_last = after.compiled_launches - before.compiled_launches;
-  }
-  return r;
-}
-
-class ReduceFusionTest : public ::testing::Test {
- protected:
-  void SetUp() override { saved_ = sf::config(); }
-  void TearDown() override { sf::set_config(saved_); }
-
-  // Every mode gives the unfused bits, and the fused modes run `kernels` launches per iteration
-  // (1: the whole chain is one kernel; -1: not checked).
-  void check(const std::string& what,
-             const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& chain,
-             const std::vector<Tensor>& inputs, std::int64_t kernels = 1) {
-    SCOPED_TRACE(what);
-    for (const Tensor& t : inputs) (void)bytes_of(t);  // made before the chain's segments
-    const ChainRun unfused = run(kUnfused, chain, inputs);
-    EXPECT_EQ(unfused.launches_last, 0);
-    const ChainRun interpreted = run(kInterpreted, chain, inputs);
-    EXPECT_EQ(interpreted.results, unfused.results) << "fused, interpreted";
-    if (kernels >= 0) {
-      EXPECT_EQ(interpreted.launches_last, kernels) << "fused kernels per iteration";
-    }
-    const ChainRun compiled = run(kCompiled, chain, inputs);
-    EXPECT_EQ(compiled.results, unfused.results) << "fused, compiled";
-    if (kernels >= 0) {
-      EXPECT_EQ(compiled.launches_last, kernels);
-    }
-    if (kernels >= 0 && sf::fusion_stats().kernels_failed == 0 &&
-        sf::fusion_stats().kernels_compiled > 0) {
-      EXPECT_EQ(compiled.compiled_last, kernels) << "the compiled kernel ran";
-    }
-  }
-
-  sf::Config saved_;
-};
+using ReduceFusionTest = sf::testing::ChainFusionTest;
 
 Tensor random_tensor(sf::Shape shape, sf::DType dtype, double lo, double hi, std::uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -438,6 +438,14 @@ inline void evaluate(const Case& c, const std::vector<long long>& scalars,
           else
             out.f = in.round == kF16 ? sf_round_f16(arg(0).f) : sf_round_bf16(arg(0).f);
           break;
+        case InstrKind::kLoadAt: {  // the case's strides make every index's address valid
+          const auto k = static_cast<std::size_t>(in.index);
+          const long long idx =
+              types[static_cast<std::size_t>(in.args[0])] == VT::kI32 ? arg(0).i : arg(0).l;
+          out = load(at(k) + idx * arg(1).l * static_cast<long long>(elem_size(ops[k]->dtype)),
+                     p.inputs[k], in.type);
+          break;
+        }
         case InstrKind::kReduced:  // element-wise programs only
           break;
       }

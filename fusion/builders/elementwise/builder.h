@@ -1,5 +1,6 @@
 // ElementwiseBuilder: fuses a segment's element-wise ops (unary, binary, compare, logical, where,
-// cast, scalar operands, constants from full()) into kernels, one per iteration shape: a trace
+// cast, scalar operands, constants from full(), and reads at indices: index_select, gather,
+// embedding) into kernels, one per iteration shape: a trace
 // (fusion/trace.h) whose blocks each run as a kernel with no anchor. Anything the trace does not
 // take closes the builder.
 #pragma once
@@ -29,7 +30,7 @@ class ElementwiseBuilder final : public OptimizationBuilder {
  private:
   BuilderStatus status_ = BuilderStatus::kOpen;
   std::size_t len_ = 0;
-  Trace trace_{{kMaxGroups, kMaxKernelOperands}};
+  Trace trace_{{kMaxGroups, kMaxKernelOperands, true}};
 };
 
 }  // namespace streamfuse::fusion

@@ -11,7 +11,9 @@ namespace {
 
 // What ElementwiseBuilder takes.
 bool takes(core::OpKind kind) {
-  return kind == core::OpKind::kDrop || kind == core::OpKind::kFull || core::is_elementwise(kind);
+  return kind == core::OpKind::kDrop || kind == core::OpKind::kFull ||
+         kind == core::OpKind::kIndexSelect || kind == core::OpKind::kGather ||
+         core::is_elementwise(kind);
 }
 
 void encode(cache::OutArchive& out, const Optimization& optimization) {

@@ -5,6 +5,9 @@
 #include <boost/container/small_vector.hpp>
 
 #include "backends/backend.h"
+#include "backends/index_layout.h"
+#include "core/log.h"
+#include "streamfuse/error.h"
 
 namespace streamfuse::fusion {
 namespace {
@@ -22,11 +25,54 @@ struct Value {
   bool known = false;
 };
 
+// Per indexed read of `k`: the program outputs whose values depend on it (bit o for output o).
+std::vector<std::uint64_t> outputs_of_reads(const ElementwiseKernel& k) {
+  const jit::FusedProgram& p = k.program;
+  std::vector<std::uint64_t> reads(static_cast<std::size_t>(p.num_registers), 0);  // per register
+  for (const jit::Instruction& in : p.prologue) {
+    std::uint64_t r = 0;
+    for (std::int32_t a : in.args)
+      if (a >= 0) r |= reads[static_cast<std::size_t>(a)];
+    if (in.kind == jit::InstrKind::kLoadAt)
+      for (std::size_t i = 0; i < k.indexed.size(); ++i)
+        if (k.indexed[i].source == static_cast<std::uint32_t>(in.index)) r |= std::uint64_t{1} << i;
+    reads[static_cast<std::size_t>(in.out)] = r;
+  }
+  std::vector<std::uint64_t> outputs(k.indexed.size(), 0);
+  for (std::size_t o = 0; o < p.outputs.size(); ++o)
+    for (std::size_t i = 0; i < k.indexed.size(); ++i)
+      if (reads[static_cast<std::size_t>(p.outputs[o].reg)] >> i & 1)
+        outputs[i] |= std::uint64_t{1} << o;
+  return outputs;
+}
+
+// Why `op`'s indices (`indices`, on the device) are not all within its axis, as the unfused op
+// says it, or empty.
+std::string index_problem(ExecutionContext& context, const core::OpDesc& op,
+                          const backends::TensorHandle& indices) {
+  const core::TensorDesc& d = op.inputs[1];
+  std::vector<std::uint64_t> host(
+      static_cast<std::size_t>(d.shape.numel()) * element_size(d.dtype) / 8 + 1);
+  context.backend().to_host(indices, d.dtype, d.shape, host.data());
+  try {
+    backends::check_indices(op, host.data());
+  } catch (const Error& e) {
+    return std::string(e.what()) + " [while running " + core::to_string(op) + "]";
+  }
+  return {};
+}
+
 }  // namespace
 
 ElementwiseOptimization::ElementwiseOptimization(std::size_t len, std::vector<Tensor> tensors,
                                                  std::vector<ElementwiseKernel> kernels)
     : len_(len), tensors_(std::move(tensors)), kernels_(std::move(kernels)) {
+  for (const ElementwiseKernel& k : kernels_) {
+    indexed_outputs_.push_back(outputs_of_reads(k));
+    std::vector<char> strides(k.scalars.size(), 0);
+    for (const IndexedRead& r : k.indexed) strides[r.stride] = 1;
+    stride_scalars_.push_back(std::move(strides));
+  }
   std::vector<bool> read(tensors_.size(), false);
   for (const ElementwiseKernel& k : kernels_)
     for (std::uint32_t t : k.inputs) read[t] = true;
@@ -90,7 +136,10 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   // (and their readers). Returns false for such a kernel.
   boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
   boost::container::small_vector<std::int64_t, 8> scalars;
-  auto arguments = [&](const ElementwiseKernel& k) {
+  // Indexed reads' views (stable: reserved for every read before the first is made).
+  std::vector<backends::TensorHandle> views;
+  auto arguments = [&](std::size_t ki) {
+    const ElementwiseKernel& k = kernels_[ki];
     core::Failure failed;
     ins.clear();
     for (std::uint32_t t : k.inputs) {
@@ -107,8 +156,42 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       outs.push_back({&values[t].handle, values[t].desc->shape, values[t].desc->dtype});
     scalars.clear();
     for (std::size_t s = 0; s < k.scalars.size(); ++s) {
+      if (stride_scalars_[ki][s]) {
+        scalars.push_back(0);  // set with its read below
+        continue;
+      }
       const Scalar& value = context.op(k.scalars[s].op).scalars[k.scalars[s].slot];
       scalars.push_back(jit::scalar_bits(k.program.scalars[s], value));
+    }
+    views.clear();
+    views.reserve(2 * k.indexed.size());
+    const Shape& shape = desc_at(context, k.shape_source).shape;
+    for (std::size_t i = 0; i < k.indexed.size(); ++i) {
+      const IndexedRead& r = k.indexed[i];
+      const core::OpDesc& op = context.op(r.op);
+      const Value& source = values[k.inputs[r.source]];
+      const Value& indices = values[k.inputs[r.indices]];
+      backends::TensorHandle x = source.handle;
+      x.strides = indexed_source_strides(op, source.handle.strides);
+      std::int64_t stride = source.handle.strides[static_cast<std::size_t>(op.attrs.axis)];
+      if (std::string why = index_problem(context, op, indices.handle); !why.empty()) {
+        // The results that read at these indices fail as the op would; the kernel still runs
+        // for the others, reading one element of a buffer of its own for this read.
+        core::Failure failure = std::make_shared<const std::string>(std::move(why));
+        core::warn_once(*failure, "an op failed; reading its result will raise: " + *failure);
+        for (std::size_t o = 0; o < k.outputs.size(); ++o)
+          if (indexed_outputs_[ki][i] >> o & 1) values[k.outputs[o]].failure = failure;
+        x = context.backend().allocate(Shape{1}, source.desc->dtype);
+        x.strides = {};
+        stride = 0;
+      }
+      views.push_back(x);
+      ins[r.source] = {&views.back(), shape, source.desc->dtype};
+      backends::TensorHandle at = indices.handle;
+      at.strides = indexed_indices_strides(op, indices.handle.strides);
+      views.push_back(at);
+      ins[r.indices] = {&views.back(), shape, indices.desc->dtype};
+      scalars[r.stride] = stride;
     }
     return true;
   };
@@ -117,13 +200,16 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   // failure leaves the inputs as they were (with one kernel, or nothing lent, the launch's own
   // failure changes nothing: no extra work on the common path).
   if (lent && kernels_.size() > 1 && context.launcher().may_fail()) {
-    for (const ElementwiseKernel& k : kernels_)
-      if (arguments(k))
+    for (std::size_t ki = 0; ki < kernels_.size(); ++ki) {
+      const ElementwiseKernel& k = kernels_[ki];
+      if (arguments(ki))
         context.launcher().require(k.program, k.facts, desc_at(context, k.shape_source).shape, ins,
                                    outs, scalars);
+    }
   }
-  for (const ElementwiseKernel& k : kernels_) {
-    if (!arguments(k)) continue;
+  for (std::size_t ki = 0; ki < kernels_.size(); ++ki) {
+    const ElementwiseKernel& k = kernels_[ki];
+    if (!arguments(ki)) continue;
     context.launcher().launch(k.program, k.facts, desc_at(context, k.shape_source).shape, ins, outs,
                               scalars);
   }

@@ -1,6 +1,9 @@
 // ElementwiseOptimization: runs a segment's element-wise ops as fused kernels, one per block of
 // ops that iterate over the same shape (fusion/trace.h). Built by ElementwiseBuilder in relative
-// terms; every run takes ids, sizes and scalar values from the segment it runs on.
+// terms; every run takes ids, sizes and scalar values from the segment it runs on. An index op
+// in a block is a read at indices (IndexedRead): its indices are checked on the host before the
+// kernel runs, and an out-of-range one fails exactly the results that depend on it, with the
+// index op's own error.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +42,12 @@ class ElementwiseOptimization final : public Optimization {
   std::vector<Tensor> tensors_;
   std::vector<ElementwiseKernel> kernels_;
   std::vector<std::uint32_t> erase_first_;  // tensors to erase that no kernel reads
+  // Per kernel, per indexed read: bit o set when program output o depends on its value (those
+  // fail when its indices are out of range; the others are computed as usual).
+  std::vector<std::vector<std::uint64_t>> indexed_outputs_;
+  // Per kernel: whether each scalar argument is an indexed read's stride (taken from the
+  // source's handle, not from an op's scalars).
+  std::vector<std::vector<char>> stride_scalars_;
 };
 
 }  // namespace streamfuse::fusion
