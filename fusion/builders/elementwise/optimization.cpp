@@ -29,19 +29,23 @@ struct Value {
 std::vector<std::uint64_t> outputs_of_reads(const ElementwiseKernel& k) {
   const jit::FusedProgram& p = k.program;
   std::vector<std::uint64_t> reads(static_cast<std::size_t>(p.num_registers), 0);  // per register
+  // Bounds-checked: the state may be a decoder's to reject (tests encode such states).
+  const auto valid = [&](std::int32_t reg) { return reg >= 0 && reg < p.num_registers; };
   for (const jit::Instruction& in : p.prologue) {
+    if (!valid(in.out)) continue;
     std::uint64_t r = 0;
     for (std::int32_t a : in.args)
-      if (a >= 0) r |= reads[static_cast<std::size_t>(a)];
+      if (valid(a)) r |= reads[static_cast<std::size_t>(a)];
     if (in.kind == jit::InstrKind::kLoadAt)
       for (std::size_t i = 0; i < k.indexed.size(); ++i)
-        if (k.indexed[i].source == static_cast<std::uint32_t>(in.index)) r |= std::uint64_t{1} << i;
+        if (i < 64 && k.indexed[i].source == static_cast<std::uint32_t>(in.index))
+          r |= std::uint64_t{1} << i;
     reads[static_cast<std::size_t>(in.out)] = r;
   }
   std::vector<std::uint64_t> outputs(k.indexed.size(), 0);
-  for (std::size_t o = 0; o < p.outputs.size(); ++o)
-    for (std::size_t i = 0; i < k.indexed.size(); ++i)
-      if (reads[static_cast<std::size_t>(p.outputs[o].reg)] >> i & 1)
+  for (std::size_t o = 0; o < p.outputs.size() && o < 64; ++o)
+    for (std::size_t i = 0; i < k.indexed.size() && i < 64; ++i)
+      if (valid(p.outputs[o].reg) && reads[static_cast<std::size_t>(p.outputs[o].reg)] >> i & 1)
         outputs[i] |= std::uint64_t{1} << o;
   return outputs;
 }
@@ -70,7 +74,8 @@ ElementwiseOptimization::ElementwiseOptimization(std::size_t len, std::vector<Te
   for (const ElementwiseKernel& k : kernels_) {
     indexed_outputs_.push_back(outputs_of_reads(k));
     std::vector<char> strides(k.scalars.size(), 0);
-    for (const IndexedRead& r : k.indexed) strides[r.stride] = 1;
+    for (const IndexedRead& r : k.indexed)
+      if (r.stride < strides.size()) strides[r.stride] = 1;
     stride_scalars_.push_back(std::move(strides));
   }
   std::vector<bool> read(tensors_.size(), false);
