@@ -91,11 +91,7 @@ bool Trace::take(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_
     unfused_bytes_ += v.bytes;
   }
   emit_op(blocks_[static_cast<std::size_t>(bi)], bi, rel, index);
-  for (const core::TensorDesc& in : rel.inputs) {
-    Value& v = values_[in.id];
-    v.last_reader = std::max(v.last_reader, bi);
-    if (in.status == core::TensorStatus::kReadWrite) v.dies = true;
-  }
+  read_by(rel, bi);
   unfused_bytes_ += values_[rel.outputs[0].id].bytes;
   return true;
 }
@@ -181,22 +177,29 @@ bool Trace::take_indexed(const core::OpDesc& rel, const core::OpDesc& real, std:
   b.indexed.push_back(read);
   b.read_at_indices.push_back(rel.inputs[0].id);
 
-  const core::TensorDesc& out = rel.outputs[0];
+  produce(b, bi, rel.outputs[0], r);
+  read_by(rel, bi);
+  unfused_bytes_ += values_[rel.outputs[0].id].bytes;
+  return true;
+}
+
+void Trace::produce(Block& b, std::int32_t bi, const core::TensorDesc& out, std::int32_t reg) {
   Value& v = values_[out.id];
   v.origin = Origin::kBlock;
   v.block = bi;
-  v.reg = r;
+  v.reg = reg;
   v.dtype = out.dtype;
   v.shape = out.shape;
-  b.regs[out.id] = r;
+  b.regs[out.id] = reg;
   b.produced.push_back(out.id);
+}
+
+void Trace::read_by(const core::OpDesc& rel, std::int32_t bi) {
   for (const core::TensorDesc& in : rel.inputs) {
-    Value& iv = values_[in.id];
-    iv.last_reader = std::max(iv.last_reader, bi);
-    if (in.status == core::TensorStatus::kReadWrite) iv.dies = true;
+    Value& v = values_[in.id];
+    v.last_reader = std::max(v.last_reader, bi);
+    if (in.status == core::TensorStatus::kReadWrite) v.dies = true;
   }
-  unfused_bytes_ += v.bytes;
-  return true;
 }
 
 std::int32_t Trace::emit(Block& b, Instruction in, ValueType result) {
@@ -274,16 +277,7 @@ void Trace::emit_op(Block& b, std::int32_t bi, const core::OpDesc& rel, std::uin
       return trace.emit(b, in, result);
     }
   } emitter(*this, b, rel, index);
-  const std::int32_t r = jit::emit_elementwise_op(rel, emitter);
-  const core::TensorDesc& out = rel.outputs[0];
-  Value& v = values_[out.id];
-  v.origin = Origin::kBlock;
-  v.block = bi;
-  v.reg = r;
-  v.dtype = out.dtype;
-  v.shape = out.shape;
-  b.regs[out.id] = r;
-  b.produced.push_back(out.id);
+  produce(b, bi, rel.outputs[0], jit::emit_elementwise_op(rel, emitter));
 }
 
 bool Trace::stored(const Value& v) const {

@@ -160,6 +160,10 @@ class Trace {
   std::int32_t operand(Block& b, core::TensorId id, jit::ValueType type);
   std::int32_t scalar(Block& b, ScalarSource src, jit::ScalarArg arg);
   void emit_op(Block& b, std::int32_t bi, const core::OpDesc& rel, std::uint32_t index);
+  // `out` is register `reg` of block bi (b).
+  void produce(Block& b, std::int32_t bi, const core::TensorDesc& out, std::int32_t reg);
+  // The op's inputs are read by block bi; those it moves in die here.
+  void read_by(const core::OpDesc& rel, std::int32_t bi);
   // Whether a value made in the segment is written to memory.
   bool stored(const Value& v) const;
 
