@@ -63,6 +63,26 @@ void use_program(const jit::FusedProgram& p) {
   Shape reduced = shape;
   for (int d = 0; d < shape.rank(); ++d)
     if (reduce && (p.anchor.axis == core::kAllAxes || d == p.anchor.axis)) reduced[d] = 1;
+  // A kLoadAt reads at an index the launch has checked: plans only run those whose index is a
+  // load of an input (traced_codec::indexed_reads_problem), whose values the launch checks. Such
+  // inputs hold zeros here (in range; any stride then reads the view's own element); a program
+  // whose index is computed is never run, so it is only generated.
+  std::vector<char> zeros(p.inputs.size(), 0);
+  {
+    std::vector<const jit::Instruction*> def(static_cast<std::size_t>(p.num_registers), nullptr);
+    bool runnable = true;
+    for (const std::vector<jit::Instruction>* block : p.blocks())
+      for (const jit::Instruction& in : *block) {
+        def[static_cast<std::size_t>(in.out)] = &in;
+        if (in.kind != jit::InstrKind::kLoadAt) continue;
+        const jit::Instruction* index = def[static_cast<std::size_t>(in.args[0])];
+        if (index && index->kind == jit::InstrKind::kLoad)
+          zeros[static_cast<std::size_t>(index->index)] = 1;
+        else
+          runnable = false;
+      }
+    if (!runnable) return;
+  }
   const std::size_t n = p.inputs.size() + p.outputs.size();
   std::vector<std::vector<unsigned char>> buffers(n);
   std::vector<backends::cpu::Operand> operands(n);
@@ -73,7 +93,8 @@ void use_program(const jit::FusedProgram& p) {
     const bool broadcast = !out && k % 2 == 1;
     const bool per_row = out && p.outputs[k - p.inputs.size()].per_row;
     const Shape& own = broadcast ? row : per_row ? reduced : shape;
-    buffers[k].assign(static_cast<std::size_t>(own.numel()) * element_size(dtype), 1);  // 1s: valid
+    buffers[k].assign(static_cast<std::size_t>(own.numel()) * element_size(dtype),
+                      !out && zeros[k] ? 0 : 1);  // 1s: valid values of every dtype
     operands[k] = {reinterpret_cast<char*>(buffers[k].data()), dtype, {}};
     if (per_row) {  // [3, 1]: a stride per row; [1, 5]: one per column; [1, 1]: none
       operands[k].strides[0] = reduced[0] == 1 ? 0 : reduced[1];

@@ -115,8 +115,13 @@ class RunContext final : public fusion::ExecutionContext {
   RunContext(const std::vector<core::OpDesc>& ops, backends::Backend& backend,
              jit::KernelLauncher& launcher)
       : ops_(ops), backend_(backend), launcher_(launcher) {
-    for (const core::OpDesc& op : ops)
+    for (const core::OpDesc& op : ops) {
       for (const core::TensorDesc& t : op.outputs) made_.insert(t.id);
+      if (op.kind != core::OpKind::kIndexSelect && op.kind != core::OpKind::kGather) continue;
+      indices_.insert(op.inputs[1].id);
+      reads_empty_axis_ = reads_empty_axis_ || (op.inputs[0].shape[op.attrs.axis] == 0 &&
+                                                op.inputs[1].shape.numel() > 0);
+    }
   }
 
   const core::OpDesc& op(std::size_t i) const override {
@@ -130,9 +135,11 @@ class RunContext final : public fusion::ExecutionContext {
     if (gone_.contains(id)) fail("a run read a tensor it erased");
     const core::TensorDesc* desc = find_input(id);
     if (!desc) fail("a run read a tensor its segment does not have");
-    // Ones in every byte: a valid value of every dtype (bool 1, tiny floats and integers).
+    // Ones in every byte: a valid value of every dtype (bool 1, tiny floats and integers);
+    // zeros for the indices of an index op (in range wherever its axis is not empty).
     std::vector<unsigned char> bytes(
-        static_cast<std::size_t>(desc->shape.numel()) * element_size(desc->dtype), 1);
+        static_cast<std::size_t>(desc->shape.numel()) * element_size(desc->dtype),
+        indices_.contains(id) ? 0 : 1);
     return held_[id] = backend_.from_host(bytes.data(), desc->dtype, desc->shape);
   }
   void set_handle(core::TensorId id, backends::TensorHandle h) override {
@@ -145,7 +152,8 @@ class RunContext final : public fusion::ExecutionContext {
     held_[id] = std::move(h);
   }
   void set_failed(core::TensorId, core::Failure) override {
-    fail("a run failed a tensor, though no input had failed");
+    // Indices into an empty axis are out of range whatever they hold: the op's error is right.
+    if (!reads_empty_axis_) fail("a run failed a tensor, though no input had failed");
   }
   void erase(core::TensorId id) override {
     if (made_.contains(id)) fail("a run erased a tensor the segment makes");
@@ -173,6 +181,8 @@ class RunContext final : public fusion::ExecutionContext {
   backends::Backend& backend_;
   jit::KernelLauncher& launcher_;
   std::set<core::TensorId> made_, published_, gone_;
+  std::set<core::TensorId> indices_;  // of index ops: filled with zeros
+  bool reads_empty_axis_ = false;     // an index op with indices into an empty axis
   std::map<core::TensorId, backends::TensorHandle> held_;
 };
 

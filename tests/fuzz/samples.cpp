@@ -93,6 +93,17 @@ std::vector<std::shared_ptr<fusion::ExecutionPlan>> make_plans() {
       dropped = sf::Tensor();
     }));
   }
+  // Reads at indices in element-wise kernels: an embedding with positions, and a gather.
+  {
+    const sf::Tensor table = sf::randn({10, 8}), positions = sf::randn({3, 8});
+    const sf::Tensor ids = sf::from_vector(std::vector<std::int64_t>{4, 0, 9});
+    const sf::Tensor index = sf::from_vector(std::vector<std::int32_t>{7, 0, 1, 2}, {4, 1});
+    sf::synchronize();
+    plans.push_back(elementwise_plan([&] {
+      keep1 = sf::embedding(table, ids) * 2.0f + positions;
+      keep2 = sf::exp(sf::gather(a, 1, index));
+    }));
+  }
   // Reductions with element-wise code around them: softmax (two stages, per-element outputs),
   // layer_norm with weights and a bias (broadcast inputs, per-row code), and per-row outputs
   // of every reduction kind with keepdim both ways, over every element too, on f16.
