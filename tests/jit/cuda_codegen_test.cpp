@@ -129,6 +129,53 @@ TEST_F(CudaCodegenTest, ReductionKernelsCompileForSm80AndSm90) {
   }
 }
 
+// Reads at indices (kLoadAt: an embedding's row, a gather's element) over i32 and i64 indices,
+// sources of every storage width, contiguous, broadcast and strided views: they compile for both
+// architectures without warnings, and never take the vector path.
+TEST_F(CudaCodegenTest, IndexedLoadKernelsCompileForSm80AndSm90) {
+  std::string source = cuda_kernel_prelude();
+  int n = 0;
+  for (DType index : {kI32, kI64}) {
+    for (DType dtype : {kF32, kF16, kBF16, kF64, kI8, kI64}) {
+      FusedProgram p;
+      p.inputs = {index, dtype};
+      p.scalars = {{ScalarArg::Mode::kOperand, ValueType::kI64, kF32}};
+      p.prologue.push_back({.kind = InstrKind::kLoad, .type = value_type_of(index), .out = 0});
+      p.prologue.push_back(
+          {.kind = InstrKind::kScalar, .type = ValueType::kI64, .out = 1, .index = 0});
+      p.prologue.push_back({.kind = InstrKind::kLoadAt,
+                            .type = value_type_of(dtype),
+                            .out = 2,
+                            .index = 1,
+                            .args = {0, 1, -1}});
+      p.outputs = {{2, dtype, false}};
+      p.num_registers = 3;
+      ASSERT_EQ(program_problem(p), "");
+      for (StrideClass inner : {StrideClass::kContiguous, StrideClass::kArgument}) {
+        SpecializationKey key;
+        key.rank = 2;
+        OperandKey ids{.dtype = index}, from{.dtype = dtype}, out{.dtype = dtype};
+        ids.strides = {StrideClass::kArgument, StrideClass::kZero};  // one index per row
+        from.strides = {StrideClass::kZero, inner};                  // the view: axis stride 0
+        key.inputs = {ids, from};
+        key.outputs = {out};
+        const std::string name = "g" + std::to_string(n++);
+        const std::string kernel = cuda_kernel_source(p, key, name);
+        EXPECT_EQ(kernel.find("sf_vec<"), std::string::npos) << name;
+        source += kernel;
+      }
+    }
+  }
+  for (int arch : {80, 90}) {
+    try {
+      const NvrtcOutput out = Nvrtc::get()->compile(source, "indexed", arch, false, options());
+      EXPECT_EQ(out.log, "") << "generated kernels compile without warnings";
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << "sm_" << arch << ": " << e.what();
+    }
+  }
+}
+
 TEST_F(CudaCodegenTest, PtxForDriversNewerThanNvrtc) {
   const FusedProgram p = gelu(kF16);
   const std::string source = cuda_kernel_prelude() + cuda_kernel_source(p, make_key(p, {"c"}), "g");
