@@ -55,11 +55,19 @@ std::vector<std::uint64_t> outputs_of_reads(const ElementwiseKernel& k) {
 std::string index_problem(ExecutionContext& context, const core::OpDesc& op,
                           const backends::TensorHandle& indices) {
   const core::TensorDesc& d = op.inputs[1];
-  std::vector<std::uint64_t> host(
-      static_cast<std::size_t>(d.shape.numel()) * element_size(d.dtype) / 8 + 1);
-  context.backend().to_host(indices, d.dtype, d.shape, host.data());
+  // Read in place where they are dense host memory (the CPU's), else copied here first.
+  std::vector<std::uint64_t> host;
+  const void* values = nullptr;
+  if (context.backend().device().is_cpu() && backends::is_contiguous(indices, d.shape)) {
+    values = static_cast<const char*>(indices.storage.data()) +
+             indices.offset * static_cast<std::int64_t>(element_size(d.dtype));
+  } else {
+    host.resize(static_cast<std::size_t>(d.shape.numel()) * element_size(d.dtype) / 8 + 1);
+    context.backend().to_host(indices, d.dtype, d.shape, host.data());
+    values = host.data();
+  }
   try {
-    backends::check_indices(op, host.data());
+    backends::check_indices(op, values);
   } catch (const Error& e) {
     return std::string(e.what()) + " [while running " + core::to_string(op) + "]";
   }
@@ -143,7 +151,9 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   boost::container::small_vector<std::int64_t, 8> scalars;
   // Indexed reads' views (stable: reserved for every read before the first is made).
   std::vector<backends::TensorHandle> views;
-  auto arguments = [&](std::size_t ki) {
+  // `launching`: for the launch itself, which checks the indices of its reads first (the
+  // require pass below builds kernels before earlier ones ran: their indices may not exist yet).
+  auto arguments = [&](std::size_t ki, bool launching) {
     const ElementwiseKernel& k = kernels_[ki];
     core::Failure failed;
     ins.clear();
@@ -179,7 +189,9 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
       backends::TensorHandle x = source.handle;
       x.strides = indexed_source_strides(op, source.handle.strides);
       std::int64_t stride = source.handle.strides[static_cast<std::size_t>(op.attrs.axis)];
-      if (std::string why = index_problem(context, op, indices.handle); !why.empty()) {
+      std::string why;
+      if (launching) why = index_problem(context, op, indices.handle);
+      if (!why.empty()) {
         // The results that read at these indices fail as the op would; the kernel still runs
         // for the others, reading one element of a buffer of its own for this read.
         core::Failure failure = std::make_shared<const std::string>(std::move(why));
@@ -207,14 +219,14 @@ void ElementwiseOptimization::execute(ExecutionContext& context) {
   if (lent && kernels_.size() > 1 && context.launcher().may_fail()) {
     for (std::size_t ki = 0; ki < kernels_.size(); ++ki) {
       const ElementwiseKernel& k = kernels_[ki];
-      if (arguments(ki))
+      if (arguments(ki, false))
         context.launcher().require(k.program, k.facts, desc_at(context, k.shape_source).shape, ins,
                                    outs, scalars);
     }
   }
   for (std::size_t ki = 0; ki < kernels_.size(); ++ki) {
     const ElementwiseKernel& k = kernels_[ki];
-    if (!arguments(ki)) continue;
+    if (!arguments(ki, true)) continue;
     context.launcher().launch(k.program, k.facts, desc_at(context, k.shape_source).shape, ins, outs,
                               scalars);
   }
