@@ -84,12 +84,7 @@ bool Trace::take(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_
     if (b.inputs.size() + b.produced.size() + rel.inputs.size() + 1 > limits_.max_block_operands)
       return false;
   }
-  value(rel.outputs[0].id, real.outputs[0], {index, -1});  // new: every op makes a new tensor
-  for (std::size_t k = 0; k < rel.inputs.size(); ++k) {
-    Value& v = value(rel.inputs[k].id, real.inputs[k], {index, static_cast<std::int32_t>(k)});
-    if (v.origin == Origin::kExternal) v.shape = rel.inputs[k].shape;
-    unfused_bytes_ += v.bytes;
-  }
+  note_operands(rel, real, index);
   emit_op(blocks_[static_cast<std::size_t>(bi)], bi, rel, index);
   read_by(rel, bi);
   unfused_bytes_ += values_[rel.outputs[0].id].bytes;
@@ -136,12 +131,7 @@ bool Trace::take_indexed(const core::OpDesc& rel, const core::OpDesc& real, std:
       return false;
   }
   Block& b = blocks_[static_cast<std::size_t>(bi)];
-  value(rel.outputs[0].id, real.outputs[0], {index, -1});
-  for (std::size_t k = 0; k < 2; ++k) {
-    Value& v = value(rel.inputs[k].id, real.inputs[k], {index, static_cast<std::int32_t>(k)});
-    if (v.origin == Origin::kExternal) v.shape = rel.inputs[k].shape;
-    unfused_bytes_ += v.bytes;
-  }
+  note_operands(rel, real, index);
   // Both operands are inputs of their own (views, never in b.regs: a plain read of the same
   // tensor is another input).
   const auto view_input = [&](const core::TensorDesc& t) {
@@ -175,12 +165,20 @@ bool Trace::take_indexed(const core::OpDesc& rel, const core::OpDesc& real, std:
   gather.args[1] = by;
   const std::int32_t r = emit(b, gather, gather.type);
   b.indexed.push_back(read);
-  b.read_at_indices.push_back(rel.inputs[0].id);
 
   produce(b, bi, rel.outputs[0], r);
   read_by(rel, bi);
   unfused_bytes_ += values_[rel.outputs[0].id].bytes;
   return true;
+}
+
+void Trace::note_operands(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index) {
+  value(rel.outputs[0].id, real.outputs[0], {index, -1});  // new: every op makes a new tensor
+  for (std::size_t k = 0; k < rel.inputs.size(); ++k) {
+    Value& v = value(rel.inputs[k].id, real.inputs[k], {index, static_cast<std::int32_t>(k)});
+    if (v.origin == Origin::kExternal) v.shape = rel.inputs[k].shape;
+    unfused_bytes_ += v.bytes;  // each read of an op unfused
+  }
 }
 
 void Trace::produce(Block& b, std::int32_t bi, const core::TensorDesc& out, std::int32_t reg) {
@@ -327,10 +325,9 @@ TraceResult Trace::finish() const {
         // A view of an indexed read, or a tensor read at indices anywhere in the block: an
         // output written over it could change elements still to be read.
         const bool viewed =
-            std::any_of(b.indexed.begin(), b.indexed.end(),
-                        [&](const IndexedRead& r) { return r.source == in || r.indices == in; }) ||
-            std::find(b.read_at_indices.begin(), b.read_at_indices.end(), b.inputs[in]) !=
-                b.read_at_indices.end();
+            std::any_of(b.indexed.begin(), b.indexed.end(), [&](const IndexedRead& r) {
+              return r.indices == in || b.inputs[r.source] == b.inputs[in];
+            });
         if (!viewed && !lent[in] && src.origin == Origin::kExternal && src.dies &&
             src.last_reader == static_cast<std::int32_t>(bi) && src.dtype == v.dtype &&
             src.shape == v.shape) {

@@ -146,7 +146,6 @@ class Trace {
     boost::unordered_flat_map<std::uint64_t, std::int32_t> scalar_regs;  // by source
     boost::unordered_flat_map<std::uint64_t, std::int32_t> converted;    // (reg, type) -> reg
     std::vector<IndexedRead> indexed;
-    std::vector<core::TensorId> read_at_indices;  // sources of `indexed`: never lent
   };
 
   Value& value(core::TensorId id, const core::TensorDesc& real, TensorSource source);
@@ -160,6 +159,8 @@ class Trace {
   std::int32_t operand(Block& b, core::TensorId id, jit::ValueType type);
   std::int32_t scalar(Block& b, ScalarSource src, jit::ScalarArg arg);
   void emit_op(Block& b, std::int32_t bi, const core::OpDesc& rel, std::uint32_t index);
+  // The op's output and inputs as values (seen first here, or again), their reads counted.
+  void note_operands(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index);
   // `out` is register `reg` of block bi (b).
   void produce(Block& b, std::int32_t bi, const core::TensorDesc& out, std::int32_t reg);
   // The op's inputs are read by block bi; those it moves in die here.

@@ -18,8 +18,12 @@ struct Access {
   bool is_output;
   bool restrict_ok;
   std::string pointer;  // name of the run's base pointer
-  std::string element;  // p[i], p[0] or p[i * s]
-  std::string index;    // what element indexes p with: i, 0 or i * s
+  std::string index;    // the element's index in it: i, 0 or i * s
+
+  // The element: p[i], p[0] or p[i * s], moved by `shift` elements when given.
+  std::string element(const std::string& shift = {}) const {
+    return pointer + "[" + index + (shift.empty() ? "" : " + " + shift) + "]";
+  }
 };
 
 // Operands of one kernel: inputs then outputs, with the pointers an in-place output shares.
@@ -31,13 +35,12 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
   for (std::size_t k = 0; k < ni + key.outputs.size(); ++k) {
     const bool out = k >= ni;
     const OperandKey& ok = out ? key.outputs[k - ni] : key.inputs[k];
-    Access a{storage_c_type(ok.dtype), out, true, "p" + std::to_string(k), {}, {}};
+    Access a{storage_c_type(ok.dtype), out, true, "p" + std::to_string(k), {}};
     const StrideClass inner =
         rank ? ok.strides[static_cast<std::size_t>(rank - 1)] : StrideClass::kZero;
     a.index = inner == StrideClass::kContiguous ? "i"
               : inner == StrideClass::kZero     ? "0"
                                                 : "i * s" + std::to_string(k);
-    a.element = a.pointer + "[" + a.index + "]";
     acc.push_back(std::move(a));
   }
   // An output written over an input's buffer: with the same element type and layout it writes
@@ -56,7 +59,6 @@ std::vector<Access> plan_accesses(const FusedProgram& p, const SpecializationKey
     if (same_layout && b.restrict_ok) {
       b.is_output = true;  // written through: not const
       a.pointer = b.pointer;
-      a.element = b.element;
       a.index = b.index;
     } else {
       a.restrict_ok = b.restrict_ok = false;
@@ -144,14 +146,12 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     if (in.kind != InstrKind::kScalar)
       s += "    " +
            instruction_line(
-               p, in, types, [&](std::size_t j) { return acc[j].element; }, name,
-               [&](std::size_t j, const std::string& shift) {
-                 return acc[j].pointer + "[" + acc[j].index + " + " + shift + "]";
-               }) +
+               p, in, types, [&](std::size_t j) { return acc[j].element(); }, name,
+               [&](std::size_t j, const std::string& shift) { return acc[j].element(shift); }) +
            "\n";
   for (std::size_t o = 0; o < p.outputs.size(); ++o) {
     const ProgramOutput& out = p.outputs[o];
-    s += "    " + acc[ni + o].element + " = " +
+    s += "    " + acc[ni + o].element() + " = " +
          store_value(register_name(out.reg), types[static_cast<std::size_t>(out.reg)], out.dtype) +
          ";\n";
   }

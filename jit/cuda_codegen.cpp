@@ -183,17 +183,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     }
     s += "    const I i0 = rest;\n";
   }
-  const auto at = [&](std::size_t k) {
-    switch (ops[k].layout) {
-      case Layout::kScalar:
-        return pointer(ops[k], k) + "[0]";
-      case Layout::kContiguous:
-        return pointer(ops[k], k) + "[i]";
-      case Layout::kIndexed:
-        break;
-    }
-    return pointer(ops[k], k) + "[" + indexed_offset(ops[k], k, rank) + "]";
-  };
+  // Operand k's element offset at the loop's index.
   const auto offset = [&](std::size_t k) -> std::string {
     switch (ops[k].layout) {
       case Layout::kScalar:
@@ -205,6 +195,7 @@ std::string emit_kernel(const FusedProgram& p, const SpecializationKey& key,
     }
     return indexed_offset(ops[k], k, rank);
   };
+  const auto at = [&](std::size_t k) { return pointer(ops[k], k) + "[" + offset(k) + "]"; };
   s += element_code(
       p, types, at, [&](std::size_t o) { return at(ni + o); }, name, "    ",
       [&](std::size_t k, const std::string& shift) {

@@ -156,8 +156,11 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
   const Schedule s = schedule(p, kernels);
   const auto& chunk = kernels.chunk;
   // Per instruction: a kLoadAt whose index and stride do not change along a run (load_at).
-  std::vector<char> run_constant(p.prologue.size(), 0);
-  {
+  // Worked out only for programs that read at indices: this runs at every launch.
+  std::vector<char> run_constant;
+  if (std::any_of(p.prologue.begin(), p.prologue.end(),
+                  [](const Instruction& in) { return in.kind == InstrKind::kLoadAt; })) {
+    run_constant.assign(p.prologue.size(), 0);
     std::vector<const Instruction*> def(static_cast<std::size_t>(p.num_registers), nullptr);
     for (std::size_t i = 0; i < p.prologue.size(); ++i) {
       const Instruction& in = p.prologue[i];

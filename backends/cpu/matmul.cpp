@@ -4,12 +4,11 @@
 // whose operands are contiguous along k); oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
+#include <boost/container/small_vector.hpp>
 #include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <string>
-#include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/isa.h"
 #include "backends/cpu/matmul_layout.h"
@@ -68,7 +67,8 @@ void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out
   args.batches = l.batch_count();
   args.out = static_cast<float*>(out);
   args.num_threads = num_threads;
-  std::vector<std::int64_t> rows_offsets, vec_offsets;
+  // On the stack for the batches a decode step has (attention heads), a run on every call.
+  boost::container::small_vector<std::int64_t, 32> rows_offsets, vec_offsets;
   if (args.batches > 1) {
     rows_offsets.resize(static_cast<std::size_t>(args.batches));
     vec_offsets.resize(static_cast<std::size_t>(args.batches));

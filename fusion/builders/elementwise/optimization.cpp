@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "backends/index_layout.h"
+#include "backends/views.h"
 #include "core/log.h"
 #include "streamfuse/error.h"
 
@@ -59,8 +60,7 @@ std::string index_problem(ExecutionContext& context, const core::OpDesc& op,
   std::vector<std::uint64_t> host;
   const void* values = nullptr;
   if (context.backend().device().is_cpu() && backends::is_contiguous(indices, d.shape)) {
-    values = static_cast<const char*>(indices.storage.data()) +
-             indices.offset * static_cast<std::int64_t>(element_size(d.dtype));
+    values = backends::element_ptr(indices, d.dtype);
   } else {
     host.resize(static_cast<std::size_t>(d.shape.numel()) * element_size(d.dtype) / 8 + 1);
     context.backend().to_host(indices, d.dtype, d.shape, host.data());
