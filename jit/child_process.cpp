@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,7 +134,7 @@ bool drain(int fd, std::string& out) {
 }  // namespace
 
 ChildResult run_child_process(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds timeout, int niceness) {
+                              std::chrono::milliseconds timeout) {
   ChildResult r;
   if (argv.empty()) return r;
   {
@@ -170,14 +169,6 @@ ChildResult run_child_process(const std::vector<std::string>& argv,
     return r;
   }
   if (!add_group(group)) kill(-group, SIGKILL);  // the process is exiting: run nothing
-  if (niceness > 0) {
-    // The whole group, so that what the program may already have started (cc1plus) goes too;
-    // what it starts later inherits its nice value.
-    errno = 0;
-    const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(pid));
-    if (errno == 0)
-      (void)setpriority(PRIO_PGRP, static_cast<id_t>(group), std::min(now + niceness, 19));
-  }
   fcntl(output[0], F_SETFL, fcntl(output[0], F_GETFL) | O_NONBLOCK);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;

@@ -23,11 +23,9 @@ struct ChildResult {
 };
 
 // Runs `argv` (argv[0] looked up on PATH, no shell expansion of any argument) with stdin from
-// /dev/null, collecting its output. Past `timeout` its process group is killed. With
-// `niceness` > 0 the program and what it starts run that much nicer than it was started (at
-// most 19; best effort: nothing changes where the system refuses). Thread-safe.
+// /dev/null, collecting its output. Past `timeout` its process group is killed. Thread-safe.
 ChildResult run_child_process(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds timeout, int niceness = 0);
+                              std::chrono::milliseconds timeout);
 
 // Kills the process group of every child process now running, and makes later calls start
 // nothing (they return with `stopped`): for the exit of this process, so that a compile it no

@@ -141,20 +141,12 @@ std::string SystemCompiler::library_key(std::string_view source) const {
   return core::hex16(h);
 }
 
-// How much nicer than this process a kernel compile runs. A compile is background work: at the
-// same priority, a compiler on one of two cores keeps descheduling one of the computing threads,
-// and every OpenMP barrier then waits for it (libgomp spins). Measured on examples/gpt2 with an
-// empty cache, 2 cores: 55 ms per token while its kernels compiled at equal priority, 16.8 at
-// +10, 15.1 at +19, 14.3 once compiled. +10 still leaves a compiler about a tenth of a core
-// against two busy threads (well inside the compile timeout), where +19 would all but stop it.
-constexpr int kCompileNiceness = 10;
-
 void SystemCompiler::compile(const std::string& source_path, const std::string& library_path,
                              std::chrono::milliseconds timeout) const {
   std::vector<std::string> argv = command_;
   argv.insert(argv.end(), flags_.begin(), flags_.end());
   argv.insert(argv.end(), {"-o", library_path, source_path});
-  const ChildResult r = run_child_process(argv, timeout, kCompileNiceness);
+  const ChildResult r = run_child_process(argv, timeout);
   if (r.stopped)
     throw CompileError("jit: compiling " + source_path + " was stopped: the process is exiting");
   if (!r.started)

@@ -1,13 +1,9 @@
-// run_child_process: output and exit status; niceness; a program that leaves a child of its own
-// running (holding the output pipe) neither holds the call up nor outlives it; a timeout kills the
-// whole group; stop_child_processes() is tested end to end (tests/cache/exit_test.cpp), since it
-// stops every later call in the process.
+// run_child_process: output and exit status; a program that leaves a child of its own running
+// (holding the output pipe) neither holds the call up nor outlives it; a timeout kills the whole
+// group; stop_child_processes() is tested end to end (tests/cache/exit_test.cpp), since it stops
+// every later call in the process.
 #include "jit/child_process.h"
 
-#include <sys/resource.h>
-
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -44,21 +40,6 @@ TEST(ChildProcess, CollectsOutputAndExitStatus) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.output, "out\nerr\n");
-}
-
-// Kernel compiles run nicer than the process (jit/system_compiler.cpp): the program, what it had
-// started before the call could renice it (the background subshell), and what it starts later.
-TEST(ChildProcess, RunsNicerWhenAskedWithEverythingItStarts) {
-  errno = 0;
-  const int own = getpriority(PRIO_PROCESS, 0);
-  ASSERT_EQ(errno, 0);
-  const ChildResult plain = run_child_process({"/bin/sh", "-c", "nice"}, std::chrono::seconds(10));
-  EXPECT_EQ(plain.output, std::to_string(own) + "\n");
-  const ChildResult nicer = run_child_process(
-      {"/bin/sh", "-c", "(sleep 0.3; nice) & sleep 0.3; nice; wait"}, std::chrono::seconds(10), 7);
-  const std::string want = std::to_string(std::min(own + 7, 19)) + "\n";
-  EXPECT_EQ(nicer.exit_code, 0);
-  EXPECT_EQ(nicer.output, want + want);
 }
 
 TEST(ChildProcess, AProgramNotFoundIsNotStarted) {
