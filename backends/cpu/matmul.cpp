@@ -141,4 +141,6 @@ bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOper
 
 std::size_t MatmulEngine::cached_primitives() const { return impl_->onednn.cached_primitives(); }
 
+bool MatmulEngine::gemm_driver_ready() { return OnednnMatmul::gemm_driver_ready(); }
+
 }  // namespace streamfuse::backends::cpu

@@ -36,6 +36,10 @@ class MatmulEngine {
 
   // Primitives currently cached (for tests of the cache bound).
   std::size_t cached_primitives() const;
+  // Whether oneDNN's f32 GEMM driver, which generates its kernels the first time any product
+  // runs through it (20-25 ms), has done so in this process: prepare() of a product that uses
+  // it does (for tests).
+  static bool gemm_driver_ready();
 
  private:
   struct Impl;

@@ -37,8 +37,14 @@ class OnednnMatmul {
            int num_threads);
   // Creates the primitive run() with these arguments will use; returns at once if it exists,
   // waits if another thread is creating it.
+  // Prepares a product that runs through oneDNN's f32 GEMM driver (its "gemm:jit") by also
+  // running one small product through the driver: the driver generates its kernels on its
+  // first run, whatever the shape (see matmul_onednn.cpp).
   void prepare(DType dtype, const MatmulLayout& layout, int num_threads);
   std::size_t cached_primitives() const;
+  // Whether the driver has generated its kernels in this process (a product ran through it, or
+  // was prepared).
+  static bool gemm_driver_ready();
 
  private:
   struct State;

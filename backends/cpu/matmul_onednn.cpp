@@ -9,10 +9,13 @@
 // operands to dense f32 and its result back (round to nearest even).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <boost/container_hash/hash.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -282,6 +285,33 @@ void copy_operand(DType dtype, DType compute, const MatmulLayout& l, const Matri
   }
 }
 
+// oneDNN's f32 GEMM driver ("gemm:jit": batched products with strided operands, such as
+// attention's q @ k^T over views of one qkv projection) generates its kernels the first time a
+// product of any shape runs through it, not when a primitive is made: 20-25 ms on one core,
+// measured with ONEDNN_VERBOSE as the first run of a 12-head attention product taking 19-25 ms
+// against 0.1-1 ms after. Preparing a plan that uses the driver runs one small product through
+// it, so that a process with a warm cache pays this while it starts, not in its first
+// iteration. A 64x64x64 product is the smallest that generated them in that measurement (a
+// 1x1x1 one took another path); one thread, as the kernels do not depend on the count.
+std::atomic<bool> g_gemm_driver_ready{false};
+
+bool uses_gemm_driver(const Plan& plan) { return plan.compute == kF32 && plan.impl == "gemm:jit"; }
+
+void warm_gemm_driver() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    constexpr int kSide = 64;
+    std::vector<float> a(kSide * kSide, 1.0f), b(kSide * kSide, 1.0f), c(kSide * kSide);
+    ScopedThreads one(1);
+    if (dnnl_sgemm('N', 'N', kSide, kSide, kSide, 1.0f, a.data(), kSide, b.data(), kSide, 0.0f,
+                   c.data(), kSide) != dnnl_success)
+      core::warn_once("gemm-warm-up", "oneDNN's GEMM driver failed to run a product ahead of need; "
+                                      "its kernels are generated when it first runs");
+    else
+      g_gemm_driver_ready.store(true, std::memory_order_relaxed);
+  });
+}
+
 AlignedBuffer allocate(std::int64_t elements, DType dtype) {
   return allocate_aligned(static_cast<std::size_t>(elements) * element_size(dtype));
 }
@@ -293,9 +323,12 @@ OnednnMatmul::~OnednnMatmul() = default;
 
 std::size_t OnednnMatmul::cached_primitives() const { return state_->plans.size(); }
 
+bool OnednnMatmul::gemm_driver_ready() { return g_gemm_driver_ready.load(std::memory_order_relaxed); }
+
 void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads) {
   ScopedThreads threads(num_threads);
-  state_->find_plan(dtype, l, num_threads, false);
+  const State::Found found = state_->find_plan(dtype, l, num_threads, false);
+  if (uses_gemm_driver(*found.plan)) warm_gemm_driver();
 }
 
 bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
@@ -334,6 +367,7 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
                                    {DNNL_ARG_DST, c_mem},
                                    {DNNL_ARG_SCRATCHPAD, scratchpad}});
   stream.wait();
+  if (uses_gemm_driver(*plan)) g_gemm_driver_ready.store(true, std::memory_order_relaxed);
   if (plan->compute != dtype)
     round_f32_results(dtype, static_cast<const float*>(c), out, numel, num_threads);
   return found.first_use;

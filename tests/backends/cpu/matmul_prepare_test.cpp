@@ -101,6 +101,41 @@ TEST(MatmulPrepare, ThreadsThatRaceForOnePrimitiveBuildItOnce) {
   for (const Product& p : products) EXPECT_FLOAT_EQ(p.out.back(), 32.0f);
 }
 
+// Attention's q @ k^T over views of one [B, T, 3 * H * D] projection: batched products with
+// strided operands, which oneDNN runs through its GEMM driver. The driver generates its kernels
+// the first time it runs any product (20-25 ms); preparing such a product must do that, so that a
+// process with a warm cache does not pay it in its first iteration.
+TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
+  // Nothing before this test in this file runs a product through the driver, and ctest runs each
+  // test in a process of its own.
+  EXPECT_FALSE(MatmulEngine::gemm_driver_ready());
+  constexpr std::int64_t B = 2, H = 3, T = 16, D = 8, row = 3 * H * D;
+  const MatmulOperand q{nullptr, Shape{B, H, T, D}, {T * row, D, row, 1}};
+  const MatmulOperand k_t{nullptr, Shape{B, H, D, T}, {T * row, D, 1, row}};
+  MatmulEngine engine;
+  EXPECT_TRUE(engine.prepare(kF32, q, k_t, Shape{B, H, T, T}, 0));
+  EXPECT_TRUE(MatmulEngine::gemm_driver_ready());
+
+  // The prepared product runs and computes what it should.
+  std::vector<float> qkv(static_cast<std::size_t>(B * T * row));
+  for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>(i % 7) - 3.0f;
+  std::vector<float> out(static_cast<std::size_t>(B * H * T * T));
+  const MatmulOperand qd{qkv.data(), q.shape, q.strides};
+  const MatmulOperand kd{qkv.data() + H * D, k_t.shape, k_t.strides};
+  EXPECT_TRUE(engine.run(kF32, qd, kd, out.data(), Shape{B, H, T, T}, 0));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j < T; ++j) {
+          float expected = 0;
+          for (std::int64_t d = 0; d < D; ++d)
+            expected += qkv[static_cast<std::size_t>(b * T * row + i * row + h * D + d)] *
+                        qkv[static_cast<std::size_t>(b * T * row + j * row + H * D + h * D + d)];
+          ASSERT_EQ(out[static_cast<std::size_t>(((b * H + h) * T + i) * T + j)], expected)
+              << b << " " << h << " " << i << " " << j;  // small integers: exact in any order
+        }
+}
+
 // Through the device runtime: the first run of each matmul is remembered with the shapes and
 // strides the product read, for the cache directory and bundles.
 TEST(MatmulPrepare, TheRuntimeRemembersTheMatmulsItUsed) {
