@@ -95,7 +95,8 @@ void CpuLauncher::launch_reduce(const FusedProgram& program, const ProgramFacts&
                                 std::span<const std::int64_t> scalars) {
   const ReduceLayout layout = make_reduce_layout(program, shape, ops);
   if (layout.rows == 0) return;
-  const int threads = num_threads_.load(std::memory_order_relaxed);
+  const int threads =
+      backends::cpu::threads_beside_background(num_threads_.load(std::memory_order_relaxed));
   if (cache_ && compile_.load(std::memory_order_relaxed)) {
     const SpecializationKey key =
         launch_key(program, facts, layout.it, ops, inputs, outputs, scalars);
@@ -132,7 +133,8 @@ void CpuLauncher::launch(const FusedProgram& program, const ProgramFacts& facts,
   for (std::size_t k = 0; k < n; ++k) strides[k] = &ops[k].strides;
   const Iteration it = backends::cpu::make_iteration(shape, strides, static_cast<int>(n));
   if (it.numel == 0) return;
-  const int threads = num_threads_.load(std::memory_order_relaxed);
+  const int threads =
+      backends::cpu::threads_beside_background(num_threads_.load(std::memory_order_relaxed));
 
   if (cache_ && compile_.load(std::memory_order_relaxed)) {
     const SpecializationKey key = launch_key(program, facts, it, ops, inputs, outputs, scalars);

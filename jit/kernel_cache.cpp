@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backends/cpu/isa.h"
+#include "core/busy_cores.h"
 #include "core/hash_mix.h"
 #include "core/log.h"
 #include "jit/child_process.h"
@@ -487,7 +488,10 @@ void KernelCache::compile(std::vector<Request>& batch) {
   if (generated) {
     try {
       auto image = std::make_shared<LibraryImage>();
-      BuiltLibrary built = toolchain_->build(source);
+      BuiltLibrary built = [&] {
+        const core::BusyCore compiling;  // the CPU kernels run beside it meanwhile
+        return toolchain_->build(source);
+      }();
       library = std::move(built.library);
       path = std::move(built.label);
       reused = built.reused;

@@ -184,14 +184,14 @@ bool CpuBackend::prepare(const PreparedOp& p) {
       throw Error("prepare: " + core::to_string(op) + " is not a well-formed conv2d");
     return conv_.prepare({op.attrs.dtype, op.inputs[0].shape, op.inputs[1].shape,
                           op.outputs[0].shape, op.attrs.window},
-                         threads());
+                         configured_threads());
   }
   if (op.kind != core::OpKind::kMatmul) return false;
   if (op.inputs.size() != 2 || op.outputs.size() != 1 || p.input_strides.size() != 2)
     throw Error("prepare: " + core::to_string(op) + " is not a well-formed matmul");
   const MatmulOperand a{nullptr, op.inputs[0].shape, p.input_strides[0]};
   const MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
-  return matmul_.prepare(op.attrs.dtype, a, b, op.outputs[0].shape, threads());
+  return matmul_.prepare(op.attrs.dtype, a, b, op.outputs[0].shape, configured_threads());
 }
 
 void CpuBackend::set_prepared_listener(std::function<void(const PreparedOp&)> listener) {

@@ -11,6 +11,7 @@
 #include "backends/cpu/conv.h"
 #include "backends/cpu/host_memory.h"
 #include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul.h"
 
 namespace streamfuse::backends::cpu {
@@ -47,7 +48,12 @@ class CpuBackend final : public Backend {
   // a library primitive in this process, worth preparing ahead next time.
   void report_first_use(const core::OpDesc& op,
                         std::vector<std::array<std::int64_t, kMaxRank>> input_strides);
-  int threads() const { return num_threads_.load(std::memory_order_relaxed); }
+  // The threads an op runs on now: the configured count, less the cores the process's
+  // background work keeps busy (kernels/parallel.h).
+  int threads() const { return threads_beside_background(configured_threads()); }
+  // What the settings ask for (0: all cores): what prepared primitives are made for, as they are
+  // for the runs after the background work.
+  int configured_threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
   HostMemory memory_;
   CachingAllocator allocator_;

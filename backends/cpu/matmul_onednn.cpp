@@ -23,6 +23,7 @@
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul_layout.h"
 #include "backends/cpu/onednn_support.h"
+#include "core/busy_cores.h"
 #include "core/float16.h"
 #include "core/log.h"
 
@@ -303,6 +304,7 @@ void warm_gemm_driver() {
     constexpr int kSide = 64;
     std::vector<float> a(kSide * kSide, 1.0f), b(kSide * kSide, 1.0f), c(kSide * kSide);
     ScopedThreads one(1);
+    const core::BusyCore generating;
     if (dnnl_sgemm('N', 'N', kSide, kSide, kSide, 1.0f, a.data(), kSide, b.data(), kSide, 0.0f,
                    c.data(), kSide) != dnnl_success)
       core::warn_once("gemm-warm-up", "oneDNN's GEMM driver failed to run a product ahead of need; "

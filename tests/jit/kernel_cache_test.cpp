@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/busy_cores.h"
 #include "core/log.h"
 #include "tests/jit/chain_program.h"
 #include "tests/scoped_env.h"
@@ -279,6 +281,37 @@ TEST(KernelCache, NoCompilerFallsBackWithOneWarning) {
   const std::size_t first = err.find("no C++ compiler found");
   ASSERT_NE(first, std::string::npos) << err;
   EXPECT_EQ(err.find("no C++ compiler found", first + 1), std::string::npos) << err;
+}
+
+// While the compiler runs, one core counts as busy (core/busy_cores.h), so that the CPU kernels
+// run on the others meanwhile; when it has finished, none. The compiler here waits for the test
+// to let it go, then fails.
+TEST(KernelCache, ACompileKeepsOneCoreBusyWhileItRuns) {
+  TempDir dir;
+  const std::string fake = dir.path() + "/waiting-c++";
+  const std::string started = dir.path() + "/started", release = dir.path() + "/release";
+  std::ofstream(fake) << "#!/bin/sh\n[ \"$1\" = --version ] && { echo waiting 1.0; exit 0; }\n"
+                      << "touch " << started << "\ni=0\n"
+                      << "while [ ! -e " << release << " ] && [ $i -lt 6000 ]; do sleep 0.01; "
+                      << "i=$((i+1)); done\necho \"kernel.cpp:1:1: error: no kernel\" >&2\nexit 1\n";
+  chmod(fake.c_str(), 0755);
+  ScopedEnv cxx("STREAMFUSE_CXX", fake);
+  ::testing::internal::CaptureStderr();
+  {
+    KernelCache cache(dir.path() + "/kernels", long_window());
+    EXPECT_EQ(core::busy_cores(), 0);
+    EXPECT_FALSE(request(cache, 1).has_value());
+    std::thread batch([&] { cache.wait_idle(); });  // starts the batch
+    for (int i = 0; i < 6000 && !std::filesystem::exists(started); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(std::filesystem::exists(started)) << "the compiler never ran";
+    EXPECT_EQ(core::busy_cores(), 1);
+    std::ofstream(release) << "go\n";
+    batch.join();
+    EXPECT_EQ(core::busy_cores(), 0);
+    EXPECT_EQ(cache.stats().failed, 1u);
+  }
+  ::testing::internal::GetCapturedStderr();
 }
 
 TEST(KernelCache, CompileFailureIsReportedOnceAndNeverRetried) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/busy_cores.h"
+
 #ifdef STREAMFUSE_OPENMP
 #include <omp.h>
 #endif
@@ -17,6 +19,26 @@ inline int max_threads(int num_threads) {
 #else
   return 1;
 #endif
+}
+
+// The threads of the process's OpenMP default (OMP_NUM_THREADS, else one per core), read once.
+inline int default_threads() {
+#ifdef STREAMFUSE_OPENMP
+  static const int n = omp_get_max_threads();
+  return n;
+#else
+  return 1;
+#endif
+}
+
+// The threads an op asked to use `num_threads` (0: all cores) runs on: `num_threads` itself,
+// except while this process's background work keeps cores busy (core/busy_cores.h), when it gets
+// the cores left, at least one. Resolve it once per op: the count may change between two calls.
+inline int threads_beside_background(int num_threads) {
+  const int busy = core::busy_cores();
+  if (busy == 0) return num_threads;
+  const int wanted = num_threads > 0 ? num_threads : default_threads();
+  return std::max(1, std::min(wanted, default_threads() - busy));
 }
 
 // Calls fn(begin, end) on disjoint ranges covering [0, n), at most `num_threads` at once
