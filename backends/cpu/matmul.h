@@ -23,7 +23,8 @@ class MatmulEngine {
   // dimension absent from `out_shape`; batch dimensions broadcast. `out` is contiguous, of
   // `out_shape`; both operands hold `dtype` (f32, f16, bf16, i32 or i64). f16 and bf16
   // accumulate in f32; integers wrap. Thread-safe. Throws Error if oneDNN fails. Returns true
-  // when this was the process's first run of a oneDNN primitive (created by it or by prepare()).
+  // when this was the process's first run of a oneDNN primitive (created by it or by prepare())
+  // worth preparing ahead in the next process (OnednnMatmul::run).
   bool run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
            const Shape& out_shape, int num_threads);
 

@@ -32,7 +32,9 @@ class OnednnMatmul {
   OnednnMatmul& operator=(const OnednnMatmul&) = delete;
 
   // Returns true when this is the process's first run of the primitive for (dtype, layout,
-  // thread count), whether that run or prepare() created it.
+  // thread count), whether that run or prepare() created it, and the primitive is worth
+  // preparing ahead: not one of the GEMM driver's, which take microseconds to make, unless it is
+  // the process's first product through the driver (preparing it warms the driver).
   bool run(DType dtype, const MatmulLayout& layout, const void* a, const void* b, void* out,
            int num_threads);
   // Creates the primitive run() with these arguments will use; returns at once if it exists,

@@ -369,10 +369,17 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
                                    {DNNL_ARG_DST, c_mem},
                                    {DNNL_ARG_SCRATCHPAD, scratchpad}});
   stream.wait();
-  if (uses_gemm_driver(*plan)) g_gemm_driver_ready.store(true, std::memory_order_relaxed);
+  // Worth preparing in the next process: a primitive that generates code when it is made, or
+  // the process's first product through the GEMM driver, for the driver's one-time generation.
+  // The driver's own primitives take microseconds to make, and a decode loop makes one per
+  // context length (attention's products); remembered, they would push the ones that matter out
+  // of the bounded list of prepared ops (GPT-2 made 30 in 30 tokens).
+  bool worth_preparing = true;
+  if (uses_gemm_driver(*plan))
+    worth_preparing = !g_gemm_driver_ready.exchange(true, std::memory_order_relaxed);
   if (plan->compute != dtype)
     round_f32_results(dtype, static_cast<const float*>(c), out, numel, num_threads);
-  return found.first_use;
+  return found.first_use && worth_preparing;
 }
 
 }  // namespace streamfuse::backends::cpu

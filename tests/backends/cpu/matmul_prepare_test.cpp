@@ -122,7 +122,8 @@ TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
   std::vector<float> out(static_cast<std::size_t>(B * H * T * T));
   const MatmulOperand qd{qkv.data(), q.shape, q.strides};
   const MatmulOperand kd{qkv.data() + H * D, k_t.shape, k_t.strides};
-  EXPECT_TRUE(engine.run(kF32, qd, kd, out.data(), Shape{B, H, T, T}, 0));
+  // Its first run; not worth preparing again: the driver has run (OnlyTheFirstProduct... below).
+  EXPECT_FALSE(engine.run(kF32, qd, kd, out.data(), Shape{B, H, T, T}, 0));
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t i = 0; i < T; ++i)
@@ -134,6 +135,30 @@ TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
           ASSERT_EQ(out[static_cast<std::size_t>(((b * H + h) * T + i) * T + j)], expected)
               << b << " " << h << " " << i << " " << j;  // small integers: exact in any order
         }
+}
+
+// The GEMM driver's primitives take microseconds to make, and a decode loop makes one per
+// context length: once the driver has run, their first runs are not reported as worth preparing
+// (they would crowd the bounded list of prepared ops), while other new shapes still are.
+TEST(MatmulPrepare, OnlyTheFirstProductThroughTheGemmDriverIsWorthPreparing) {
+  constexpr std::int64_t H = 2, D = 8;
+  MatmulEngine engine;
+  // att @ v over a cache of `t` positions: [H, 1, t] x [H, t, D], v a view of a [t, 2, H * D] cache.
+  const auto att_v = [&](std::int64_t t) {
+    std::vector<float> att(static_cast<std::size_t>(H * 2 * t), 0.5f);
+    std::vector<float> cache(static_cast<std::size_t>(t * 2 * H * D), 1.0f);
+    std::vector<float> out(static_cast<std::size_t>(H * 2 * D));
+    const MatmulOperand a{att.data(), Shape{H, 2, t}, {2 * t, t, 1}};
+    const MatmulOperand v{cache.data() + H * D, Shape{H, t, D}, {D, 2 * H * D, 1}};
+    const bool first = engine.run(kF32, a, v, out.data(), Shape{H, 2, D}, 0);
+    EXPECT_EQ(out[0], static_cast<float>(t) * 0.5f);
+    return first;
+  };
+  att_v(3);  // the driver has run now, whether this or an earlier test ran it first
+  ASSERT_TRUE(MatmulEngine::gemm_driver_ready());
+  for (std::int64_t t = 4; t < 8; ++t) EXPECT_FALSE(att_v(t)) << t;
+  Product plain{3, 16, 5};  // a primitive that generates code when made
+  EXPECT_TRUE(plain.run(engine));
 }
 
 // Through the device runtime: the first run of each matmul is remembered with the shapes and
