@@ -283,37 +283,6 @@ TEST(KernelCache, NoCompilerFallsBackWithOneWarning) {
   EXPECT_EQ(err.find("no C++ compiler found", first + 1), std::string::npos) << err;
 }
 
-// While the compiler runs, one core counts as busy (core/busy_cores.h), so that the CPU kernels
-// run on the others meanwhile; when it has finished, none. The compiler here waits for the test
-// to let it go, then fails.
-TEST(KernelCache, ACompileKeepsOneCoreBusyWhileItRuns) {
-  TempDir dir;
-  const std::string fake = dir.path() + "/waiting-c++";
-  const std::string started = dir.path() + "/started", release = dir.path() + "/release";
-  std::ofstream(fake) << "#!/bin/sh\n[ \"$1\" = --version ] && { echo waiting 1.0; exit 0; }\n"
-                      << "touch " << started << "\ni=0\n"
-                      << "while [ ! -e " << release << " ] && [ $i -lt 6000 ]; do sleep 0.01; "
-                      << "i=$((i+1)); done\necho \"kernel.cpp:1:1: error: no kernel\" >&2\nexit 1\n";
-  chmod(fake.c_str(), 0755);
-  ScopedEnv cxx("STREAMFUSE_CXX", fake);
-  ::testing::internal::CaptureStderr();
-  {
-    KernelCache cache(dir.path() + "/kernels", long_window());
-    EXPECT_EQ(core::busy_cores(), 0);
-    EXPECT_FALSE(request(cache, 1).has_value());
-    std::thread batch([&] { cache.wait_idle(); });  // starts the batch
-    for (int i = 0; i < 6000 && !std::filesystem::exists(started); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(std::filesystem::exists(started)) << "the compiler never ran";
-    EXPECT_EQ(core::busy_cores(), 1);
-    std::ofstream(release) << "go\n";
-    batch.join();
-    EXPECT_EQ(core::busy_cores(), 0);
-    EXPECT_EQ(cache.stats().failed, 1u);
-  }
-  ::testing::internal::GetCapturedStderr();
-}
-
 TEST(KernelCache, CompileFailureIsReportedOnceAndNeverRetried) {
   TempDir dir;
   const std::string fake = dir.path() + "/broken-c++";
@@ -382,6 +351,38 @@ TEST(KernelCache, LogsEachBatchOnOneLine) {
   core::set_log_mask(0);
   EXPECT_NE(err.find("[streamfuse:jit] batch of 2 kernels in "), std::string::npos) << err;
   EXPECT_NE(err.find(dir.path()), std::string::npos) << err;
+}
+
+// While the compiler runs, one core counts as busy (core/busy_cores.h), so that the CPU kernels
+// run on the others meanwhile; when it has finished, none. The compiler here waits for the test
+// to let it go, then fails. Last in this file: the failure takes the process's one warning of a
+// failed compile, which CompileFailureIsReportedOnceAndNeverRetried looks for.
+TEST(KernelCache, ACompileKeepsOneCoreBusyWhileItRuns) {
+  TempDir dir;
+  const std::string fake = dir.path() + "/waiting-c++";
+  const std::string started = dir.path() + "/started", release = dir.path() + "/release";
+  std::ofstream(fake) << "#!/bin/sh\n[ \"$1\" = --version ] && { echo waiting 1.0; exit 0; }\n"
+                      << "touch " << started << "\ni=0\n"
+                      << "while [ ! -e " << release << " ] && [ $i -lt 6000 ]; do sleep 0.01; "
+                      << "i=$((i+1)); done\necho \"kernel.cpp:1:1: error: no kernel\" >&2\nexit 1\n";
+  chmod(fake.c_str(), 0755);
+  ScopedEnv cxx("STREAMFUSE_CXX", fake);
+  ::testing::internal::CaptureStderr();
+  {
+    KernelCache cache(dir.path() + "/kernels", long_window());
+    EXPECT_EQ(core::busy_cores(), 0);
+    EXPECT_FALSE(request(cache, 1).has_value());
+    std::thread batch([&] { cache.wait_idle(); });  // starts the batch
+    for (int i = 0; i < 6000 && !std::filesystem::exists(started); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(std::filesystem::exists(started)) << "the compiler never ran";
+    EXPECT_EQ(core::busy_cores(), 1);
+    std::ofstream(release) << "go\n";
+    batch.join();
+    EXPECT_EQ(core::busy_cores(), 0);
+    EXPECT_EQ(cache.stats().failed, 1u);
+  }
+  ::testing::internal::GetCapturedStderr();
 }
 
 }  // namespace
