@@ -43,7 +43,8 @@ class MappedFile {
   std::size_t size_;
 };
 
-std::shared_ptr<const MappedFile> map_file(const std::string& path) {
+// `populate`: map every page now (the tensors will be read), else only as they are touched.
+std::shared_ptr<const MappedFile> map_file(const std::string& path, bool populate) {
   // O_NONBLOCK: a FIFO where a file is expected must not block the open.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
@@ -68,6 +69,18 @@ std::shared_ptr<const MappedFile> map_file(const std::string& path) {
     }
   }
   ::close(fd);  // the mapping keeps the file
+#ifdef MADV_POPULATE_READ
+  // Maps every page now, in one call (Linux 5.14; older kernels refuse it and pages fault in as
+  // before). The tensors borrow the mapping, so otherwise the first forward pass takes a fault
+  // per 64 KiB of weights: GPT-2's 498 MB took 56-79 ms that way and 38-40 ms in this call,
+  // which moves that time from the model's first token into the load.
+  // Not a file that would push much of memory out to fit: there the pages come as they are read.
+  const std::size_t memory = static_cast<std::size_t>(::sysconf(_SC_PHYS_PAGES)) *
+                             static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  if (populate && size > 0 && size <= memory / 2) ::madvise(data, size, MADV_POPULATE_READ);
+#else
+  (void)populate;
+#endif
   return std::make_shared<const MappedFile>(data, size);
 }
 
@@ -83,7 +96,7 @@ api::SafetensorsHeader read_header(const std::string& path, const MappedFile& fi
 
 std::map<std::string, Tensor> load_safetensors(const std::string& path, Device device) {
   return api_call("load_safetensors", [&] {
-    const std::shared_ptr<const MappedFile> file = map_file(path);
+    const std::shared_ptr<const MappedFile> file = map_file(path, true);
     const api::SafetensorsHeader header = read_header(path, *file);
     std::map<std::string, Tensor> out;
     for (const api::SafetensorsEntry& e : header.tensors) {
@@ -99,7 +112,7 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path, Device d
 
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
   return api_call("load_safetensors_metadata", [&] {
-    const std::shared_ptr<const MappedFile> file = map_file(path);
+    const std::shared_ptr<const MappedFile> file = map_file(path, false);  // the header only
     return read_header(path, *file).metadata;
   });
 }

@@ -52,7 +52,14 @@ StorageBlock* CachingAllocator::new_header() {
   return h;
 }
 
-StorageRef CachingAllocator::allocate(std::size_t bytes) {
+StorageRef CachingAllocator::allocate(std::size_t bytes) { return allocate_block(bytes, nullptr); }
+
+StorageRef CachingAllocator::allocate_zeroed(std::size_t bytes, bool* zeroed) {
+  *zeroed = false;
+  return allocate_block(bytes, zeroed);
+}
+
+StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
   const std::size_t capacity = size_class(bytes);
   const std::size_t index = class_index(capacity);
   std::unique_lock lock(mutex_);
@@ -64,10 +71,13 @@ StorageRef CachingAllocator::allocate(std::size_t bytes) {
     stats_.bytes_cached -= static_cast<std::int64_t>(capacity);
     ++stats_.cache_hits;
   } else {
-    void* p = source_.allocate(capacity);
+    const auto take = [&] {
+      return zeroed ? source_.allocate_zeroed(capacity, zeroed) : source_.allocate(capacity);
+    };
+    void* p = take();
     if (!p && stats_.bytes_cached > 0) {  // give the cache back and try once more
       evict_until(0);
-      p = source_.allocate(capacity);
+      p = take();
     }
     if (!p)
       throw Error("out of memory: could not allocate " + human_bytes(bytes) + " (" +

@@ -17,6 +17,12 @@ class MemorySource {
   virtual ~MemorySource() = default;
   // `bytes` (a size class, a multiple of 64), 64-byte aligned; nullptr when out of memory.
   virtual void* allocate(std::size_t bytes) = 0;
+  // As allocate(); sets *zeroed when the block reads as zeros without being written (fresh
+  // anonymous pages), so that the caller need not clear it. The default promises nothing.
+  virtual void* allocate_zeroed(std::size_t bytes, bool* zeroed) {
+    *zeroed = false;
+    return allocate(bytes);
+  }
   virtual void free(void* p, std::size_t bytes) noexcept = 0;
 };
 
@@ -43,6 +49,9 @@ class CachingAllocator {
   // A block of at least `bytes` (0 is allowed), reference count 1. Throws Error when the source
   // is out of memory even after the cache was emptied.
   StorageRef allocate(std::size_t bytes);
+  // As allocate(), for a block about to be filled with zeros: sets *zeroed when it already reads
+  // as zeros (a fresh block whose source says so; a reused one never does).
+  StorageRef allocate_zeroed(std::size_t bytes, bool* zeroed);
 
   MemoryStats stats() const;
   void reset_peak();
@@ -59,6 +68,7 @@ class CachingAllocator {
 
  private:
   friend void release_block(StorageBlock* block) noexcept;
+  StorageRef allocate_block(std::size_t bytes, bool* zeroed);  // zeroed: null for allocate()
   void release(StorageBlock* block) noexcept;
   static std::size_t class_index(std::size_t capacity);
   void evict_until(std::size_t cached_target);  // requires mutex_

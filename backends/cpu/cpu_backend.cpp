@@ -42,7 +42,16 @@ void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
   const core::TensorDesc& od = op.outputs[0];
   switch (core::op_category(op.kind)) {
     case core::OpCategory::kCreation:
-      out = allocate(od.shape, od.dtype);
+      if (op.kind == core::OpKind::kFull && core::fill_scalar_bits(op.scalars[0], od.dtype) == 0) {
+        // zeros: a fresh large block reads as zeros already, and stays untouched until written
+        bool zeroed = false;
+        out.storage = allocator_.allocate_zeroed(
+            static_cast<std::size_t>(od.shape.numel()) * element_size(od.dtype), &zeroed);
+        out.strides = contiguous_strides(od.shape);
+        if (zeroed) return;
+      } else {
+        out = allocate(od.shape, od.dtype);
+      }
       if (op.kind == core::OpKind::kFull || op.kind == core::OpKind::kArange) {
         kernels_.fill({op.kind, od.dtype, out.storage.data(), od.shape.numel(), op.scalars[0],
                        op.kind == core::OpKind::kArange ? op.scalars[1] : Scalar{}, threads()});

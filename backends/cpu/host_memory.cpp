@@ -67,6 +67,16 @@ void* HostMemory::allocate(std::size_t bytes) {
   return nullptr;
 }
 
+void* HostMemory::allocate_zeroed(std::size_t bytes, bool* zeroed) {
+  *zeroed = false;
+  if (bytes < kMmapThreshold) return allocate(bytes);
+  if (bytes > physical_memory()) return nullptr;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  *zeroed = true;
+  return p;
+}
+
 void HostMemory::free(void* p, std::size_t bytes) noexcept {
   if (bytes >= kMmapThreshold)
     munmap(p, bytes);

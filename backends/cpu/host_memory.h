@@ -10,6 +10,10 @@ namespace streamfuse::backends::cpu {
 class HostMemory final : public MemorySource {
  public:
   void* allocate(std::size_t bytes) override;
+  // Large blocks: fresh pages, neither prefaulted nor given huge pages, so that only the pages
+  // written ever get memory (a KV cache allocated for the longest context and filled a position
+  // at a time; as calloc does). Smaller ones: as allocate(), not zeroed.
+  void* allocate_zeroed(std::size_t bytes, bool* zeroed) override;
   void free(void* p, std::size_t bytes) noexcept override;
 };
 

@@ -38,6 +38,34 @@ TEST(CreationTest, FullZerosOnesWithDtypes) {
   EXPECT_EQ(sf::full({}, 2.0f).item<float>(), 2.0f);
 }
 
+// Large zeros come from fresh pages that are not written (the CPU allocator's zeroed blocks);
+// a block the cache hands out again held other values and must still read as zeros. Every
+// dtype, and -0.0, which is not all-zero bits, and f16 / bf16 / i8 whose zero has fewer bytes.
+TEST(CreationTest, LargeZerosReadAsZerosFreshOrReused) {
+  const sf::Shape big{3, 1024, 1024};  // 12 MiB of f32: above the allocator's mmap threshold
+  for (int round = 0; round < 2; ++round) {
+    for (sf::DType dt : {sf::kF32, sf::kF16, sf::kBF16, sf::kI32, sf::kI64, sf::kI8, sf::kU8,
+                         sf::kBool, sf::kF64}) {
+      {
+        sf::Tensor ones = sf::ones(big, dt);  // leaves a block of ones in the cache
+        sf::synchronize();
+      }
+      const std::int64_t hits = sf::memory_stats().cache_hits;
+      const sf::Tensor z = sf::zeros(big, dt);
+      sf::synchronize();  // made on its own (not folded into the reads below as a constant)
+      if (round == 1) EXPECT_GT(sf::memory_stats().cache_hits, hits) << "the block was not reused";
+      EXPECT_EQ(sf::sum(z.to(sf::kF64)).item<double>(), 0.0) << sf::dtype_name(dt);
+      EXPECT_EQ(sf::max(z.to(sf::kF64)).item<double>(), 0.0) << sf::dtype_name(dt);
+    }
+    const sf::Tensor neg = sf::full(big, -0.0f);
+    EXPECT_TRUE(std::signbit(neg.reshape({-1}).slice(0, 12345, 12346).item<float>()));
+    // Written after it was made lazily: the rest still reads 0.
+    sf::Tensor cache = sf::zeros({12, 1024, 64});
+    cache = sf::slice_update(std::move(cache), 1, 5, sf::ones({12, 1, 64}));
+    EXPECT_EQ(sf::sum(cache).item<float>(), 12.0f * 64.0f);
+  }
+}
+
 TEST(CreationTest, Arange) {
   EXPECT_EQ(sf::arange(5).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(sf::arange(1, 10, 3).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 4, 7}));

@@ -1,6 +1,7 @@
 // The caching allocator: size classes, reuse, the cache bound, statistics, and running dry.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 
@@ -108,6 +109,38 @@ TEST(CachingAllocatorTest, PeakTracksHighWaterMark) {
   EXPECT_EQ(alloc.stats().peak_bytes_in_use, 8000);
   alloc.reset_peak();
   EXPECT_EQ(alloc.stats().peak_bytes_in_use, 100);
+}
+
+// A block for zeros: fresh from a source that gives zeroed memory, it is reported zeroed and
+// nothing needs writing; reused from the cache (it held other values), it is not.
+class ZeroingSource final : public sfb::MemorySource {
+ public:
+  void* allocate(std::size_t bytes) override { return std::aligned_alloc(64, bytes); }
+  void* allocate_zeroed(std::size_t bytes, bool* zeroed) override {
+    void* p = std::calloc(1, bytes + 64);  // enough room to align; leaked by design in a test
+    *zeroed = true;
+    return reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(p) + 63) & ~std::uintptr_t{63});
+  }
+  void free(void*, std::size_t) noexcept override {}
+};
+
+TEST(CachingAllocatorTest, AZeroedBlockIsFreshNeverReused) {
+  ZeroingSource src;
+  sfb::CachingAllocator alloc(src, 1 << 20);
+  bool zeroed = false;
+  void* first;
+  {
+    sfb::StorageRef a = alloc.allocate_zeroed(4096, &zeroed);
+    EXPECT_TRUE(zeroed);
+    first = a.data();
+  }
+  sfb::StorageRef b = alloc.allocate_zeroed(4096, &zeroed);
+  EXPECT_EQ(b.data(), first);  // the cached block, which may hold anything
+  EXPECT_FALSE(zeroed);
+  CountingSource plain;  // the default: a source that promises nothing
+  sfb::CachingAllocator other(plain, 1 << 20);
+  sfb::StorageRef c = other.allocate_zeroed(4096, &zeroed);
+  EXPECT_FALSE(zeroed);
 }
 
 }  // namespace
