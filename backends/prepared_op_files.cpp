@@ -57,12 +57,17 @@ void PreparedOpFiles::write() {
   std::vector<backends::PreparedOp> ops;
   {
     std::lock_guard lock(mutex_);
-    ops.assign(added_.rbegin(), added_.rend());  // newest first
+    if (added_.empty()) return;
+    // This process's ops first, in the order it first used them: the order the next process
+    // will need them, so the preparer makes each before it is waited for.
+    for (backends::PreparedOp& op : added_)
+      if (mine_.size() < kMaxPreparedOps) mine_.push_back(std::move(op));
     added_.clear();
+    ops = mine_;
   }
-  if (ops.empty()) return;
   const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
-  // Another process may have written the file since this one read it: keep its ops, behind ours.
+  // The file holds earlier processes' ops, and maybe what another one wrote since this one read
+  // it: kept, behind ours.
   const cache::ReadResult existing =
       cache::read_cache_file(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint());
   if (existing) {

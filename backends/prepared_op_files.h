@@ -1,8 +1,9 @@
 // PreparedOpFiles: the ops a device's backend prepared in earlier processes, in
-// prepared/<device>.ops of the cache directory, the most recently first used first (at most
-// kMaxPreparedOps). A process reads the file once, when its device runtime is made, and prepares
-// those ops while it starts (runtime/preparer.h); an op it uses that the file lacks is written to
-// its front by a background thread. Processes that add ops at the same time
+// prepared/<device>.ops of the cache directory (at most kMaxPreparedOps). A process reads the file
+// once, when its device runtime is made, and prepares those ops in the file's order while it
+// starts (runtime/preparer.h). The ops it uses that the file lacks are written to its front by a
+// background thread, in the order it first used them (the order the next process will need them
+// in), ahead of the earlier processes' ones. Processes that add ops at the same time
 // may lose one another's additions (each rewrites the file whole): the op is then added again by
 // the next process that uses it.
 #pragma once
@@ -40,6 +41,7 @@ class PreparedOpFiles {
   std::mutex mutex_;
   std::vector<backends::PreparedOp> known_;  // in the file as far as this process knows
   std::vector<backends::PreparedOp> added_;  // not yet written, oldest first
+  std::vector<backends::PreparedOp> mine_;   // written by this process, oldest first
   cache::BackgroundWriter writer_;           // last: stops before the members its jobs use
 };
 

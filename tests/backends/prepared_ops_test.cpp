@@ -1,7 +1,7 @@
 // Prepared ops in the cache directory: their encoding (exact round trip; truncated or flipped
 // bytes are format errors or ops the backend checks again), and prepared/<device>.ops: written
-// off-thread with what another process wrote kept, read back most recent first, capped, and a bad
-// file is a miss with one warning.
+// off-thread with what another process wrote kept, read back in the order they were first used
+// (the order the next process needs them in), capped, and a bad file is a miss with one warning.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -162,7 +162,7 @@ struct Dir {
   std::filesystem::path path = prepared_ops_path(dir.path(), "cpu");
 };
 
-TEST(PreparedOpFiles, AddedOpsAreReadBackNewestFirstByTheNextProcess) {
+TEST(PreparedOpFiles, AddedOpsAreReadBackInTheOrderTheyWereFirstUsed) {
   Dir d;
   {
     backends::PreparedOpFiles files(d.cache, "cpu");
@@ -171,11 +171,18 @@ TEST(PreparedOpFiles, AddedOpsAreReadBackNewestFirstByTheNextProcess) {
     files.add(matmul_op(4, 5, 6));
     files.add(matmul_op(1, 2, 3));  // known already: nothing new
     files.flush();
+    files.add(matmul_op(7, 8, 9));  // a later write of the same process: after its first ones
+    files.flush();
   }
   ASSERT_TRUE(std::filesystem::exists(d.path));
   backends::PreparedOpFiles next(d.cache, "cpu");
-  EXPECT_EQ(next.load(),
-            (std::vector<backends::PreparedOp>{matmul_op(4, 5, 6), matmul_op(1, 2, 3)}));
+  EXPECT_EQ(next.load(), (std::vector<backends::PreparedOp>{matmul_op(1, 2, 3), matmul_op(4, 5, 6),
+                                                            matmul_op(7, 8, 9)}));
+  next.add(matmul_op(5, 5, 5));  // the next process's new op goes ahead of the older ones
+  next.flush();
+  EXPECT_EQ(backends::PreparedOpFiles(d.cache, "cpu").load(),
+            (std::vector<backends::PreparedOp>{matmul_op(5, 5, 5), matmul_op(1, 2, 3),
+                                               matmul_op(4, 5, 6), matmul_op(7, 8, 9)}));
   EXPECT_TRUE(backends::PreparedOpFiles(d.cache, "cuda:0").load().empty());  // per device
 }
 
@@ -217,10 +224,13 @@ TEST(PreparedOpFiles, AnotherProcesssOpsAreKeptBehindOursAndTheFileIsCapped) {
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(backends::kMaxPreparedOps) + 10; ++i)
     ours.add(matmul_op(2, 3, 10 + i));
   ours.flush();
+  // The first ones this process used are kept: the ones the next process needs first.
   const std::vector<backends::PreparedOp> kept = backends::PreparedOpFiles(d.cache, "cpu").load();
   ASSERT_EQ(kept.size(), backends::kMaxPreparedOps);
-  EXPECT_EQ(kept.front(),
-            matmul_op(2, 3, 10 + static_cast<std::int64_t>(backends::kMaxPreparedOps) + 9));
+  EXPECT_EQ(kept.front(), matmul_op(1, 1, 1));
+  EXPECT_EQ(kept[1], matmul_op(2, 3, 10));
+  EXPECT_EQ(kept.back(),
+            matmul_op(2, 3, 10 + static_cast<std::int64_t>(backends::kMaxPreparedOps) - 2));
 }
 
 TEST(PreparedOpFiles, ABadFileIsAMissWithOneWarningAndIsRewritten) {
