@@ -120,10 +120,12 @@ std::string instruction_problem(const FusedProgram& p, std::size_t i, const Inst
 
 bool is_reduction(core::OpKind op) { return core::op_category(op) == core::OpCategory::kReduce; }
 
-// Why a kReduce program's stages do not fit its code, or empty: each reduces a per-element
-// register of its dtype's value type that needs only earlier stages' results, and kReduced
-// instructions are per-row code. `types` and `needs` (per register: how many stages must have
-// run before it can be computed) come from the instructions.
+// Why a kReduce program's stages do not fit its code, or empty: each reduces a register of its
+// dtype's value type that needs only earlier stages' results, written by per-element code or by
+// per-row code that needs no stage (a constant's scalar: scalars are per-row code, and a row's
+// code that needs no stage runs before its first stage), and kReduced instructions are per-row
+// code. `types` and `needs` (per register: how many stages must have run before it can be
+// computed) come from the instructions.
 std::string stage_problem(const FusedProgram& p, const std::vector<ValueType>& types,
                           const std::vector<std::size_t>& needs) {
   const auto& stages = p.anchor.stages;
@@ -132,18 +134,22 @@ std::string stage_problem(const FusedProgram& p, const std::vector<ValueType>& t
   if (p.anchor.axis < core::kAllAxes || p.anchor.axis >= kMaxRank)
     return "reduction axis " + std::to_string(p.anchor.axis);
   std::vector<char> per_element(static_cast<std::size_t>(p.num_registers), 0);
+  std::vector<char> per_row(static_cast<std::size_t>(p.num_registers), 0);
   for (const Instruction& in : p.prologue) {
     if (in.kind == InstrKind::kReduced) return "a stage result read per element";
     per_element[static_cast<std::size_t>(in.out)] = 1;
   }
+  for (const Instruction& in : p.epilogue) per_row[static_cast<std::size_t>(in.out)] = 1;
   for (std::size_t k = 0; k < stages.size(); ++k) {
     const ReduceStage& st = stages[k];
     const std::string which = "stage " + std::to_string(k);
     if (!is_reduction(st.op)) return which + " is " + std::string(core::op_name(st.op));
-    if (st.input < 0 || st.input >= p.num_registers ||
-        !per_element[static_cast<std::size_t>(st.input)])
-      return which + " reduces register " + std::to_string(st.input) + ", not per-element code";
+    if (st.input < 0 || st.input >= p.num_registers)
+      return which + " reduces register " + std::to_string(st.input);
     const auto r = static_cast<std::size_t>(st.input);
+    if (!per_element[r] && !(per_row[r] && needs[r] == 0))
+      return which + " reduces register " + std::to_string(st.input) +
+             ", neither per-element code nor per-row code that needs no stage";
     if (types[r] != value_type_of(st.dtype))
       return which + " reduces a " + value_type_name(types[r]) + " register as " +
              std::string(dtype_name(st.dtype));

@@ -11,6 +11,7 @@
 #include "fusion/builders/reduce/builder.h"
 #include "fusion/builders/reduce/optimization.h"
 #include "fusion/plan_codec.h"
+#include "jit/program_codec.h"
 #include "tests/fusion/recorded_segment.h"
 
 namespace sf = streamfuse;
@@ -123,6 +124,35 @@ TEST(PlanCodec, ReducePlansRoundTripExactly) {
   again.optimization = back.optimization;
   again.triggers = back.triggers;
   EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+}
+
+// A reduction whose input is a constant reduces the constant's scalar register, which is per-row
+// code (every scalar is): such plans, and their kernels handed on to the next process, must
+// decode. They did not ("stage 0 reduces register 0, not per-element code"): every process made
+// the plan again and dropped the handed-on kernel.
+TEST(PlanCodec, AReductionOfAConstantRoundTrips) {
+  sf::Tensor x, s;
+  const streamfuse::testing::RecordedOps ops = streamfuse::testing::record_without_running([&] {
+    x = sf::full({4, 1000}, 255, sf::kU8);
+    s = sf::sum(x, 1);
+  });
+  fusion::ReduceBuilder builder;
+  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
+       ++i)
+    builder.register_op(ops.relative[i], ops.global[i]);
+  ASSERT_EQ(builder.len(), ops.global.size());
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops.assign(ops.relative.begin(), ops.relative.end());
+  plan->optimization = builder.build();
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  const auto& built = static_cast<const fusion::ReduceOptimization&>(*plan->optimization);
+  const std::string bytes = fusion::encode_plan(*plan);
+  fusion::PlanDraft back;
+  ASSERT_NO_THROW(back = fusion::decode_plan(bytes)) << built.kernel().program.to_string();
+  const auto* opt = dynamic_cast<const fusion::ReduceOptimization*>(back.optimization.get());
+  ASSERT_NE(opt, nullptr);
+  EXPECT_EQ(opt->kernel().program, built.kernel().program);
+  EXPECT_NO_THROW(jit::decode_program(jit::encode_program(built.kernel().program)));
 }
 
 TEST(PlanCodec, ReducePlansTruncatedOrFlippedAreFormatErrorsOrCheckedPlans) {
