@@ -122,10 +122,11 @@ bool is_reduction(core::OpKind op) { return core::op_category(op) == core::OpCat
 
 // Why a kReduce program's stages do not fit its code, or empty: each reduces a register of its
 // dtype's value type that needs only earlier stages' results, written by per-element code or by
-// per-row code that needs no stage (a constant's scalar: scalars are per-row code, and a row's
-// code that needs no stage runs before its first stage), and kReduced instructions are per-row
-// code. `types` and `needs` (per register: how many stages must have run before it can be
-// computed) come from the instructions.
+// per-row code (a constant's scalar, which is per-row code as every scalar; a per-row value read
+// as the element it broadcasts to, where the axis has one element), and kReduced instructions are
+// per-row code. A row's code that needs k stages runs before stage k, in the interpreter and in
+// both generators. `types` and `needs` (per register: how many stages must have run before it
+// can be computed) come from the instructions.
 std::string stage_problem(const FusedProgram& p, const std::vector<ValueType>& types,
                           const std::vector<std::size_t>& needs) {
   const auto& stages = p.anchor.stages;
@@ -147,9 +148,8 @@ std::string stage_problem(const FusedProgram& p, const std::vector<ValueType>& t
     if (st.input < 0 || st.input >= p.num_registers)
       return which + " reduces register " + std::to_string(st.input);
     const auto r = static_cast<std::size_t>(st.input);
-    if (!per_element[r] && !(per_row[r] && needs[r] == 0))
-      return which + " reduces register " + std::to_string(st.input) +
-             ", neither per-element code nor per-row code that needs no stage";
+    if (!per_element[r] && !per_row[r])
+      return which + " reduces register " + std::to_string(st.input) + ", which nothing writes";
     if (types[r] != value_type_of(st.dtype))
       return which + " reduces a " + value_type_name(types[r]) + " register as " +
              std::string(dtype_name(st.dtype));

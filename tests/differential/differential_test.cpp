@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fusion/plan_codec.h"
 #include "jit/cpu_launcher.h"
 #include "runtime/device_runtime.h"
 #include "tests/differential/random_program.h"
@@ -112,6 +113,22 @@ TEST_P(DifferentialTest, EagerUnfusedInterpretedAndCompiledAgree) {
   if (rt.kernel_cache()->stats().compiled > 0) {
     EXPECT_GT(launcher.compiled_launches(), compiled_before) << "the compiled kernels ran";
   }
+  // Every plan made here is one a cache directory or a bundle keeps: it must read back as it was
+  // written (a program the checker refused made every process explore it again, unseen).
+  std::size_t persisted = 0;
+  for (const sf::fusion::PlanRef& plan : rt.plan_store().plans()) {
+    if (!plan->optimization || plan->optimization->codec().empty()) continue;
+    ++persisted;
+    try {
+      sf::fusion::decode_plan(sf::fusion::encode_plan(*plan));
+    } catch (const std::exception& e) {
+      std::string ops;
+      for (const sf::core::OpDesc& op : plan->ops) ops += "  " + sf::core::to_string(op) + "\n";
+      ADD_FAILURE() << "a plan does not read back: " << e.what() << "\n" << ops;
+      break;
+    }
+  }
+  EXPECT_GT(persisted, 0u);
   std::cout << "programs compiled: " << programs.size() << ", plans: " << rt.plan_store().size()
             << ", kernels compiled: " << rt.kernel_cache()->stats().compiled << " in "
             << rt.kernel_cache()->stats().compile_ms << " ms\n";
