@@ -58,6 +58,10 @@ Tensor from_vector(const std::vector<T>& values, Device device = Device::cpu()) 
   return from_vector(values, Shape{static_cast<std::int64_t>(values.size())}, device);
 }
 
+// On the CPU, a large zeros tensor (2 MiB and more) made on its own, where no freed buffer of its
+// size is cached, takes fresh pages from the system: they read as zeros and get memory only
+// where written (a cache allocated for the longest sequence and filled a position at a time
+// costs what it holds).
 Tensor zeros(Shape shape, DType dtype = kF32, Device device = Device::cpu());
 Tensor ones(Shape shape, DType dtype = kF32, Device device = Device::cpu());
 // Filled with `value`; the dtype defaults to the scalar's (f32, i64 or bool).

@@ -13,11 +13,14 @@ namespace streamfuse {
 // Every tensor of the safetensors file at `path`, by name. On the CPU the tensors read the
 // file's memory map in place, without a copy (from_blob's zero-copy form: the mapping stays
 // until the last tensor reading it is gone, and nothing writes it); a tensor whose bytes are not
-// aligned to its element size in the file is copied. On another device each tensor is copied
-// there. Throws Error naming the file and what is wrong when it cannot be read, is not a
-// safetensors file, is truncated, or lies (byte ranges past the end, overlapping or leaving
-// bytes unaccounted for, sizes that are not the shapes', a name twice), or holds a dtype
-// streamfuse does not have (F32, F16, BF16, I32, I64 and BOOL are supported).
+// aligned to its element size in the file is copied. The whole file is mapped before this
+// returns (one call, which reads it from disk if it is not cached), so that a model's first
+// forward pass does not take the page faults; a file larger than half of memory is mapped as it
+// is read instead. On another device each tensor is copied there. Throws Error naming the file
+// and what is wrong when it cannot be read, is not a safetensors file, is truncated, or lies
+// (byte ranges past the end, overlapping or leaving bytes unaccounted for, sizes that are not the
+// shapes', a name twice), or holds a dtype streamfuse does not have (F32, F16, BF16, F64, I32,
+// I64, I8, U8 and BOOL are supported).
 std::map<std::string, Tensor> load_safetensors(const std::string& path,
                                                Device device = Device::cpu());
 
