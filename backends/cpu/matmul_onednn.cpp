@@ -292,8 +292,8 @@ void copy_operand(DType dtype, DType compute, const MatmulLayout& l, const Matri
 // measured with ONEDNN_VERBOSE as the first run of a 12-head attention product taking 19-25 ms
 // against 0.1-1 ms after. Preparing a plan that uses the driver runs one small product through
 // it, so that a process with a warm cache pays this while it starts, not in its first
-// iteration. A 64x64x64 product is the smallest that generated them in that measurement (a
-// 1x1x1 one took another path); one thread, as the kernels do not depend on the count.
+// iteration. Of the sizes tried, 64x64x64 generated them and 1x1x1 did not (it takes another
+// path); one thread, as the kernels do not depend on the count.
 std::atomic<bool> g_gemm_driver_ready{false};
 
 bool uses_gemm_driver(const Plan& plan) { return plan.compute == kF32 && plan.impl == "gemm:jit"; }
@@ -307,8 +307,9 @@ void warm_gemm_driver() {
     const core::BusyCore generating;
     if (dnnl_sgemm('N', 'N', kSide, kSide, kSide, 1.0f, a.data(), kSide, b.data(), kSide, 0.0f,
                    c.data(), kSide) != dnnl_success)
-      core::warn_once("gemm-warm-up", "oneDNN's GEMM driver failed to run a product ahead of need; "
-                                      "its kernels are generated when it first runs");
+      core::warn_once("gemm-warm-up",
+                      "oneDNN's GEMM driver failed to run a product ahead of need; "
+                      "its kernels are generated when it first runs");
     else
       g_gemm_driver_ready.store(true, std::memory_order_relaxed);
   });
@@ -325,7 +326,9 @@ OnednnMatmul::~OnednnMatmul() = default;
 
 std::size_t OnednnMatmul::cached_primitives() const { return state_->plans.size(); }
 
-bool OnednnMatmul::gemm_driver_ready() { return g_gemm_driver_ready.load(std::memory_order_relaxed); }
+bool OnednnMatmul::gemm_driver_ready() {
+  return g_gemm_driver_ready.load(std::memory_order_relaxed);
+}
 
 void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads) {
   ScopedThreads threads(num_threads);

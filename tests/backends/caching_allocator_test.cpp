@@ -119,7 +119,8 @@ class ZeroingSource final : public sfb::MemorySource {
   void* allocate_zeroed(std::size_t bytes, bool* zeroed) override {
     void* p = std::calloc(1, bytes + 64);  // enough room to align; leaked by design in a test
     *zeroed = true;
-    return reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(p) + 63) & ~std::uintptr_t{63});
+    return reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(p) + 63) &
+                                   ~std::uintptr_t{63});
   }
   void free(void*, std::size_t) noexcept override {}
 };

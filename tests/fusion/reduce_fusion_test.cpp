@@ -126,12 +126,13 @@ TEST_F(ReduceFusionTest, MaskedSoftmaxAndConstants) {
         {s});
   // A reduction of a constant: the reduced register is the constant's scalar (per-row code, as
   // every scalar), held and not held.
-  check("a constant reduced",
-        [](const std::vector<Tensor>& in) {
-          const Tensor c = sf::full({24, 24}, 255, sf::kU8);
-          return std::vector<Tensor>{c, sf::sum(c, 1), sf::max(sf::full({24, 24}, 0.5f), -1) + in[0]};
-        },
-        {s});
+  check(
+      "a constant reduced",
+      [](const std::vector<Tensor>& in) {
+        const Tensor c = sf::full({24, 24}, 255, sf::kU8);
+        return std::vector<Tensor>{c, sf::sum(c, 1), sf::max(sf::full({24, 24}, 0.5f), -1) + in[0]};
+      },
+      {s});
 }
 
 // Along an inner axis a chain is one kernel too, walking the rows by column tiles (every row's

@@ -361,10 +361,11 @@ TEST(KernelCache, ACompileKeepsOneCoreBusyWhileItRuns) {
   TempDir dir;
   const std::string fake = dir.path() + "/waiting-c++";
   const std::string started = dir.path() + "/started", release = dir.path() + "/release";
-  std::ofstream(fake) << "#!/bin/sh\n[ \"$1\" = --version ] && { echo waiting 1.0; exit 0; }\n"
-                      << "touch " << started << "\ni=0\n"
-                      << "while [ ! -e " << release << " ] && [ $i -lt 6000 ]; do sleep 0.01; "
-                      << "i=$((i+1)); done\necho \"kernel.cpp:1:1: error: no kernel\" >&2\nexit 1\n";
+  std::ofstream(fake)
+      << "#!/bin/sh\n[ \"$1\" = --version ] && { echo waiting 1.0; exit 0; }\n"
+      << "touch " << started << "\ni=0\n"
+      << "while [ ! -e " << release << " ] && [ $i -lt 6000 ]; do sleep 0.01; "
+      << "i=$((i+1)); done\necho \"kernel.cpp:1:1: error: no kernel\" >&2\nexit 1\n";
   chmod(fake.c_str(), 0755);
   ScopedEnv cxx("STREAMFUSE_CXX", fake);
   ::testing::internal::CaptureStderr();

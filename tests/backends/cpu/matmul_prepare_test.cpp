@@ -143,7 +143,8 @@ TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
 TEST(MatmulPrepare, OnlyTheFirstProductThroughTheGemmDriverIsWorthPreparing) {
   constexpr std::int64_t H = 2, D = 8;
   MatmulEngine engine;
-  // att @ v over a cache of `t` positions: [H, 1, t] x [H, t, D], v a view of a [t, 2, H * D] cache.
+  // att @ v over a cache of `t` positions: [H, 2, t] x [H, t, D], v a view of a [t, 2, H * D]
+  // cache.
   const auto att_v = [&](std::int64_t t) {
     std::vector<float> att(static_cast<std::size_t>(H * 2 * t), 0.5f);
     std::vector<float> cache(static_cast<std::size_t>(t * 2 * H * D), 1.0f);
