@@ -77,7 +77,13 @@ std::shared_ptr<const MappedFile> map_file(const std::string& path, bool populat
   // Not a file that would push much of memory out to fit: there the pages come as they are read.
   const std::size_t memory = static_cast<std::size_t>(::sysconf(_SC_PHYS_PAGES)) *
                              static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  if (populate && size > 0 && size <= memory / 2) ::madvise(data, size, MADV_POPULATE_READ);
+  // In pieces: each call holds the process's memory-map lock, and a preparer thread making
+  // oneDNN's kernels (which maps their code) would otherwise wait for the whole file.
+  if (populate && size > 0 && size <= memory / 2) {
+    constexpr std::size_t kPiece = std::size_t{2} << 20;
+    for (std::size_t at = 0; at < size; at += kPiece)
+      ::madvise(static_cast<char*>(data) + at, std::min(kPiece, size - at), MADV_POPULATE_READ);
+  }
 #else
   (void)populate;
 #endif
@@ -96,6 +102,10 @@ api::SafetensorsHeader read_header(const std::string& path, const MappedFile& fi
 
 std::map<std::string, Tensor> load_safetensors(const std::string& path, Device device) {
   return api_call("load_safetensors", [&] {
+    // The devices' preparers (oneDNN primitives the cache directory remembers, the GEMM driver's
+    // kernels) work while the file is read, not during the model's first forward pass.
+    runtime::start(Device::cpu());
+    if (device != Device::cpu()) runtime::start(device);
     const std::shared_ptr<const MappedFile> file = map_file(path, true);
     const api::SafetensorsHeader header = read_header(path, *file);
     std::map<std::string, Tensor> out;

@@ -1,6 +1,8 @@
 // Cores that this process's own background work keeps busy: a kernel compile (the system
-// compiler's process, or NVRTC on the compile thread) or a library generating its kernels ahead
-// of need. The CPU kernels run on the other cores meanwhile (backends/cpu/kernels/parallel.h).
+// compiler's process, or NVRTC on the compile thread), which takes seconds. The CPU kernels run
+// on the other cores meanwhile (backends/cpu/kernels/parallel.h). Short work does not count: a
+// product run on fewer threads needs a oneDNN primitive made for that count, whose code
+// generation costs about what a few milliseconds of contention do.
 //
 // Why: a parallel kernel's threads wait for one another at every barrier, and OpenMP waits by
 // spinning. On a machine with as many compute threads as cores, a compiler running beside them

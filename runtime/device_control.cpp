@@ -9,6 +9,8 @@ namespace streamfuse::runtime {
 
 void synchronize(Device device) { DeviceRuntime::get(device).synchronize(); }
 
+void start(Device device) { static_cast<void>(DeviceRuntime::get(device)); }
+
 MemoryStats memory_stats(Device device) {
   return DeviceRuntime::get(device).backend().memory_stats();
 }

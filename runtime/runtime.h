@@ -41,6 +41,10 @@ void to_host(const stream::TensorNode& node, void* dst, std::string_view caller)
 
 // Devices.
 void synchronize(Device device);
+// Makes `device`'s runtime now, if it does not exist yet: it reads what the cache directory says
+// to prepare and starts preparing it, so that work ahead of need overlaps what the caller does
+// next (loading weights) instead of the first ops.
+void start(Device device);
 MemoryStats memory_stats(Device device);
 void reset_peak_memory_stats(Device device);
 void empty_cache(Device device);

@@ -23,7 +23,6 @@
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul_layout.h"
 #include "backends/cpu/onednn_support.h"
-#include "core/busy_cores.h"
 #include "core/float16.h"
 #include "core/log.h"
 
@@ -293,7 +292,9 @@ void copy_operand(DType dtype, DType compute, const MatmulLayout& l, const Matri
 // against 0.1-1 ms after. Preparing a plan that uses the driver runs one small product through
 // it, so that a process with a warm cache pays this while it starts, not in its first
 // iteration. Of the sizes tried, 64x64x64 generated them and 1x1x1 did not (it takes another
-// path); one thread, as the kernels do not depend on the count.
+// path); one thread, as the kernels do not depend on the count. It holds no core::BusyCore:
+// products run beside it on fewer threads would need primitives made for that count, more code
+// generation than the 21 ms of sharing a core costs.
 std::atomic<bool> g_gemm_driver_ready{false};
 
 bool uses_gemm_driver(const Plan& plan) { return plan.compute == kF32 && plan.impl == "gemm:jit"; }
@@ -304,7 +305,6 @@ void warm_gemm_driver() {
     constexpr int kSide = 64;
     std::vector<float> a(kSide * kSide, 1.0f), b(kSide * kSide, 1.0f), c(kSide * kSide);
     ScopedThreads one(1);
-    const core::BusyCore generating;
     if (dnnl_sgemm('N', 'N', kSide, kSide, kSide, 1.0f, a.data(), kSide, b.data(), kSide, 0.0f,
                    c.data(), kSide) != dnnl_success)
       core::warn_once("gemm-warm-up",
