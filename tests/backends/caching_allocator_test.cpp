@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "backends/caching_allocator.h"
 #include "streamfuse/error.h"
@@ -115,14 +117,24 @@ TEST(CachingAllocatorTest, PeakTracksHighWaterMark) {
 // nothing needs writing; reused from the cache (it held other values), it is not.
 class ZeroingSource final : public sfb::MemorySource {
  public:
-  void* allocate(std::size_t bytes) override { return std::aligned_alloc(64, bytes); }
-  void* allocate_zeroed(std::size_t bytes, bool* zeroed) override {
-    void* p = std::calloc(1, bytes + 64);  // enough room to align; leaked by design in a test
-    *zeroed = true;
-    return reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(p) + 63) &
-                                   ~std::uintptr_t{63});
+  ~ZeroingSource() override {
+    for (void* p : blocks_) std::free(p);
   }
-  void free(void*, std::size_t) noexcept override {}
+  void* allocate(std::size_t bytes) override { return keep(std::aligned_alloc(64, bytes)); }
+  void* allocate_zeroed(std::size_t bytes, bool* zeroed) override {
+    void* p = keep(std::aligned_alloc(64, bytes));
+    std::memset(p, 0, bytes);
+    *zeroed = true;
+    return p;
+  }
+  void free(void*, std::size_t) noexcept override {}  // freed with the source
+
+ private:
+  void* keep(void* p) {
+    blocks_.push_back(p);
+    return p;
+  }
+  std::vector<void*> blocks_;
 };
 
 TEST(CachingAllocatorTest, AZeroedBlockIsFreshNeverReused) {
