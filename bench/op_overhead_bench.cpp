@@ -63,6 +63,47 @@ void BM_RecordOnly(benchmark::State& state) {
 
 }  // namespace
 
+// Plans that share a first op (issue 18): chain k is `x = a + b` then 12 steps, each `x * 0.5`
+// or `x + 0.25` by the bits of k, then x.item(): 13 recorded ops, all of 1-element tensors so
+// that the time is the framework's. The rows run in increasing K in one process: each first
+// runs its new chains until their plans exist, so the store holds K plans starting with the
+// same op, then times chains drawn at random among the K. Fused kernels are interpreted (2,000
+// chains would be 2,000 kernels to compile; at one element a kernel's own time is the same
+// small part either way). Reports ns per recorded op.
+void BM_ManyPlans(benchmark::State& state) {
+  const std::int64_t plans = state.range(0);
+  sf::Config c = sf::config();
+  const sf::Config saved = c;
+  c.fusion = state.range(1) != 0;
+  c.jit = sf::JitMode::kInterpret;
+  sf::set_config(c);
+  const sf::Tensor a = sf::full({1}, 1.0f), b = sf::full({1}, 0.5f);
+  const auto chain = [&](std::int64_t k) {
+    sf::Tensor x = a + b;
+    for (int step = 0; step < 12; ++step) x = (k >> step & 1) ? x * 0.5f : x + 0.25f;
+    return x.item<float>();
+  };
+  for (int round = 0; round < 3; ++round)
+    for (std::int64_t k = 0; k < plans; ++k) benchmark::DoNotOptimize(chain(k));
+  std::uint64_t draw = 0x9e3779b97f4a7c15ull;
+  for (auto _ : state) {
+    draw ^= draw << 13, draw ^= draw >> 7, draw ^= draw << 17;  // xorshift: a random mix
+    benchmark::DoNotOptimize(
+        chain(static_cast<std::int64_t>(draw % static_cast<std::uint64_t>(plans))));
+  }
+  state.counters["plans"] =
+      static_cast<double>(sf::runtime::DeviceRuntime::get(sf::Device::cpu()).plan_store().size());
+  state.counters["time_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * 13),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.SetLabel(c.fusion ? "fusion on" : "fusion off");
+  sf::set_config(saved);
+}
+
 BENCHMARK(BM_OpOverhead)->ArgsProduct({{10000}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ManyPlans)
+    ->ArgsProduct({{1, 64, 512, 2000}, {1}})
+    ->Args({2000, 0})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RecordOnly)->Unit(benchmark::kNanosecond);
 BENCHMARK_MAIN();
