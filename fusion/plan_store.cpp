@@ -63,6 +63,17 @@ void PlanStore::consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) 
     background_([this, next = std::move(next)] { consult(next, core::hash_op(next), true); });
 }
 
+PlanTrie::NodeRef PlanStore::after_first(const core::OpDesc& op, std::uint64_t hash) const {
+  std::shared_lock lock(mutex_);
+  if (persistence_ && !consulted_.contains(hash)) {
+    lock.unlock();
+    consult(op, hash, false);
+    lock.lock();
+  }
+  const PlanTrie::NodeRef* node = trie_.root()->next(op);
+  return node ? *node : nullptr;
+}
+
 void PlanStore::starting_with(const core::OpDesc& op, PlanRefs& out) const {
   const std::uint64_t hash = core::hash_op(op);
   std::shared_lock lock(mutex_);
@@ -131,6 +142,7 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
     merged->uses = existing->uses.load();
     merged->last_use = clock_.fetch_add(1);
     existing = merged;
+    trie_.put(merged);
     changed = true;
     return merged;
   }
@@ -140,6 +152,7 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
   std::shared_ptr<ExecutionPlan> stored = make_plan(std::move(plan));
   stored->last_use = clock_.fetch_add(1);
   index_[core::hash_op(stored->ops.front())].push_back(stored);  // bucket may have moved
+  trie_.put(stored);
   ++count_;
   changed = true;
   return stored;
@@ -162,6 +175,7 @@ void PlanStore::evict_one() const {
   if (!victim) return;
   PlanRefs& bucket = index_[victim_bucket];
   const ExecutionPlan* target = victim->get();
+  trie_.remove(target->ops);
   bucket.erase(std::find_if(bucket.begin(), bucket.end(),
                             [&](const PlanRef& p) { return p.get() == target; }));
   if (bucket.empty()) index_.erase(victim_bucket);
@@ -197,6 +211,7 @@ void PlanStore::note_successor(const PlanRef& plan, const core::OpDesc& next) {
       copy->uses = stored->uses.load();
       copy->last_use = stored->last_use.load();
       stored = copy;
+      trie_.put(copy);
       changed = std::move(copy);
       break;
     }

@@ -21,6 +21,7 @@
 
 #include "fusion/plan.h"
 #include "fusion/plan_persistence.h"
+#include "fusion/plan_trie.h"
 
 namespace streamfuse::fusion {
 
@@ -41,6 +42,11 @@ class PlanStore {
   // Appends to `out` every plan whose first op equals `op` (relative form). The first time for
   // an op, reads the persisted plans that start with it.
   void starting_with(const core::OpDesc& op, PlanRefs& out) const;
+  // The node of the plans whose first op equals `op` (relative form; core::hash_op of it is
+  // `hash`), or null when there is none; a segment's later ops are matched from there, one
+  // lookup each (PlanTrie). The first time for an op, reads the persisted plans that start with
+  // it.
+  PlanTrie::NodeRef after_first(const core::OpDesc& op, std::uint64_t hash) const;
   // Stores a plan explored by a stream, or, when a plan with the same ops exists, adds the new
   // plan's triggers to it (plans are immutable once shared: the stored plan is replaced by a
   // copy with the trigger added), and has the persistence save it when it changed. Returns the
@@ -80,6 +86,7 @@ class PlanStore {
   mutable std::atomic<std::uint64_t> clock_{0};
   // Filled lazily from the persistence by starting_with(), hence mutable.
   mutable boost::unordered_flat_map<std::uint64_t, PlanRefs> index_;  // hash of first op -> plans
+  mutable PlanTrie trie_;  // the same plans, by their ops
   mutable std::size_t count_ = 0;
   mutable std::uint64_t loaded_ = 0;
   std::shared_ptr<PlanPersistence> persistence_;

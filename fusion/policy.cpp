@@ -5,24 +5,22 @@
 namespace streamfuse::fusion {
 
 void Policy::reset() {
-  candidates_.clear();
+  node_.reset();
   availables_.clear();
   found_.reset();
   num_ops_ = 0;
 }
 
 void Policy::update(const PlanStore& store, const core::OpDesc& op) {
-  const std::size_t i = num_ops_;
   check_triggers(op);
-  if (i == 0) {
-    store.starting_with(op, candidates_);
-  } else {
-    candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
-                                     [&](const PlanRef& p) { return p->ops[i] != op; }),
-                      candidates_.end());
+  if (num_ops_ == 0) {
+    node_ = store.after_first(op, core::hash_op(op));
+  } else if (node_) {
+    const PlanTrie::NodeRef* next = node_->next(op);
+    node_ = next ? *next : nullptr;
   }
   ++num_ops_;
-  promote_complete();
+  if (node_ && node_->plan) promote(node_->plan);
 }
 
 // An available plan of length L waits on ops[L..): op i is the (i - L)-th op after the plan.
@@ -46,21 +44,13 @@ void Policy::check_triggers(const core::OpDesc& op) {
   // An available plan none of whose triggers can fire any more stays: sync mode may run it.
 }
 
-void Policy::promote_complete() {
-  for (auto it = candidates_.begin(); it != candidates_.end();) {
-    const PlanRef& p = *it;
-    if (p->len() != num_ops_) {
-      ++it;
-      continue;
-    }
-    Available a{p, {}};
-    for (const Trigger& t : p->triggers) {
-      a.alive.push_back(t.kind == Trigger::Kind::kAlways ? 0 : 1);
-      if (t.kind == Trigger::Kind::kAlways && (!found_ || found_->len() < p->len())) found_ = p;
-    }
-    availables_.push_back(std::move(a));
-    it = candidates_.erase(it);
+void Policy::promote(const PlanRef& p) {
+  Available a{p, {}};
+  for (const Trigger& t : p->triggers) {
+    a.alive.push_back(t.kind == Trigger::Kind::kAlways ? 0 : 1);
+    if (t.kind == Trigger::Kind::kAlways && (!found_ || found_->len() < p->len())) found_ = p;
   }
+  availables_.push_back(std::move(a));
 }
 
 Action Policy::action(ExecutionMode mode) const {
@@ -73,7 +63,8 @@ Action Policy::action(ExecutionMode mode) const {
     if (best) return {Action::Kind::kExecute, best->plan};
     return {Action::Kind::kExplore, nullptr};
   }
-  if (!candidates_.empty()) return {Action::Kind::kDefer, nullptr};
+  // A longer plan may still match: wait for the ops that decide.
+  if (node_ && !node_->edges.empty()) return {Action::Kind::kDefer, nullptr};
   for (const Available& a : availables_)
     for (std::uint8_t alive : a.alive)
       if (alive) return {Action::Kind::kDefer, nullptr};

@@ -1,12 +1,13 @@
 // Policy: decides, after each op of a segment, whether to wait, explore, or run a stored plan.
 //
-// Candidate invalidation: at the segment's first op the candidates are the stored plans that
-// start with it; each later op drops the candidates that differ at its position. A candidate
-// whose ops all matched becomes available and waits for one of its triggers. The cost of an op
-// is proportional to the live candidates, never to plan length.
+// Matching: the candidates are the stored plans whose ops start with the segment's, the subtree
+// of one node of the store's prefix tree (PlanTrie). The segment's first op finds its node in
+// the store; each later op moves to the child of that op, one lookup whatever the number of
+// plans. A plan whose ops all matched (the node's own) becomes available and waits for one of
+// its triggers, checked per op against the (few) available plans.
 //
 // Invariants:
-// - every candidate's first num_ops() ops equal the segment's;
+// - every plan under node_ starts with the segment's num_ops() ops; none elsewhere does;
 // - every available plan's ops are a prefix of the segment;
 // - found() is an available plan whose trigger fired (the longest such).
 #pragma once
@@ -50,9 +51,10 @@ class Policy {
     boost::container::small_vector<std::uint8_t, 4> alive;
   };
   void check_triggers(const core::OpDesc& op);
-  void promote_complete();
+  // The plan of node_, whose ops all matched, becomes available.
+  void promote(const PlanRef& plan);
 
-  PlanRefs candidates_;
+  PlanTrie::NodeRef node_;  // null: no stored plan starts with the segment
   boost::container::small_vector<Available, 4> availables_;
   PlanRef found_;
   std::size_t num_ops_ = 0;
