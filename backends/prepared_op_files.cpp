@@ -47,8 +47,9 @@ void PreparedOpFiles::add(const backends::PreparedOp& op) {
   if (!dir_->writable()) return;
   {
     std::lock_guard lock(mutex_);
-    if (contains(known_, op) || contains(added_, op)) return;
-    added_.push_back(op);
+    // Past the cap, the first ones used are kept: the ones the next process needs first.
+    if (contains(known_, op) || contains(mine_, op) || mine_.size() >= kMaxPreparedOps) return;
+    mine_.push_back(op);
   }
   writer_.submit(0, [this] { write(); });  // one job writes every op added until it runs
 }
@@ -57,13 +58,11 @@ void PreparedOpFiles::write() {
   std::vector<backends::PreparedOp> ops;
   {
     std::lock_guard lock(mutex_);
-    if (added_.empty()) return;
+    if (written_ == mine_.size()) return;  // an earlier job wrote them
     // This process's ops first, in the order it first used them: the order the next process
     // will need them, so the preparer makes each before it is waited for.
-    for (backends::PreparedOp& op : added_)
-      if (mine_.size() < kMaxPreparedOps) mine_.push_back(std::move(op));
-    added_.clear();
     ops = mine_;
+    written_ = mine_.size();
   }
   const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
   // The file holds earlier processes' ops, and maybe what another one wrote since this one read

@@ -40,8 +40,8 @@ class PreparedOpFiles {
   std::string device_;
   std::mutex mutex_;
   std::vector<backends::PreparedOp> known_;  // in the file as far as this process knows
-  std::vector<backends::PreparedOp> added_;  // not yet written, oldest first
-  std::vector<backends::PreparedOp> mine_;   // written by this process, oldest first
+  std::vector<backends::PreparedOp> mine_;   // this process's new ones, oldest first
+  std::size_t written_ = 0;                  // how many of mine_ a write has taken
   cache::BackgroundWriter writer_;           // last: stops before the members its jobs use
 };
 

@@ -70,22 +70,14 @@ PlanTrie::NodeRef PlanStore::after_first(const core::OpDesc& op, std::uint64_t h
     consult(op, hash, false);
     lock.lock();
   }
-  const PlanTrie::NodeRef* node = trie_.root()->next(op);
-  return node ? *node : nullptr;
+  const PlanTrie::NodeRef& root = trie_.root();
+  const std::ptrdiff_t i = root->find(op, &hash);
+  return i < 0 ? nullptr : root->edges[static_cast<std::size_t>(i)].node;
 }
 
 void PlanStore::starting_with(const core::OpDesc& op, PlanRefs& out) const {
-  const std::uint64_t hash = core::hash_op(op);
-  std::shared_lock lock(mutex_);
-  if (persistence_ && !consulted_.contains(hash)) {
-    lock.unlock();
-    consult(op, hash, false);
-    lock.lock();
-  }
-  auto it = index_.find(hash);
-  if (it == index_.end()) return;
-  for (const PlanRef& p : it->second)
-    if (p->ops.front() == op) out.push_back(p);
+  const PlanTrie::NodeRef first = after_first(op, core::hash_op(op));
+  if (first) first->collect(out);
 }
 
 PlanRef PlanStore::add(PlanDraft plan) {

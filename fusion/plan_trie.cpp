@@ -6,21 +6,6 @@ namespace {
 using Node = PlanTrie::Node;
 using NodeRef = PlanTrie::NodeRef;
 
-// The index of the edge of `node` for `op`, or -1.
-std::ptrdiff_t edge_of(const Node& node, const core::OpDesc& op, std::uint64_t hash) {
-  if (node.edges.size() <= PlanTrie::kScannedEdges) {
-    for (std::size_t i = 0; i < node.edges.size(); ++i)
-      if (node.edges[i].hash == hash && node.edges[i].op == op)
-        return static_cast<std::ptrdiff_t>(i);
-    return -1;
-  }
-  const auto bucket = node.by_hash.find(hash);
-  if (bucket == node.by_hash.end()) return -1;
-  for (std::uint32_t i : bucket->second)
-    if (node.edges[i].op == op) return i;
-  return -1;
-}
-
 void reindex(Node& node) {
   node.by_hash.clear();
   if (node.edges.size() <= PlanTrie::kScannedEdges) return;
@@ -37,7 +22,7 @@ NodeRef with_plan(const Node* node, std::span<const core::OpDesc> ops,
     return copy;
   }
   const std::uint64_t hash = core::hash_op(ops.front());
-  if (const std::ptrdiff_t i = edge_of(*copy, ops.front(), hash); i >= 0) {
+  if (const std::ptrdiff_t i = copy->find(ops.front(), &hash); i >= 0) {
     PlanTrie::Edge& e = copy->edges[static_cast<std::size_t>(i)];
     e.node = with_plan(e.node.get(), ops.subspan(1), std::move(plan));
     return copy;
@@ -57,7 +42,7 @@ NodeRef without_plan(const NodeRef& node, std::span<const core::OpDesc> ops) {
     copy->plan.reset();
     return copy;
   }
-  const std::ptrdiff_t i = edge_of(*node, ops.front(), core::hash_op(ops.front()));
+  const std::ptrdiff_t i = node->find(ops.front());
   if (i < 0) return node;
   const auto at = static_cast<std::size_t>(i);
   NodeRef child = without_plan(node->edges[at].node, ops.subspan(1));
@@ -75,14 +60,17 @@ NodeRef without_plan(const NodeRef& node, std::span<const core::OpDesc> ops) {
 
 }  // namespace
 
-const NodeRef* Node::next(const core::OpDesc& op) const {
+std::ptrdiff_t Node::find(const core::OpDesc& op, const std::uint64_t* hash) const {
   if (edges.size() <= PlanTrie::kScannedEdges) {
-    for (const PlanTrie::Edge& e : edges)
-      if (e.op == op) return &e.node;
-    return nullptr;
+    for (std::size_t i = 0; i < edges.size(); ++i)
+      if (edges[i].op == op) return static_cast<std::ptrdiff_t>(i);
+    return -1;
   }
-  const std::ptrdiff_t i = edge_of(*this, op, core::hash_op(op));
-  return i < 0 ? nullptr : &edges[static_cast<std::size_t>(i)].node;
+  const auto bucket = by_hash.find(hash ? *hash : core::hash_op(op));
+  if (bucket == by_hash.end()) return -1;
+  for (std::uint32_t i : bucket->second)
+    if (edges[i].op == op) return i;
+  return -1;
 }
 
 PlanTrie::PlanTrie() : root_(std::make_shared<Node>()) {}

@@ -44,8 +44,20 @@ class PlanTrie {
     boost::unordered_flat_map<std::uint64_t, boost::container::small_vector<std::uint32_t, 1>>
         by_hash;
 
-    // The node after `op`, or null.
-    const NodeRef* next(const core::OpDesc& op) const;
+    // The index in `edges` of the edge of `op` (whose core::hash_op is `hash`, computed only
+    // when needed), or -1.
+    std::ptrdiff_t find(const core::OpDesc& op, const std::uint64_t* hash = nullptr) const;
+    // The node after `op`, or null: a segment's matching step.
+    const Node* next(const core::OpDesc& op) const {
+      const std::ptrdiff_t i = find(op);
+      return i < 0 ? nullptr : edges[static_cast<std::size_t>(i)].node.get();
+    }
+    // Appends every plan at or under this node.
+    template <class Plans>
+    void collect(Plans& out) const {
+      if (plan) out.push_back(plan);
+      for (const Edge& e : edges) e.node->collect(out);
+    }
   };
 
   PlanTrie();

@@ -5,7 +5,8 @@
 namespace streamfuse::fusion {
 
 void Policy::reset() {
-  node_.reset();
+  first_.reset();
+  node_ = nullptr;
   availables_.clear();
   found_.reset();
   num_ops_ = 0;
@@ -14,10 +15,10 @@ void Policy::reset() {
 void Policy::update(const PlanStore& store, const core::OpDesc& op) {
   check_triggers(op);
   if (num_ops_ == 0) {
-    node_ = store.after_first(op, core::hash_op(op));
+    first_ = store.after_first(op, core::hash_op(op));
+    node_ = first_.get();
   } else if (node_) {
-    const PlanTrie::NodeRef* next = node_->next(op);
-    node_ = next ? *next : nullptr;
+    node_ = node_->next(op);
   }
   ++num_ops_;
   if (node_ && node_->plan) promote(node_->plan);

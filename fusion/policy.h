@@ -54,7 +54,10 @@ class Policy {
   // The plan of node_, whose ops all matched, becomes available.
   void promote(const PlanRef& plan);
 
-  PlanTrie::NodeRef node_;  // null: no stored plan starts with the segment
+  // The node after the segment's first op: it holds the subtree node_ walks (nodes are
+  // immutable), so that a step costs no reference count.
+  PlanTrie::NodeRef first_;
+  const PlanTrie::Node* node_ = nullptr;  // null: no stored plan starts with the segment
   boost::container::small_vector<Available, 4> availables_;
   PlanRef found_;
   std::size_t num_ops_ = 0;

@@ -30,8 +30,13 @@ void CpuBackend::configure(const BackendSettings& settings) {
 }
 
 TensorHandle CpuBackend::allocate(const Shape& shape, DType dtype) {
+  return allocate(shape, dtype, nullptr);
+}
+
+TensorHandle CpuBackend::allocate(const Shape& shape, DType dtype, bool* zeroed) {
+  const auto bytes = static_cast<std::size_t>(shape.numel()) * element_size(dtype);
   TensorHandle h;
-  h.storage = allocator_.allocate(static_cast<std::size_t>(shape.numel()) * element_size(dtype));
+  h.storage = zeroed ? allocator_.allocate_zeroed(bytes, zeroed) : allocator_.allocate(bytes);
   h.strides = contiguous_strides(shape);
   return h;
 }
@@ -45,9 +50,7 @@ void CpuBackend::execute(const core::OpDesc& op, std::span<TensorHandle> inputs,
       if (op.kind == core::OpKind::kFull && core::fill_scalar_bits(op.scalars[0], od.dtype) == 0) {
         // zeros: a fresh large block reads as zeros already, and stays untouched until written
         bool zeroed = false;
-        out.storage = allocator_.allocate_zeroed(
-            static_cast<std::size_t>(od.shape.numel()) * element_size(od.dtype), &zeroed);
-        out.strides = contiguous_strides(od.shape);
+        out = allocate(od.shape, od.dtype, &zeroed);
         if (zeroed) return;
       } else {
         out = allocate(od.shape, od.dtype);

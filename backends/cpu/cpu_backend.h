@@ -40,6 +40,9 @@ class CpuBackend final : public Backend {
   const KernelTable& kernels() const { return kernels_; }
 
  private:
+  // As allocate(); with `zeroed`, a block that reads as zeros where the allocator has one (then
+  // *zeroed is set: nothing need clear it).
+  TensorHandle allocate(const Shape& shape, DType dtype, bool* zeroed);
   void run_elementwise(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
   void run_reduce(const core::OpDesc& op, TensorHandle& in, TensorHandle& out);
   void run_matmul(const core::OpDesc& op, std::span<TensorHandle> inputs, TensorHandle& out);
