@@ -87,6 +87,7 @@ PlanRef PlanStore::add(PlanDraft plan) {
   {
     std::unique_lock lock(mutex_);
     stored = add_locked(std::move(plan), changed);
+    ++explored_;
     persistence = persistence_;
   }
   if (changed && persistence) persistence->save(stored);
@@ -227,6 +228,11 @@ std::size_t PlanStore::size() const {
 std::uint64_t PlanStore::explorations() const {
   std::shared_lock lock(mutex_);
   return explorations_;
+}
+
+std::uint64_t PlanStore::explored() const {
+  std::shared_lock lock(mutex_);
+  return explored_;
 }
 
 std::uint64_t PlanStore::loaded() const {

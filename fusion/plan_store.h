@@ -69,7 +69,8 @@ class PlanStore {
   bool try_explore();
 
   std::size_t size() const;
-  std::uint64_t explorations() const;
+  std::uint64_t explorations() const;  // explorations started (what the cap counts)
+  std::uint64_t explored() const;      // plans made by exploring: add() calls
   std::uint64_t loaded() const;  // plans read from the persistence or added by add_loaded
 
  private:
@@ -85,6 +86,7 @@ class PlanStore {
   std::size_t max_plans_;
   std::size_t max_explorations_;
   std::uint64_t explorations_ = 0;
+  std::uint64_t explored_ = 0;
   mutable std::atomic<std::uint64_t> clock_{0};
   // Filled lazily from the persistence by starting_with(), hence mutable.
   mutable boost::unordered_flat_map<std::uint64_t, PlanRefs> index_;  // hash of first op -> plans

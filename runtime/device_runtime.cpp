@@ -134,7 +134,9 @@ std::vector<backends::PreparedOp> DeviceRuntime::used_prepared_ops() const {
 FusionStats DeviceRuntime::fusion_stats() const {
   FusionStats s;
   s.plans = static_cast<std::int64_t>(plan_store_.size());
-  s.plans_explored = static_cast<std::int64_t>(plan_store_.explorations());
+  // Plans made, not explorations started: a segment still open (the drops queued after a
+  // program's last read) has started one that may never finish.
+  s.plans_explored = static_cast<std::int64_t>(plan_store_.explored());
   s.plans_loaded = static_cast<std::int64_t>(plan_store_.loaded());
   if (parts_.kernel_cache) {
     const jit::KernelCacheStats k = parts_.kernel_cache->stats();
