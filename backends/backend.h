@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -35,11 +36,35 @@ bool is_contiguous(const TensorHandle& h, const Shape& shape);
 // op reads input i with. Persisted (backends/prepared_op_files.h, bundles), so that a later process
 // prepares them while it starts instead of in its first iteration.
 struct PreparedOp {
+  // A step a product applies as it stores its result (execute_product): its kind (kAdd, kSub,
+  // kMul, kDiv) and its operand's element strides over the product's shape (0 where it
+  // broadcasts; all 0 for a scalar).
+  struct PostOp {
+    core::OpKind kind = core::OpKind::kAdd;
+    std::array<std::int64_t, kMaxRank> strides{};
+
+    friend bool operator==(const PostOp&, const PostOp&) = default;
+  };
+
   core::OpDesc op;
   std::vector<std::array<std::int64_t, kMaxRank>> input_strides;
+  std::vector<PostOp> post_ops;  // a matmul's, made with it as one primitive
 
   friend bool operator==(const PreparedOp&, const PreparedOp&) = default;
 };
+
+// One step of a matrix product's epilogue (fusion/builders/matmul): `op`, a binary arithmetic op
+// in global form, takes the product's running value as its input `value_slot` and, when it has
+// two tensor inputs, `operand` as the other; a scalar op reads its scalar. The running value
+// becomes its result.
+struct ProductStep {
+  const core::OpDesc* op = nullptr;
+  int value_slot = 0;
+  TensorHandle operand;
+};
+
+// The most steps one execute_product() call fuses (the matmul builder closes after them).
+inline constexpr std::size_t kMaxProductSteps = 4;
 
 // The settings of Config that concern a backend.
 struct BackendSettings {
@@ -82,6 +107,23 @@ class Backend {
   virtual void set_prepared_listener(std::function<void(const PreparedOp&)> listener) {
     (void)listener;
   }
+
+  // Whether execute_product() applies steps as it stores a product (the matmul builder is made
+  // only where it does: elsewhere a product and one element-wise kernel after it are what the
+  // element-wise builder already makes of the same ops).
+  virtual bool fuses_product_epilogues() const { return false; }
+  // Runs matrix product `product` (inputs: its two operands' handles, neither lent) and applies
+  // `steps` in order as it stores the result where it can: returns true when `out` holds the
+  // last step's result (equal bit for bit to running the ops one by one), false when it holds
+  // the product alone and the caller applies the steps. Throws Error as execute() does.
+  virtual bool execute_product(const core::OpDesc& product, std::span<TensorHandle> inputs,
+                               std::span<const ProductStep> steps, TensorHandle& out) {
+    (void)steps;
+    execute(product, inputs, std::span(&out, 1));
+    return false;
+  }
+  // Products execute_product() ran with their steps applied as the product was stored.
+  virtual std::int64_t fused_products() const { return 0; }
 
   // Streams (backends/execution_stream.h): the calls made for one stream's ops run in order; a
   // backend that queues work (CUDA) may overlap those of different streams. A tensor `h` made by

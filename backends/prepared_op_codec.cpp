@@ -13,6 +13,11 @@ void put_prepared_ops(cache::OutArchive& out, const std::vector<backends::Prepar
     out(static_cast<std::uint32_t>(p.input_strides.size()));
     for (const auto& strides : p.input_strides)
       for (std::int64_t s : strides) out(s);
+    out(static_cast<std::uint32_t>(p.post_ops.size()));
+    for (const backends::PreparedOp::PostOp& post : p.post_ops) {
+      out(static_cast<std::uint8_t>(post.kind));
+      for (std::int64_t s : post.strides) out(s);
+    }
   }
 }
 
@@ -31,6 +36,17 @@ void check_matmul(const backends::PreparedOp& p) {
   const backends::MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
   if (std::string why = backends::matmul_operands_problem(a, b, op.outputs[0].shape); !why.empty())
     cache::bad_payload("prepared " + core::to_string(op) + ": " + why);
+  // Post-ops: f32, strides that address no more than an operand of the product's shape could
+  // (the primitive's operand descriptor is made of them).
+  if (!p.post_ops.empty() && op.attrs.dtype != kF32)
+    cache::bad_payload("prepared post-ops of a product of another dtype");
+  const Shape& out = op.outputs[0].shape;
+  for (const backends::PreparedOp::PostOp& post : p.post_ops)
+    for (int d = 0; d < kMaxRank; ++d) {
+      const std::int64_t s = post.strides[static_cast<std::size_t>(d)];
+      if (s < 0 || s > (std::int64_t{1} << 40) || (d >= out.rank() && s != 0))
+        cache::bad_payload("prepared post-op strides");
+    }
 }
 
 // A conv2d as a backend records it: operands and result of its float dtype, contiguous (the CPU
@@ -75,6 +91,16 @@ std::vector<backends::PreparedOp> get_prepared_ops(cache::InArchive& in) {
     if (p.input_strides.size() != p.op.inputs.size()) cache::bad_payload("prepared op strides");
     for (auto& strides : p.input_strides)
       for (std::int64_t& s : strides) in(s);
+    p.post_ops.resize(cache::get_size(in, kMaxProductSteps, "prepared post-op"));
+    for (backends::PreparedOp::PostOp& post : p.post_ops) {
+      std::uint8_t kind = 0;
+      in(kind);
+      post.kind = static_cast<core::OpKind>(kind);
+      if (conv || (post.kind != core::OpKind::kAdd && post.kind != core::OpKind::kSub &&
+                   post.kind != core::OpKind::kMul && post.kind != core::OpKind::kDiv))
+        cache::bad_payload("prepared post-op");
+      for (std::int64_t& s : post.strides) in(s);
+    }
     if (conv)
       check_conv(p);
     else

@@ -22,7 +22,8 @@ namespace streamfuse::cache {
 
 // 2: bundles carry prepared ops; prepared-op files. 3: ops of the window kinds (conv2d, pools)
 // carry their window. 4: traced blocks carry their indexed reads (index ops fused as kLoadAt).
-inline constexpr std::uint32_t kFormatVersion = 4;
+// 5: prepared products carry their post-ops (plans of the matmul kind).
+inline constexpr std::uint32_t kFormatVersion = 5;
 
 enum class FileKind : std::uint32_t {
   kPlan = 1,

@@ -11,7 +11,7 @@ Stream::Stream(DeviceStreams& device, backends::StreamId id)
     : device_(device),
       id_(id),
       context_(queue_, device.device()),
-      processor_(*device.device().plans, fusion::make_builders()) {}
+      processor_(*device.device().plans, fusion::make_builders(*device.device().backend)) {}
 
 void Stream::record(core::OpDesc&& op, std::span<TensorNode* const> pins, bool may_run) {
   std::vector<TensorNode*> released;

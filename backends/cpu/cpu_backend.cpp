@@ -1,6 +1,8 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <array>
 #include <cstring>
+#include <span>
 
 #include "backends/cpu/index_ops.h"
 #include "backends/cpu/isa.h"
@@ -152,6 +154,83 @@ void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inpu
   report_first_use(op, {m[0].strides, m[1].strides});
 }
 
+namespace {
+
+// Whether `step` can be a oneDNN post-op of an f32 product of shape `shape`: f32 arithmetic whose
+// result keeps the product's shape, the product on the left unless the op commutes (a + b and
+// a * b round the same either way).
+bool is_post_op(const ProductStep& step, const Shape& shape) {
+  const core::OpDesc& op = *step.op;
+  const core::OpKind k = op.kind;
+  if (k != core::OpKind::kAdd && k != core::OpKind::kSub && k != core::OpKind::kMul &&
+      k != core::OpKind::kDiv)
+    return false;
+  if (op.attrs.dtype != kF32 || op.outputs[0].dtype != kF32 || op.outputs[0].shape != shape)
+    return false;
+  for (const core::TensorDesc& in : op.inputs)
+    if (in.dtype != kF32) return false;
+  const bool value_left = op.attrs.scalar_side == core::ScalarSide::kRhs ||
+                          (op.attrs.scalar_side == core::ScalarSide::kNone && step.value_slot == 0);
+  return value_left || k == core::OpKind::kAdd || k == core::OpKind::kMul;
+}
+
+// The strides that read `h`, a tensor of `shape`, at each position of `out` (broadcast: 0 where
+// it has size 1 or lacks the dimension).
+std::array<std::int64_t, kMaxRank> broadcast_strides(const TensorHandle& h, const Shape& shape,
+                                                     const Shape& out) {
+  std::array<std::int64_t, kMaxRank> strides{};
+  const int skip = out.rank() - shape.rank();
+  for (int d = 0; d < shape.rank(); ++d)
+    if (shape[d] != 1)
+      strides[static_cast<std::size_t>(d + skip)] = h.strides[static_cast<std::size_t>(d)];
+  return strides;
+}
+
+}  // namespace
+
+bool CpuBackend::execute_product(const core::OpDesc& product, std::span<TensorHandle> inputs,
+                                 std::span<const ProductStep> steps, TensorHandle& out) {
+  const core::TensorDesc& od = product.outputs[0];
+  bool fusable = product.attrs.dtype == kF32 && product.inputs[0].dtype == kF32 &&
+                 product.inputs[1].dtype == kF32 && steps.size() <= kMaxProductPostOps;
+  std::array<ProductPostOp, kMaxProductPostOps> post_ops;
+  std::array<float, kMaxProductPostOps> scalars{};
+  for (std::size_t i = 0; fusable && i < steps.size(); ++i) {
+    const ProductStep& step = steps[i];
+    fusable = is_post_op(step, od.shape);
+    if (!fusable) break;
+    post_ops[i].kind = step.op->kind;
+    if (step.op->attrs.scalar_side != core::ScalarSide::kNone) {
+      const std::int64_t bits = core::operand_scalar_bits(step.op->scalars[0], kF32);
+      std::memcpy(&scalars[i], &bits, sizeof(float));  // little-endian: the low bytes
+      post_ops[i].data = &scalars[i];
+    } else {
+      const core::TensorDesc& d = step.op->inputs[static_cast<std::size_t>(1 - step.value_slot)];
+      post_ops[i].data = reinterpret_cast<const float*>(element_ptr(step.operand, kF32));
+      post_ops[i].strides = broadcast_strides(step.operand, d.shape, od.shape);
+    }
+  }
+
+  if (!fusable) {
+    run_matmul(product, inputs, out);
+    return false;
+  }
+  const MatmulOperand a{element_ptr(inputs[0], kF32), product.inputs[0].shape, inputs[0].strides};
+  const MatmulOperand b{element_ptr(inputs[1], kF32), product.inputs[1].shape, inputs[1].strides};
+  out = allocate(od.shape, kF32);
+  bool applied = false;
+  const bool first_use = matmul_.run(a, b, out.storage.data(), od.shape, threads(),
+                                     std::span(post_ops.data(), steps.size()), &applied);
+  if (applied) fused_products_.fetch_add(1, std::memory_order_relaxed);
+  if (first_use) {
+    std::vector<PreparedOp::PostOp> prepared(steps.size());
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      prepared[i] = {post_ops[i].kind, post_ops[i].strides};
+    report_first_use(product, {a.strides, b.strides}, std::move(prepared));
+  }
+  return applied;
+}
+
 void CpuBackend::run_conv(const core::OpDesc& op, std::span<TensorHandle> inputs,
                           TensorHandle& out) {
   const DType dtype = op.attrs.dtype;
@@ -171,14 +250,15 @@ void CpuBackend::run_conv(const core::OpDesc& op, std::span<TensorHandle> inputs
 }
 
 void CpuBackend::report_first_use(const core::OpDesc& op,
-                                  std::vector<std::array<std::int64_t, kMaxRank>> input_strides) {
+                                  std::vector<std::array<std::int64_t, kMaxRank>> input_strides,
+                                  std::vector<PreparedOp::PostOp> post_ops) {
   std::function<void(const PreparedOp&)> listener;
   {
     std::lock_guard lock(listener_mutex_);
     listener = listener_;
   }
   if (!listener) return;
-  PreparedOp p{op, std::move(input_strides)};
+  PreparedOp p{op, std::move(input_strides), std::move(post_ops)};
   for (core::TensorDesc& t : p.op.inputs) {
     t.id = 0;
     t.status = core::TensorStatus::kReadOnly;
@@ -203,7 +283,13 @@ bool CpuBackend::prepare(const PreparedOp& p) {
     throw Error("prepare: " + core::to_string(op) + " is not a well-formed matmul");
   const MatmulOperand a{nullptr, op.inputs[0].shape, p.input_strides[0]};
   const MatmulOperand b{nullptr, op.inputs[1].shape, p.input_strides[1]};
-  return matmul_.prepare(op.attrs.dtype, a, b, op.outputs[0].shape, configured_threads());
+  std::array<ProductPostOp, kMaxProductPostOps> post_ops;
+  if (p.post_ops.size() > post_ops.size())
+    throw Error("prepare: " + core::to_string(op) + " has more post-ops than a product takes");
+  for (std::size_t i = 0; i < p.post_ops.size(); ++i)
+    post_ops[i] = {p.post_ops[i].kind, nullptr, p.post_ops[i].strides};
+  return matmul_.prepare(op.attrs.dtype, a, b, op.outputs[0].shape, configured_threads(),
+                         std::span(post_ops.data(), p.post_ops.size()));
 }
 
 void CpuBackend::set_prepared_listener(std::function<void(const PreparedOp&)> listener) {

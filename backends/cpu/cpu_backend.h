@@ -31,6 +31,14 @@ class CpuBackend final : public Backend {
   MemoryStats memory_stats() const override { return allocator_.stats(); }
   void reset_peak_memory_stats() override { allocator_.reset_peak(); }
   void empty_cache() override { allocator_.empty_cache(); }
+  // f32 products apply their steps as oneDNN post-ops where oneDNN has a kernel for them (not
+  // for a column broadcast, nor in the dot-row kernel's products of one row).
+  bool fuses_product_epilogues() const override { return true; }
+  bool execute_product(const core::OpDesc& product, std::span<TensorHandle> inputs,
+                       std::span<const ProductStep> steps, TensorHandle& out) override;
+  std::int64_t fused_products() const override {
+    return fused_products_.load(std::memory_order_relaxed);
+  }
   // Matmuls of float dtypes: their oneDNN primitive.
   bool prepare(const PreparedOp& p) override;
   void set_prepared_listener(std::function<void(const PreparedOp&)> listener) override;
@@ -50,7 +58,8 @@ class CpuBackend final : public Backend {
   // Hands `p` (op with `input_strides`) to the prepared listener, if one is set: the first run of
   // a library primitive in this process, worth preparing ahead next time.
   void report_first_use(const core::OpDesc& op,
-                        std::vector<std::array<std::int64_t, kMaxRank>> input_strides);
+                        std::vector<std::array<std::int64_t, kMaxRank>> input_strides,
+                        std::vector<PreparedOp::PostOp> post_ops = {});
   // The threads an op runs on now: the configured count, less the cores the process's
   // background work keeps busy (kernels/parallel.h).
   int threads() const { return threads_beside_background(configured_threads()); }
@@ -64,6 +73,7 @@ class CpuBackend final : public Backend {
   ConvEngine conv_;
   const KernelTable& kernels_;
   std::atomic<int> num_threads_{0};
+  std::atomic<std::int64_t> fused_products_{0};
   std::mutex listener_mutex_;  // set once at start-up, read on first uses: never contended
   std::function<void(const PreparedOp&)> listener_;
 };

@@ -4,6 +4,7 @@
 // whose operands are contiguous along k); oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
+#include <array>
 #include <boost/container/small_vector.hpp>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -82,6 +83,27 @@ void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out
   kernels().dot_rows(args);
 }
 
+// `post_ops` with strides over the layout's dimensions [batch..., m, n] instead of the product's:
+// the same for batch dimensions, 0 for an m or n that a 1-D operand leaves out of the product.
+std::array<ProductPostOp, kMaxProductPostOps> post_ops_on_layout(
+    const MatmulOperand& a, const MatmulOperand& b, const MatmulLayout& layout,
+    const Shape& out_shape, std::span<const ProductPostOp> post_ops) {
+  std::array<ProductPostOp, kMaxProductPostOps> on_layout;
+  const int rank = out_shape.rank();
+  const bool has_m = a.shape.rank() >= 2, has_n = b.shape.rank() >= 2;
+  const auto m = static_cast<std::size_t>(layout.batch_rank);
+  for (std::size_t i = 0; i < post_ops.size(); ++i) {
+    const auto& from = post_ops[i].strides;
+    ProductPostOp& p = on_layout[i];
+    p.kind = post_ops[i].kind;
+    p.data = post_ops[i].data;
+    for (std::size_t d = 0; d < m; ++d) p.strides[d] = from[d];
+    if (has_m) p.strides[m] = from[static_cast<std::size_t>(rank - (has_n ? 2 : 1))];
+    if (has_n) p.strides[m + 1] = from[static_cast<std::size_t>(rank - 1)];
+  }
+  return on_layout;
+}
+
 }  // namespace
 
 struct MatmulEngine::Impl {
@@ -93,6 +115,22 @@ MatmulEngine::~MatmulEngine() = default;
 
 bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
                        const Shape& out_shape, int num_threads) {
+  return run_product(dtype, a, b, out, out_shape, num_threads, {}, nullptr);
+}
+
+bool MatmulEngine::run(const MatmulOperand& a, const MatmulOperand& b, void* out,
+                       const Shape& out_shape, int num_threads,
+                       std::span<const ProductPostOp> post_ops, bool* applied) {
+  *applied = false;
+  if (post_ops.size() > kMaxProductPostOps)
+    throw Error("matmul: " + std::to_string(post_ops.size()) + " post-ops; at most " +
+                std::to_string(kMaxProductPostOps) + " are taken");
+  return run_product(kF32, a, b, out, out_shape, num_threads, post_ops, applied);
+}
+
+bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
+                               void* out, const Shape& out_shape, int num_threads,
+                               std::span<const ProductPostOp> post_ops, bool* applied) {
   if (dtype == kBool)
     throw DTypeError(describe_call(dtype, a, b, out_shape) +
                      ": bool has no matrix product; convert the operands to f32 or i32 first");
@@ -114,8 +152,10 @@ bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand&
     run_dot_rows(layout, a.data, b.data, out, num_threads);
     return false;
   }
+  const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
   try {
-    return impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads);
+    return impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads,
+                             std::span(on_layout.data(), post_ops.size()), applied);
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " failed in oneDNN: " + e.what() +
                 " (status " + std::to_string(static_cast<int>(e.status)) +
@@ -124,14 +164,19 @@ bool MatmulEngine::run(DType dtype, const MatmulOperand& a, const MatmulOperand&
 }
 
 bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOperand& b,
-                           const Shape& out_shape, int num_threads) {
+                           const Shape& out_shape, int num_threads,
+                           std::span<const ProductPostOp> post_ops) {
+  if (post_ops.size() > kMaxProductPostOps || (!post_ops.empty() && dtype != kF32))
+    throw Error("matmul: post-ops (at most " + std::to_string(kMaxProductPostOps) +
+                ") are prepared for f32 products only");
   if (is_integral(dtype) || dtype == kBool || dtype == kF64) return false;
   check_product_shapes(dtype, a, b, out_shape);
   if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
   if (is_dot_rows(dtype, layout)) return false;
   try {
-    impl_->onednn.prepare(dtype, layout, num_threads);
+    const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
+    impl_->onednn.prepare(dtype, layout, num_threads, std::span(on_layout.data(), post_ops.size()));
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " could not be prepared in oneDNN: " +
                 e.what() + " (status " + std::to_string(static_cast<int>(e.status)) + ")");

@@ -3,14 +3,32 @@
 // contiguous along k (a decode step's x @ W^T).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <span>
 
+#include "backends/backend.h"
 #include "backends/matmul_layout.h"
+#include "core/ir.h"
 #include "streamfuse/dtype.h"
 #include "streamfuse/shape.h"
 
 namespace streamfuse::backends::cpu {
+
+// A step applied to an f32 product's elements as they are stored (a oneDNN binary post-op):
+// element = element <kind> operand, for kind kAdd, kSub, kMul or kDiv, rounded to f32 as the
+// element-wise op rounds it. The operand is f32 at `data`, viewed over the product's dimensions
+// with `strides` (0 where it broadcasts).
+struct ProductPostOp {
+  core::OpKind kind = core::OpKind::kAdd;
+  const float* data = nullptr;
+  std::array<std::int64_t, kMaxRank> strides{};
+};
+
+// The most post-ops one product takes: what the matmul builder fuses at most.
+inline constexpr std::size_t kMaxProductPostOps = kMaxProductSteps;
 
 class MatmulEngine {
  public:
@@ -28,12 +46,20 @@ class MatmulEngine {
   bool run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
            const Shape& out_shape, int num_threads);
 
+  // As run() for an f32 product, then applies `post_ops` (strides over `out_shape`) as it stores
+  // the product where oneDNN has a kernel for them: *applied says whether it did. Where it did
+  // not (products oneDNN does not run, post-ops it takes in no kernel better than its reference
+  // loop), only the product was stored, and the caller applies them.
+  bool run(const MatmulOperand& a, const MatmulOperand& b, void* out, const Shape& out_shape,
+           int num_threads, std::span<const ProductPostOp> post_ops, bool* applied);
+
   // Creates the oneDNN primitive run() would use for operands of these shapes and strides
   // (their data is not read), unless it exists. Returns false where run() uses none (integer
   // dtypes, empty products). Throws Error when the shapes are not those of a product into
   // `out_shape` or oneDNN fails.
+  // With `post_ops` (their data is not read): the primitive run() with them uses.
   bool prepare(DType dtype, const MatmulOperand& a, const MatmulOperand& b, const Shape& out_shape,
-               int num_threads);
+               int num_threads, std::span<const ProductPostOp> post_ops = {});
 
   // Primitives currently cached (for tests of the cache bound).
   std::size_t cached_primitives() const;
@@ -43,6 +69,10 @@ class MatmulEngine {
   static bool gemm_driver_ready();
 
  private:
+  bool run_product(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
+                   const Shape& out_shape, int num_threads, std::span<const ProductPostOp> post_ops,
+                   bool* applied);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

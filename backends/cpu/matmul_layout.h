@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "backends/cpu/matmul.h"
 #include "backends/matmul_layout.h"
@@ -35,14 +36,19 @@ class OnednnMatmul {
   // thread count), whether that run or prepare() created it, and the primitive is worth
   // preparing ahead: not one of the GEMM driver's, which take microseconds to make, unless it is
   // the process's first product through the driver (preparing it warms the driver).
+  // With `post_ops` (an f32 product, at most kMaxProductPostOps, strides over the layout's
+  // dimensions [batch..., m, n]): applies them as it stores the
+  // product where oneDNN has a kernel for them, and sets *applied to whether it did; otherwise
+  // stores the product alone.
   bool run(DType dtype, const MatmulLayout& layout, const void* a, const void* b, void* out,
-           int num_threads);
+           int num_threads, std::span<const ProductPostOp> post_ops = {}, bool* applied = nullptr);
   // Creates the primitive run() with these arguments will use; returns at once if it exists,
   // waits if another thread is creating it.
   // Prepares a product that runs through oneDNN's f32 GEMM driver (its "gemm:jit") by also
   // running one small product through the driver: the driver generates its kernels on its
   // first run, whatever the shape (see matmul_onednn.cpp).
-  void prepare(DType dtype, const MatmulLayout& layout, int num_threads);
+  void prepare(DType dtype, const MatmulLayout& layout, int num_threads,
+               std::span<const ProductPostOp> post_ops = {});
   std::size_t cached_primitives() const;
   // Whether the driver has generated its kernels in this process (a product ran through it, or
   // was prepared).

@@ -13,8 +13,10 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/container_hash/hash.hpp>
@@ -25,6 +27,7 @@
 #include "backends/cpu/onednn_support.h"
 #include "core/float16.h"
 #include "core/log.h"
+#include "streamfuse/error.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
@@ -101,13 +104,15 @@ memory::desc matrix_desc(const MatrixLayout& x, int batch_rank, memory::data_typ
 struct Plan {
   DType compute = kF32;
   bool copy_a = false, copy_b = false;  // to dense row-major buffers of `compute`
+  bool post_ops = false;                // the primitive applies the key's post-ops
   dnnl::matmul primitive;
   memory::desc a_md, b_md, c_md, scratchpad_md;
+  std::vector<memory::desc> post_op_mds;  // each post-op's operand
   std::string impl;
 };
 
 struct PlanKey {
-  std::array<std::int64_t, 6 + 6 * kMaxRank> words{};
+  std::array<std::int64_t, 7 + 6 * kMaxRank + kMaxProductPostOps*(3 + kMaxRank)> words{};
   friend bool operator==(const PlanKey&, const PlanKey&) = default;
 };
 
@@ -117,7 +122,8 @@ struct PlanKeyHash {
   }
 };
 
-PlanKey make_key(DType dtype, const MatmulLayout& l, int threads) {
+PlanKey make_key(DType dtype, const MatmulLayout& l, int threads,
+                 std::span<const ProductPostOp> post_ops) {
   PlanKey key;
   std::size_t w = 0;
   auto put = [&](std::int64_t v) { key.words[w++] = v; };
@@ -136,7 +142,47 @@ PlanKey make_key(DType dtype, const MatmulLayout& l, int threads) {
     }
   }
   for (int i = 0; i < l.batch_rank; ++i) put(l.batch[static_cast<std::size_t>(i)]);
+  put(static_cast<std::int64_t>(post_ops.size()));
+  for (const ProductPostOp& p : post_ops) {
+    put(static_cast<std::int64_t>(p.kind));
+    for (int i = 0; i < l.batch_rank + 2; ++i) put(p.strides[static_cast<std::size_t>(i)]);
+  }
   return key;
+}
+
+dnnl::algorithm post_op_algorithm(core::OpKind kind) {
+  switch (kind) {
+    case core::OpKind::kAdd:
+      return dnnl::algorithm::binary_add;
+    case core::OpKind::kSub:
+      return dnnl::algorithm::binary_sub;
+    case core::OpKind::kMul:
+      return dnnl::algorithm::binary_mul;
+    case core::OpKind::kDiv:
+      return dnnl::algorithm::binary_div;
+    default:
+      throw Error("matmul: " + std::string(core::op_name(kind)) + " is not a product post-op");
+  }
+}
+
+// oneDNN's descriptor of a post-op's operand over the product's dimensions (batch..., m, n):
+// size 1 where it broadcasts. A size-1 dimension's stride addresses nothing; it is set as a dense
+// layout's would be, which oneDNN's broadcast detection expects.
+memory::desc post_op_desc(const MatmulLayout& l, const ProductPostOp& p) {
+  const int rank = l.batch_rank + 2;
+  memory::dims dims(static_cast<std::size_t>(rank)), strides(static_cast<std::size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    const auto u = static_cast<std::size_t>(d);
+    const std::int64_t size = d < l.batch_rank ? l.batch[u] : d == l.batch_rank ? l.m : l.n;
+    dims[u] = p.strides[u] == 0 ? 1 : size;
+  }
+  std::int64_t dense = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const auto u = static_cast<std::size_t>(d);
+    strides[u] = dims[u] == 1 ? dense : p.strides[u];
+    dense = std::max(dense, strides[u] * dims[u]);
+  }
+  return memory::desc(dims, memory::data_type::f32, strides);
 }
 
 std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
@@ -144,6 +190,7 @@ std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
                   " m=" + std::to_string(l.m) + " k=" + std::to_string(l.k) +
                   " n=" + std::to_string(l.n) + " batch=" + std::to_string(l.batch_count()) + ": " +
                   p.impl;
+  if (p.post_ops) s += ", " + std::to_string(p.post_op_mds.size()) + " post-op(s)";
   if (p.compute != dtype) s += ", via f32";
   if (p.copy_a) s += ", copies a";
   if (p.copy_b) s += ", copies b";
@@ -163,7 +210,8 @@ struct OnednnMatmul::State {
   // A plan with this primitive, or nullptr where oneDNN has no kernel better than its reference
   // loop (and `accept_reference` is false). Throws dnnl::error when oneDNN rejects the layout.
   std::shared_ptr<Plan> try_plan(DType compute, const MatmulLayout& l, bool copy_a, bool copy_b,
-                                 bool accept_reference) {
+                                 bool accept_reference,
+                                 std::span<const ProductPostOp> post_ops = {}) {
     auto plan = std::make_shared<Plan>();
     plan->compute = compute;
     plan->copy_a = copy_a;
@@ -181,6 +229,15 @@ struct OnednnMatmul::State {
     // The scratchpad comes with each call: oneDNN's own one is per creating thread, and cached
     // primitives run on other threads.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (!post_ops.empty()) {
+      dnnl::post_ops ops;
+      for (const ProductPostOp& p : post_ops) {
+        plan->post_op_mds.push_back(post_op_desc(l, p));
+        ops.append_binary(post_op_algorithm(p.kind), plan->post_op_mds.back());
+      }
+      attr.set_post_ops(ops);
+      plan->post_ops = true;
+    }
     const dnnl::matmul::desc desc(plan->a_md, plan->b_md, plan->c_md);
     const dnnl::matmul::primitive_desc pd(desc, attr, engine);
     plan->impl = pd.impl_info_str();
@@ -190,7 +247,10 @@ struct OnednnMatmul::State {
     return plan;
   }
 
-  std::shared_ptr<const Plan> build(DType dtype, const MatmulLayout& l) {
+  // With post-ops: a plan that applies them, where oneDNN has a kernel better than its reference
+  // loop for them and this layout as is or with operands copied; else the plan without them.
+  std::shared_ptr<const Plan> build(DType dtype, const MatmulLayout& l,
+                                    std::span<const ProductPostOp> post_ops) {
     const int r = l.batch_rank;
     const bool neg_a = has_negative_stride(l.a, r), neg_b = has_negative_stride(l.b, r);
     const bool dense_a = same_layout(l.a, dense(l.a, r), r);
@@ -202,6 +262,14 @@ struct OnednnMatmul::State {
     }};
     for (std::size_t i = 0; i < copies.size(); ++i) {
       if (i > 0 && copies[i] == copies[i - 1]) continue;
+      if (!post_ops.empty() && dtype == kF32) {
+        try {
+          if (auto plan = try_plan(dtype, l, copies[i][0], copies[i][1], false, post_ops))
+            return plan;
+        } catch (const dnnl::error&) {
+          // no kernel takes these post-ops here: try without them
+        }
+      }
       try {
         if (auto plan = try_plan(dtype, l, copies[i][0], copies[i][1], false)) return plan;
       } catch (const dnnl::error&) {
@@ -213,10 +281,11 @@ struct OnednnMatmul::State {
   }
 
   // The plan for (dtype, l) at the calling thread's OpenMP thread count (set by ScopedThreads).
-  Found find_plan(DType dtype, const MatmulLayout& l, int num_threads, bool for_run) {
-    const PlanKey key = make_key(dtype, l, max_threads(num_threads));
+  Found find_plan(DType dtype, const MatmulLayout& l, int num_threads, bool for_run,
+                  std::span<const ProductPostOp> post_ops = {}) {
+    const PlanKey key = make_key(dtype, l, max_threads(num_threads), post_ops);
     return plans.find_or_build(key, for_run, [&] {
-      std::shared_ptr<const Plan> plan = build(dtype, l);
+      std::shared_ptr<const Plan> plan = build(dtype, l, post_ops);
       if (core::log_enabled(core::LogChannel::kCache))
         core::log_line(core::LogChannel::kCache,
                        std::string(for_run ? "" : "prepared ") + describe_plan(dtype, l, *plan));
@@ -330,17 +399,22 @@ bool OnednnMatmul::gemm_driver_ready() {
   return g_gemm_driver_ready.load(std::memory_order_relaxed);
 }
 
-void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads) {
+void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads,
+                           std::span<const ProductPostOp> post_ops) {
   ScopedThreads threads(num_threads);
-  const State::Found found = state_->find_plan(dtype, l, num_threads, false);
+  const State::Found found = state_->find_plan(dtype, l, num_threads, false, post_ops);
   if (uses_gemm_driver(*found.plan)) warm_gemm_driver();
 }
 
 bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
-                       int num_threads) {
+                       int num_threads, std::span<const ProductPostOp> post_ops, bool* applied) {
+  if (post_ops.size() > kMaxProductPostOps || (!post_ops.empty() && dtype != kF32))
+    throw Error("matmul: at most " + std::to_string(kMaxProductPostOps) +
+                " post-ops, on f32 products only");
   ScopedThreads threads(num_threads);
-  const State::Found found = state_->find_plan(dtype, l, num_threads, true);
+  const State::Found found = state_->find_plan(dtype, l, num_threads, true, post_ops);
   const Plan* plan = found.plan.get();
+  if (applied) *applied = plan->post_ops;
 
   AlignedBuffer a_copy, b_copy, c_f32;
   if (plan->copy_a) {
@@ -367,10 +441,15 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
   const memory c_mem(plan->c_md, engine, c);
   const Scratchpad pad(plan->scratchpad_md.get_size());
   const memory scratchpad(plan->scratchpad_md, engine, pad.data());
-  plan->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
-                                   {DNNL_ARG_WEIGHTS, b_mem},
-                                   {DNNL_ARG_DST, c_mem},
-                                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a_mem},
+                                       {DNNL_ARG_WEIGHTS, b_mem},
+                                       {DNNL_ARG_DST, c_mem},
+                                       {DNNL_ARG_SCRATCHPAD, scratchpad}};
+  if (plan->post_ops)
+    for (std::size_t i = 0; i < post_ops.size(); ++i)
+      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                   memory(plan->post_op_mds[i], engine, const_cast<float*>(post_ops[i].data)));
+  plan->primitive.execute(stream, args);
   stream.wait();
   // Worth preparing in the next process: a primitive that generates code when it is made, or
   // the process's first product through the GEMM driver, for the driver's one-time generation.

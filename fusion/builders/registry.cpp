@@ -5,6 +5,8 @@
 
 #include "fusion/builders/elementwise/builder.h"
 #include "fusion/builders/elementwise/codec.h"
+#include "fusion/builders/matmul/builder.h"
+#include "fusion/builders/matmul/codec.h"
 #include "fusion/builders/reduce/builder.h"
 #include "fusion/builders/reduce/codec.h"
 #include "streamfuse/error.h"
@@ -22,6 +24,8 @@ std::vector<OptimizationKind> built_in() {
   return {
       {"elementwise", &make<ElementwiseBuilder>, &kElementwiseCodec},
       {"reduce", &make<ReduceBuilder>, &kReduceCodec},
+      {"matmul", &make<MatmulBuilder>, &kMatmulCodec,
+       [](const backends::Backend& b) { return b.fuses_product_epilogues(); }},
   };
 }
 
@@ -45,11 +49,12 @@ void add_optimization_kind(const OptimizationKind& kind) {
   r.kinds.push_back(kind);
 }
 
-std::vector<std::unique_ptr<OptimizationBuilder>> make_builders() {
+std::vector<std::unique_ptr<OptimizationBuilder>> make_builders(const backends::Backend& backend) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::vector<std::unique_ptr<OptimizationBuilder>> builders;
-  for (const OptimizationKind& k : r.kinds) builders.push_back(k.make_builder());
+  for (const OptimizationKind& k : r.kinds)
+    if (!k.applies || k.applies(backend)) builders.push_back(k.make_builder());
   return builders;
 }
 

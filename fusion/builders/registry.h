@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/backend.h"
 #include "fusion/builder.h"
 #include "fusion/optimization_codec.h"
 
@@ -17,13 +18,16 @@ struct OptimizationKind {
   std::string_view name;  // what its optimizations' codec() returns
   std::unique_ptr<OptimizationBuilder> (*make_builder)();
   const OptimizationCodec* codec;  // null: its plans are not persisted
+  // Whether a device with this backend gets the kind's builder; null: every device.
+  bool (*applies)(const backends::Backend& backend) = nullptr;
 };
 
 // Adds a kind after those built in; streams made later use its builder. Throws Error when the
 // name is taken.
 void add_optimization_kind(const OptimizationKind& kind);
-// A new builder of every kind, in the list's order (a stream's explorer gets one set).
-std::vector<std::unique_ptr<OptimizationBuilder>> make_builders();
+// A new builder of every kind that applies to `backend`'s device, in the list's order (a
+// stream's explorer gets one set).
+std::vector<std::unique_ptr<OptimizationBuilder>> make_builders(const backends::Backend& backend);
 // The codec of the kind named `name`; null when no kind of that name persists.
 const OptimizationCodec* codec_named(std::string_view name);
 

@@ -39,6 +39,10 @@ struct FusionStats {
   // Library kernels (oneDNN matmul primitives) made ahead of their first run, for the ops that
   // earlier processes (the cache directory) or a loaded bundle used.
   std::int64_t ops_prepared = 0;
+  // Matrix products that applied the element-wise steps after them (bias and residual adds,
+  // scaling) as they stored their result, one write instead of one per step (a plan of the
+  // matmul kind, on a backend that fuses product epilogues: the CPU's oneDNN post-ops).
+  std::int64_t fused_products = 0;
 };
 
 // What fusion on `device` has done so far in this process.

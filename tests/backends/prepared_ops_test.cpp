@@ -42,16 +42,24 @@ backends::PreparedOp matmul_op(std::int64_t m, std::int64_t k, std::int64_t n,
   return p;
 }
 
+// `p` with the steps of a linear layer and a residual: + bias [n] (a row), * a scalar, + [m, n].
+backends::PreparedOp with_post_ops(backends::PreparedOp p) {
+  const std::int64_t n = p.op.outputs[0].shape[1];
+  p.post_ops = {
+      {core::OpKind::kAdd, {0, 1}}, {core::OpKind::kMul, {}}, {core::OpKind::kAdd, {n, 1}}};
+  return p;
+}
+
 TEST(PreparedOpCodec, RoundTripsExactly) {
-  const std::vector<backends::PreparedOp> ops = {matmul_op(64, 512, 2048),
-                                                 matmul_op(3, 5, 7, true)};
+  const std::vector<backends::PreparedOp> ops = {matmul_op(64, 512, 2048), matmul_op(3, 5, 7, true),
+                                                 with_post_ops(matmul_op(16, 8, 32))};
   EXPECT_EQ(backends::decode_prepared_ops(backends::encode_prepared_ops(ops)), ops);
   EXPECT_TRUE(backends::decode_prepared_ops(backends::encode_prepared_ops({})).empty());
 }
 
 TEST(PreparedOpCodec, TruncationsAreFormatErrorsAndFlipsNeverCrash) {
-  const std::string bytes =
-      backends::encode_prepared_ops({matmul_op(8, 16, 4), matmul_op(2, 3, 4, true)});
+  const std::string bytes = backends::encode_prepared_ops(
+      {matmul_op(8, 16, 4), matmul_op(2, 3, 4, true), with_post_ops(matmul_op(2, 3, 4))});
   for (std::size_t n = 0; n < bytes.size(); ++n)
     EXPECT_THROW(backends::decode_prepared_ops(std::string_view(bytes).substr(0, n)), FormatError)
         << n;
@@ -113,6 +121,30 @@ TEST(PreparedOpCodec, OnlyProductsTheBackendWouldPrepareDecode) {
     for (auto* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) t->dtype = kBool;
     p.op.attrs.dtype = kBool;
   })) << "bool has no product";
+  // Post-ops: the four arithmetic kinds, at most four, on f32 products, strides over the
+  // product's dimensions that address no more than an operand of its shape could.
+  EXPECT_FALSE(rejected([](auto& p) { p = with_post_ops(p); }));
+  EXPECT_TRUE(rejected([](auto& p) {
+    p = with_post_ops(p);
+    p.post_ops[1].kind = core::OpKind::kExp;
+  })) << "a post-op that is not arithmetic";
+  EXPECT_TRUE(rejected([](auto& p) {
+    p = with_post_ops(p);
+    p.post_ops.resize(5);
+  })) << "five post-ops";
+  EXPECT_TRUE(rejected([](auto& p) {
+    p = with_post_ops(p);
+    p.post_ops[0].strides[2] = 1;
+  })) << "a stride past the product's rank";
+  EXPECT_TRUE(rejected([](auto& p) {
+    p = with_post_ops(p);
+    p.post_ops[2].strides[0] = -2;
+  })) << "a negative stride";
+  EXPECT_TRUE(rejected([](auto& p) {
+    p = with_post_ops(p);
+    for (auto* t : {&p.op.inputs[0], &p.op.inputs[1], &p.op.outputs[0]}) t->dtype = kF16;
+    p.op.attrs.dtype = kF16;
+  })) << "post-ops of an f16 product";
 }
 
 TEST(PreparedOpCodec, OnlyConvolutionsTheBackendWouldPrepareDecode) {

@@ -94,7 +94,13 @@ TEST_P(DifferentialTest, EagerUnfusedInterpretedAndCompiledAgree) {
   configure(false, sf::JitMode::kInterpret, 256);
   expect_same(eager, run_all(programs), seeds, programs, "unfused (queued)");
   configure(true, sf::JitMode::kInterpret, 256);
+  const std::int64_t fused_before = sf::fusion_stats().fused_products;
   expect_same(eager, run_all(programs), seeds, programs, "fused, interpreted");
+  const std::int64_t fused_products = sf::fusion_stats().fused_products - fused_before;
+  std::cout << "products that applied their steps as they were stored: " << fused_products << "\n";
+  if (programs.size() >= 1000) {
+    EXPECT_GT(fused_products, 0) << "the programs' products fused none of their steps";
+  }
 
   // Compiled: a first pass requests every kernel; once compiled, the second pass runs them.
   const std::size_t compiled_count = std::min<std::size_t>(

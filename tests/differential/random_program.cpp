@@ -236,6 +236,20 @@ void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
                                : gather(std::move(x), s.b, indices));
       break;
     }
+    case Step::Kind::kMatmul: {
+      Step weight = s;
+      weight.kind = Step::Kind::kInput;
+      Tensor product = matmul(take(s.a, s.move_a), input_of(weight, device));
+      if (s.op == 0)
+        vals.push_back(std::move(product));
+      else if (s.op <= 4)  // the product moved into + - * / with value b (or b into it, + *)
+        vals.push_back(s.c != 0 && (s.op == 1 || s.op == 3)
+                           ? binary(s.op - 1, take(s.b, false), std::move(product))
+                           : binary(s.op - 1, std::move(product), take(s.b, false)));
+      else
+        vals.push_back(std::move(product) * s.scalar);
+      break;
+    }
   }
 }
 
@@ -284,7 +298,7 @@ Scalar random_scalar(std::mt19937_64& rng) {
 
 }  // namespace
 
-RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
+RandomProgram::RandomProgram(std::uint64_t seed, int max_ops, bool products) {
   std::mt19937_64 rng(seed);
   Shape base;
   const int rank = static_cast<int>(rng() % 4);
@@ -398,6 +412,23 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops) {
       }
       for (std::int64_t k = 0; k < s.shape.numel(); ++k)
         s.data.push_back(static_cast<double>(rng() % static_cast<std::uint64_t>(size)));
+    } else if (r < 97 && products) {
+      // A product by a square matrix keeps the value's shape, so what follows broadcasts with it
+      // as before (bias adds, residual adds, scaling: the steps a product's epilogue takes).
+      s.kind = Step::Kind::kMatmul;
+      const Shape& from = vals[static_cast<std::size_t>(s.a)].shape();
+      if (from.rank() == 0 || from[from.rank() - 1] > 64) continue;
+      const std::int64_t n = from[from.rank() - 1];
+      s.shape = Shape{n, n};
+      const DType d = vals[static_cast<std::size_t>(s.a)].dtype();
+      s.dtype = is_floating(d) && rng() % 4 != 0 ? d : kF32;
+      for (std::int64_t k = 0; k < n * n; ++k) s.data.push_back(random_value(s.dtype, rng));
+      // Mostly a step right after it that the product's epilogue may take: + - * / with another
+      // value (the product on either side), or a scalar.
+      s.op = static_cast<int>(rng() % 6);
+      s.b = pick();
+      s.c = static_cast<int>(rng() % 2);
+      s.scalar = random_scalar(rng);
     } else {
       s.kind = Step::Kind::kDrop;
       if (live.size() < 2) continue;
@@ -474,8 +505,9 @@ std::vector<std::vector<std::uint64_t>> RandomProgram::run(Device device) const 
 
 std::string RandomProgram::describe() const {
   std::ostringstream os;
-  const char* kinds[] = {"input", "strided", "unary", "binary", "scalar_rhs", "scalar_lhs",
-                         "where", "cast",    "full",  "reduce", "drop",       "index"};
+  const char* kinds[] = {"input",      "strided", "unary", "binary", "scalar_rhs",
+                         "scalar_lhs", "where",   "cast",  "full",   "reduce",
+                         "drop",       "index",   "matmul"};
   int value = 0;
   for (const Step& s : steps_) {
     os << kinds[static_cast<int>(s.kind)];

@@ -8,6 +8,8 @@
 
 #include "bench/gelu_variants.h"
 #include "fusion/builders/elementwise/optimization.h"
+#include "fusion/builders/matmul/builder.h"
+#include "fusion/builders/matmul/optimization.h"
 #include "fusion/builders/reduce/builder.h"
 #include "fusion/builders/reduce/optimization.h"
 #include "fusion/plan_codec.h"
@@ -170,6 +172,84 @@ TEST(PlanCodec, ReducePlansTruncatedOrFlippedAreFormatErrorsOrCheckedPlans) {
     }
   }
   EXPECT_GT(errors, static_cast<int>(bytes.size() / 2));
+}
+
+// A product and its steps, with a held value dropped inside the plan: x @ w + b, then + r.
+std::shared_ptr<fusion::ExecutionPlan> linear_plan() {
+  const sf::Tensor x = sf::randn({8, 16}), w = sf::randn({16, 4}), b = sf::randn({4});
+  const sf::Tensor r = sf::randn({8, 4});
+  sf::Tensor y;
+  const streamfuse::testing::RecordedOps ops = streamfuse::testing::record_without_running([&] {
+    const sf::Tensor h = sf::matmul(x, w) + b;
+    y = h + r;
+  });
+  fusion::MatmulBuilder builder;
+  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
+       ++i)
+    builder.register_op(ops.relative[i], ops.global[i]);
+  EXPECT_EQ(builder.len(), 4u);  // matmul, add, add, drop(h)
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops.assign(ops.relative.begin(), ops.relative.begin() + builder.len());
+  plan->optimization = builder.build();
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  return plan;
+}
+
+TEST(PlanCodec, MatmulPlansRoundTripExactly) {
+  const auto plan = linear_plan();
+  const auto& built = static_cast<const fusion::MatmulOptimization&>(*plan->optimization);
+  ASSERT_EQ(built.steps().size(), 2u);
+  const std::string bytes = fusion::encode_plan(*plan);
+  const fusion::PlanDraft back = fusion::decode_plan(bytes);
+  EXPECT_EQ(back.ops, plan->ops);
+  const auto* opt = dynamic_cast<const fusion::MatmulOptimization*>(back.optimization.get());
+  ASSERT_NE(opt, nullptr);
+  EXPECT_EQ(opt->len(), built.len());
+  EXPECT_EQ(opt->steps(), built.steps());
+  fusion::ExecutionPlan again;
+  again.ops = back.ops;
+  again.optimization = back.optimization;
+  again.triggers = back.triggers;
+  EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+}
+
+// The decoder replays the builder over the plan's ops: ops it would not have taken (the product
+// on the right of a subtraction, a step of another dtype) or a length that is not the plan's are
+// rejected, truncations are format errors, and a flipped byte gives a checked plan or an error.
+TEST(PlanCodec, MatmulPlansTheBuilderWouldNotMakeAreRejected) {
+  auto plan = linear_plan();
+  const auto changed = [&](const std::function<void(std::vector<core::OpDesc>&)>& change) {
+    fusion::ExecutionPlan p;
+    p.ops = plan->ops;
+    change(p.ops);
+    p.optimization = plan->optimization;
+    p.triggers = plan->triggers;
+    return fusion::encode_plan(p);
+  };
+  EXPECT_THROW(fusion::decode_plan(changed([](std::vector<core::OpDesc>& ops) {
+                 ops[1].kind = core::OpKind::kSub;
+                 std::swap(ops[1].inputs[0], ops[1].inputs[1]);  // b - (x @ w)
+               })),
+               FormatError);
+  EXPECT_THROW(fusion::decode_plan(
+                   changed([](std::vector<core::OpDesc>& ops) { ops[2].inputs[1].dtype = kF16; })),
+               FormatError);
+  // h never dropped: it would have to be stored (the encoded length is the old one, so this
+  // also checks the decoder's own replay against a plan of the right length).
+  EXPECT_THROW(
+      fusion::decode_plan(changed([](std::vector<core::OpDesc>& ops) { ops.back() = ops[2]; })),
+      FormatError);
+  const std::string bytes = fusion::encode_plan(*plan);
+  for (std::size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_THROW(fusion::decode_plan(std::string_view(bytes).substr(0, n)), FormatError) << n;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    try {
+      EXPECT_FALSE(fusion::decode_plan(bad).ops.empty());
+    } catch (const FormatError&) {
+    }
+  }
 }
 
 TEST(PlanCodec, OperationsPlansHaveNoOptimization) {

@@ -184,5 +184,47 @@ TEST(MatmulPrepare, TheRuntimeRemembersTheMatmulsItUsed) {
                             found->op.outputs[0].shape, 0));
 }
 
+// A product with steps applied as it is stored (a matmul plan) is remembered with its post-ops,
+// and preparing that description makes the primitive a run with those post-ops uses.
+TEST(MatmulPrepare, ProductsWithPostOpsAreRememberedAndPreparedWithThem) {
+  Tensor a = randn({7, 12}), b = randn({12, 9}), bias = randn({9}), r = randn({7, 9});
+  synchronize();
+  Tensor c = matmul(a, b) * 0.5f + bias + r;
+  synchronize();
+  const auto used = runtime::DeviceRuntime::get(Device::cpu()).used_prepared_ops();
+  const PreparedOp* found = nullptr;
+  for (const PreparedOp& p : used)
+    if (p.op.inputs[0].shape == Shape{7, 12} && !p.post_ops.empty()) found = &p;
+  ASSERT_NE(found, nullptr) << "fused products in this process: " << fusion_stats().fused_products;
+  ASSERT_EQ(found->post_ops.size(), 3u);
+  EXPECT_EQ(found->post_ops[0].kind, core::OpKind::kMul);
+  EXPECT_EQ(found->post_ops[0].strides, (std::array<std::int64_t, kMaxRank>{}));  // a scalar
+  EXPECT_EQ(found->post_ops[1].kind, core::OpKind::kAdd);
+  EXPECT_EQ(found->post_ops[1].strides[0], 0);  // the bias: one row for every row
+  EXPECT_EQ(found->post_ops[1].strides[1], 1);
+  EXPECT_EQ(found->post_ops[2].strides[0], 9);  // the residual
+  // A fresh backend prepares it, and the run with the same post-ops is that primitive's first.
+  MatmulEngine fresh;
+  std::vector<ProductPostOp> post_ops;
+  for (const PreparedOp::PostOp& p : found->post_ops)
+    post_ops.push_back({p.kind, nullptr, p.strides});
+  EXPECT_TRUE(fresh.prepare(kF32, {nullptr, found->op.inputs[0].shape, found->input_strides[0]},
+                            {nullptr, found->op.inputs[1].shape, found->input_strides[1]},
+                            found->op.outputs[0].shape, 0, post_ops));
+  EXPECT_EQ(fresh.cached_primitives(), 1u);
+  const std::vector<float> lhs(7 * 12, 1.0f), rhs(12 * 9, 0.5f), row(9, 2.0f), full(7 * 9, 3.0f);
+  const float half = 0.5f;
+  std::vector<float> out(7 * 9);
+  post_ops[0].data = &half;
+  post_ops[1].data = row.data();
+  post_ops[2].data = full.data();
+  bool applied = false;
+  EXPECT_TRUE(fresh.run({lhs.data(), Shape{7, 12}, {12, 1}}, {rhs.data(), Shape{12, 9}, {9, 1}},
+                        out.data(), Shape{7, 9}, 0, post_ops, &applied));
+  EXPECT_TRUE(applied);
+  EXPECT_EQ(fresh.cached_primitives(), 1u);
+  EXPECT_EQ(out[0], 12 * 0.5f * 0.5f + 2.0f + 3.0f);
+}
+
 }  // namespace
 }  // namespace streamfuse::backends::cpu

@@ -1,0 +1,270 @@
+// Products with fused epilogues (fusion/builders/matmul): a product and the bias adds, residual
+// adds and scaling after it store one tensor (oneDNN post-ops on the CPU), with the unfused bits
+// in every layout, broadcast and special value, and the chains it must not take (the product on
+// the right of - or /, a value something still holds, other dtypes) run as before.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "streamfuse/streamfuse.h"
+#include "tests/fusion/chain_fusion.h"
+#include "tests/own_cache_dir.h"
+#include "tests/reference.h"
+#include "tests/tensor_bytes.h"
+
+namespace sf = streamfuse;
+using sf::Tensor;
+using streamfuse::testing::bytes_of;
+using streamfuse::testing::Chain;
+
+namespace {
+
+Tensor random_tensor(sf::Shape shape, std::uint64_t seed, sf::DType dtype = sf::kF32) {
+  std::mt19937_64 rng(seed);
+  return sf::testing::tensor_of(
+      sf::testing::random_values(static_cast<std::size_t>(shape.numel()), dtype, -2, 2, rng), shape,
+      dtype);
+}
+
+struct ProductRun {
+  std::vector<std::vector<unsigned char>> results;
+  std::int64_t fused_products = 0;  // in the last iteration
+};
+
+ProductRun run(bool fusion, const Chain& chain, const std::vector<Tensor>& inputs) {
+  sf::Config c = sf::config();
+  c.fusion = fusion;
+  sf::set_config(c);
+  ProductRun r;
+  for (int i = 0; i < 4; ++i) {  // the last iterations run the plans the first one made
+    sf::synchronize();
+    const std::int64_t before = sf::fusion_stats().fused_products;
+    std::vector<Tensor> outs = chain(inputs);
+    r.results.clear();
+    for (const Tensor& t : outs) r.results.push_back(bytes_of(t));
+    r.fused_products = sf::fusion_stats().fused_products - before;
+  }
+  return r;
+}
+
+class MatmulFusionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { saved_ = sf::config(); }
+  void TearDown() override { sf::set_config(saved_); }
+
+  // Fused gives the unfused bits, and `products` products per iteration apply their steps as
+  // they are stored.
+  void check(const std::string& what, const Chain& chain, const std::vector<Tensor>& inputs,
+             std::int64_t products) {
+    SCOPED_TRACE(what);
+    for (const Tensor& t : inputs) (void)bytes_of(t);
+    const ProductRun unfused = run(false, chain, inputs);
+    EXPECT_EQ(unfused.fused_products, 0);
+    const ProductRun fused = run(true, chain, inputs);
+    EXPECT_EQ(fused.results, unfused.results) << "fused != unfused";
+    EXPECT_EQ(fused.fused_products, products) << "products with fused steps per iteration";
+  }
+
+  sf::Config saved_;
+};
+
+TEST_F(MatmulFusionTest, LinearLayersAddTheirBiasAsTheyStore) {
+  struct Size {
+    std::int64_t m, k, n;
+  };
+  for (const Size s : {Size{33, 100, 50}, Size{128, 96, 200}, Size{7, 768, 768}, Size{2, 3, 5}}) {
+    const Tensor x = random_tensor({s.m, s.k}, 1);
+    const Tensor w = random_tensor({s.n, s.k}, 2);  // stored as nn.Linear stores it
+    const Tensor b = random_tensor({s.n}, 3);
+    check(
+        "x @ w^T + b at " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" +
+            std::to_string(s.n),
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], 0, 1)) + in[2]};
+        },
+        {x, w, b}, 1);
+  }
+}
+
+TEST_F(MatmulFusionTest, ResidualAddsScalesAndBroadcastsInOneStore) {
+  const Tensor x = random_tensor({64, 48}, 4), w = random_tensor({48, 80}, 5);
+  const Tensor b = random_tensor({80}, 6), r = random_tensor({64, 80}, 7);
+  const Tensor col = random_tensor({64, 1}, 8), row = random_tensor({1, 80}, 9);
+  check(
+      "bias and residual",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
+      },
+      {x, w, b, r}, 1);
+  check(
+      "the residual first, the product on the right of +",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[3] + (sf::matmul(in[0], in[1]) * 0.125f)};
+      },
+      {x, w, b, r}, 1);
+  check(
+      "four steps: sub, mul by a row, a scalar, add",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{(sf::matmul(in[0], in[1]) - in[3]) * in[4] - 3.0f + in[2]};
+      },
+      {x, w, b, r, row}, 1);
+  // oneDNN 2.6 has no kernel for a post-op operand that varies along m only: the product is
+  // stored alone and the steps run as one element-wise kernel after it.
+  check(
+      "a column: the steps run after the product",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) / in[2] + in[3]};
+      },
+      {x, w, col, r}, 0);
+  check(
+      "five steps: the fifth runs after the fused four",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{(sf::matmul(in[0], in[1]) + in[2] + in[2] + in[2] + in[2]) *
+                                   2.0f};
+      },
+      {x, w, b}, 1);
+}
+
+TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
+  const Tensor x = random_tensor({3, 20, 16}, 10), w = random_tensor({16, 24}, 11);
+  const Tensor b = random_tensor({24}, 12), r = random_tensor({3, 20, 24}, 13);
+  check(
+      "batched x @ w + b + r",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
+      },
+      {x, w, b, r}, 1);
+  // Attention's scores: q @ k^T over heads, scaled, then a mask per (query, key) broadcast over
+  // batch and heads.
+  const Tensor q = random_tensor({2, 4, 12, 8}, 14), k = random_tensor({2, 4, 12, 8}, 15);
+  const Tensor mask = random_tensor({12, 12}, 16);
+  check(
+      "q @ k^T * scale",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.35355339f};
+      },
+      {q, k}, 1);
+  // A mask per (query, key), broadcast over batch and heads: no oneDNN 2.6 kernel takes it.
+  check(
+      "q @ k^T * scale + mask",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.35355339f +
+                                   in[2]};
+      },
+      {q, k, mask}, 0);
+  // 1-D operands: a row times a matrix (through oneDNN), a matrix times a column (the dot-row
+  // kernel, which takes no steps: they run as a kernel after it).
+  // 1-D operands: a row times a matrix, a matrix times a column.
+  const Tensor v = random_tensor({16}, 17), m = random_tensor({5, 16}, 18);
+  const Tensor bn = random_tensor({24}, 19), bm = random_tensor({5}, 20);
+  check(
+      "vector @ matrix + b",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
+      },
+      {v, w, bn}, 1);
+  check(
+      "matrix @ vector + b",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) * in[2]};
+      },
+      {m, v, bm}, 0);
+}
+
+TEST_F(MatmulFusionTest, SpecialValuesRoundAsTheOpsDo) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = random_tensor({4, 6}, 21), w = random_tensor({6, 5}, 22);
+  const Tensor b = sf::testing::tensor_of({0.0, -0.0, inf, -inf, nan}, {5}, sf::kF32);
+  const Tensor z = sf::testing::tensor_of({0.0, -0.0, 1e-45, 3e38, -1.0}, {5}, sf::kF32);
+  check(
+      "+ special values, / zeros and extremes",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{(sf::matmul(in[0], in[1]) + in[2]) / in[3],
+                                   sf::matmul(in[0], in[1]) * in[3] * 3e38f};
+      },
+      {x, w, b, z}, 2);
+}
+
+TEST_F(MatmulFusionTest, ChainsItMustNotTakeRunAsBefore) {
+  const Tensor x = random_tensor({16, 8}, 23), w = random_tensor({8, 12}, 24);
+  const Tensor r = random_tensor({16, 12}, 25), b = random_tensor({12}, 26);
+  check(
+      "the product on the right of -",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[2] - sf::matmul(in[0], in[1])};
+      },
+      {x, w, r}, 0);
+  check(
+      "the product kept as well as the sum",
+      [](const std::vector<Tensor>& in) {
+        const Tensor h = sf::matmul(in[0], in[1]);
+        return std::vector<Tensor>{h, h + in[2]};
+      },
+      {x, w, b}, 0);
+  check(
+      "an activation after the bias: the bias fuses, relu is its own kernel",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::relu(sf::matmul(in[0], in[1]) + in[2])};
+      },
+      {x, w, b}, 1);
+  check(
+      "f16 operands",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
+      },
+      {x.to(sf::kF16), w.to(sf::kF16), b.to(sf::kF16)}, 0);
+  check(
+      "a bias of another dtype",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
+      },
+      {x, w, b.to(sf::kF16)}, 0);
+}
+
+// Batched shapes, so that no plan an earlier test made for a held product (one that keeps it) is
+// matched first: a stored plan is used wherever its ops recur.
+TEST_F(MatmulFusionTest, AHeldValueDroppedLaterStillFuses) {
+  const Tensor x = random_tensor({2, 16, 8}, 27), w = random_tensor({8, 12}, 28);
+  const Tensor b = random_tensor({12}, 29), r = random_tensor({2, 16, 12}, 30);
+  check(
+      "named values dropped at the end of their scope",
+      [](const std::vector<Tensor>& in) {
+        Tensor out;
+        {
+          const Tensor h = sf::matmul(in[0], in[1]);
+          const Tensor biased = h + in[2];
+          out = biased + in[3];
+        }
+        return std::vector<Tensor>{out};
+      },
+      {x, w, b, r}, 1);
+}
+
+TEST_F(MatmulFusionTest, AFailedOperandFailsTheResultWithItsError) {
+  const Tensor x = random_tensor({4, 8}, 31), w = random_tensor({8, 6}, 32);
+  const Tensor table = random_tensor({3, 6}, 33);
+  const Tensor bad = sf::testing::tensor_of({0, 7, 1, 2}, {4}, sf::kI64);
+  for (bool fusion : {false, true}) {
+    sf::Config c = sf::config();
+    c.fusion = fusion;
+    sf::set_config(c);
+    for (int i = 0; i < 3; ++i) {
+      const Tensor bias = sf::index_select(table, 0, bad);  // fails: index 7 of 3 rows
+      const Tensor y = sf::matmul(x, w) + bias + 1.0f;
+      try {
+        (void)bytes_of(y);
+        ADD_FAILURE() << "no error";
+      } catch (const sf::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("index_select"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+}  // namespace
