@@ -68,6 +68,16 @@ void expect_same_state(const ElementwiseOptimization& a, const ElementwiseOptimi
   }
 }
 
+// A decoded plan encoded again (the encoding is canonical: the same bytes).
+std::string encode_again(const fusion::PlanDraft& back) {
+  fusion::ExecutionPlan again;
+  again.ops = back.ops;
+  again.optimization = back.optimization;
+  again.triggers = back.triggers;
+  again.successors = back.successors;
+  return fusion::encode_plan(again);
+}
+
 TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
   const auto plan = gelu_plan();
   ASSERT_GT(plan->ops.size(), 10u);
@@ -79,12 +89,7 @@ TEST(PlanCodec, ElementwisePlansRoundTripExactly) {
   const auto* opt = dynamic_cast<const ElementwiseOptimization*>(back.optimization.get());
   ASSERT_NE(opt, nullptr);
   expect_same_state(static_cast<const ElementwiseOptimization&>(*plan->optimization), *opt);
-  fusion::ExecutionPlan again;
-  again.ops = back.ops;
-  again.optimization = back.optimization;
-  again.triggers = back.triggers;
-  again.successors = back.successors;
-  EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+  EXPECT_EQ(encode_again(back), bytes);  // canonical
 }
 
 // The reduce plan of a layer_norm followed by a softmax (four stages, per-row code, broadcast
@@ -121,11 +126,7 @@ TEST(PlanCodec, ReducePlansRoundTripExactly) {
   EXPECT_EQ(opt->kernel().facts.hash, built.kernel().facts.hash);
   EXPECT_EQ(opt->kernel().inputs, built.kernel().inputs);
   EXPECT_EQ(opt->kernel().outputs, built.kernel().outputs);
-  fusion::ExecutionPlan again;
-  again.ops = back.ops;
-  again.optimization = back.optimization;
-  again.triggers = back.triggers;
-  EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+  EXPECT_EQ(encode_again(back), bytes);  // canonical
 }
 
 // A reduction whose input is a constant reduces the constant's scalar register, which is per-row
@@ -206,11 +207,7 @@ TEST(PlanCodec, MatmulPlansRoundTripExactly) {
   ASSERT_NE(opt, nullptr);
   EXPECT_EQ(opt->len(), built.len());
   EXPECT_EQ(opt->steps(), built.steps());
-  fusion::ExecutionPlan again;
-  again.ops = back.ops;
-  again.optimization = back.optimization;
-  again.triggers = back.triggers;
-  EXPECT_EQ(fusion::encode_plan(again), bytes);  // canonical
+  EXPECT_EQ(encode_again(back), bytes);  // canonical
 }
 
 // The decoder replays the builder over the plan's ops: ops it would not have taken (the product
