@@ -31,8 +31,9 @@ class CpuBackend final : public Backend {
   MemoryStats memory_stats() const override { return allocator_.stats(); }
   void reset_peak_memory_stats() override { allocator_.reset_peak(); }
   void empty_cache() override { allocator_.empty_cache(); }
-  // f32 products apply their steps as oneDNN post-ops where oneDNN has a kernel for them (not
-  // for a column broadcast, nor in the dot-row kernel's products of one row).
+  // f32 products apply their steps as they store their results: as oneDNN post-ops where oneDNN
+  // has a kernel for them (not for an operand that varies along m only), in the dot-row kernel
+  // for its products of one row or column.
   bool fuses_product_epilogues() const override { return true; }
   bool execute_product(const core::OpDesc& product, std::span<TensorHandle> inputs,
                        std::span<const ProductStep> steps, TensorHandle& out) override;

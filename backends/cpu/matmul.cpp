@@ -54,7 +54,45 @@ bool is_dot_rows(DType dtype, const MatmulLayout& l) {
   return (l.m == 1 || l.n == 1) && a_rows && b_columns;
 }
 
-void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out, int num_threads) {
+// The post-ops `on_layout` (strides over [batch..., m, n]) as steps of the dot-row kernel, whose
+// results run along n (one row of a) or along m (one column of b); their batch offsets are kept in
+// `offsets`, one run of batch_count() per step.
+int dot_rows_steps(const MatmulLayout& l, std::span<const ProductPostOp> on_layout,
+                   std::array<DotRowsStep, kMaxProductPostOps>& steps,
+                   boost::container::small_vector<std::int64_t, 32>& offsets) {
+  const auto m = static_cast<std::size_t>(l.batch_rank);
+  const std::int64_t batches = l.batch_count();
+  if (batches > 1) offsets.resize(on_layout.size() * static_cast<std::size_t>(batches));
+  for (std::size_t s = 0; s < on_layout.size(); ++s) {
+    const ProductPostOp& p = on_layout[s];
+    DotRowsStep& step = steps[s];
+    step.op = p.kind == core::OpKind::kAdd   ? 0
+              : p.kind == core::OpKind::kSub ? 1
+              : p.kind == core::OpKind::kMul ? 2
+                                             : 3;
+    step.data = p.data;
+    step.stride = l.m == 1 ? p.strides[m + 1] : p.strides[m];
+    if (batches == 1) continue;
+    std::int64_t* o = offsets.data() + s * static_cast<std::size_t>(batches);
+    for (std::int64_t i = 0; i < batches; ++i) {
+      std::int64_t offset = 0, index = i;
+      for (int d = l.batch_rank - 1; d >= 0; --d) {
+        const auto u = static_cast<std::size_t>(d);
+        offset += (index % l.batch[u]) * p.strides[u];
+        index /= l.batch[u];
+      }
+      o[i] = offset;
+    }
+  }
+  // The offsets are in place only now: the vector no longer grows.
+  if (batches > 1)
+    for (std::size_t s = 0; s < on_layout.size(); ++s)
+      steps[s].batch_offsets = offsets.data() + s * static_cast<std::size_t>(batches);
+  return static_cast<int>(on_layout.size());
+}
+
+void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out, int num_threads,
+                  std::span<const ProductPostOp> on_layout = {}) {
   // m == 1: the rows are b's columns, the vector a's row; otherwise (n == 1) the rows are a's.
   const bool rows_of_b = l.m == 1;
   const MatrixLayout& rows = rows_of_b ? l.b : l.a;
@@ -79,6 +117,12 @@ void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out
     }
     args.rows_offsets = rows_offsets.data();
     args.vec_offsets = vec_offsets.data();
+  }
+  std::array<DotRowsStep, kMaxProductPostOps> steps;
+  boost::container::small_vector<std::int64_t, 32> step_offsets;
+  if (!on_layout.empty()) {
+    args.num_steps = dot_rows_steps(l, on_layout, steps, step_offsets);
+    args.steps = steps.data();
   }
   kernels().dot_rows(args);
 }
@@ -148,11 +192,13 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
     integer_matmul(dtype, layout, a.data, b.data, out, num_threads);
     return false;
   }
+  const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
   if (is_dot_rows(dtype, layout)) {
-    run_dot_rows(layout, a.data, b.data, out, num_threads);
+    run_dot_rows(layout, a.data, b.data, out, num_threads,
+                 std::span(on_layout.data(), post_ops.size()));
+    if (applied) *applied = !post_ops.empty();
     return false;
   }
-  const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
   try {
     return impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads,
                              std::span(on_layout.data(), post_ops.size()), applied);

@@ -47,9 +47,10 @@ class MatmulEngine {
            const Shape& out_shape, int num_threads);
 
   // As run() for an f32 product, then applies `post_ops` (strides over `out_shape`) as it stores
-  // the product where oneDNN has a kernel for them: *applied says whether it did. Where it did
-  // not (products oneDNN does not run, post-ops it takes in no kernel better than its reference
-  // loop), only the product was stored, and the caller applies them.
+  // the product, where it can: oneDNN's kernels take them (not all broadcasts), the dot-row
+  // kernel takes any. *applied says whether it did; where it did not (post-ops oneDNN takes in
+  // no kernel better than its reference loop, an empty product), only the product was stored,
+  // and the caller applies them.
   bool run(const MatmulOperand& a, const MatmulOperand& b, void* out, const Shape& out_shape,
            int num_threads, std::span<const ProductPostOp> post_ops, bool* applied);
 

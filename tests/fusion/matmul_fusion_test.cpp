@@ -158,7 +158,7 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
       },
       {q, k, mask}, 0);
   // 1-D operands: a row times a matrix (through oneDNN), a matrix times a column (the dot-row
-  // kernel, which takes no steps: they run as a kernel after it).
+  // kernel, which applies the steps as it stores each result).
   // 1-D operands: a row times a matrix, a matrix times a column.
   const Tensor v = random_tensor({16}, 17), m = random_tensor({5, 16}, 18);
   const Tensor bn = random_tensor({24}, 19), bm = random_tensor({5}, 20);
@@ -173,7 +173,40 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) * in[2]};
       },
-      {m, v, bm}, 0);
+      {m, v, bm}, 1);
+}
+
+// A decode step's products have one row: the dot-row kernel (f32, operands contiguous along k)
+// applies the steps as it stores each result, over batches and broadcasts too.
+TEST_F(MatmulFusionTest, DecodeStepsFuseIntoTheDotRowKernel) {
+  const Tensor x = random_tensor({1, 96}, 40), w = random_tensor({200, 96}, 41);
+  const Tensor b = random_tensor({200}, 42), r = random_tensor({1, 200}, 43);
+  check(
+      "x @ W^T + b + r, one row",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], 0, 1)) + in[2] + in[3]};
+      },
+      {x, w, b, r}, 1);
+  // Attention's scores for one query over heads: q [B, H, 1, D] @ k^T (k [B, H, T, D]), scaled,
+  // then a per-head bias [H, 1, T] broadcast over the batch, divided by a scalar.
+  const Tensor q = random_tensor({2, 3, 1, 16}, 44), k = random_tensor({2, 3, 40, 16}, 45);
+  const Tensor bias = random_tensor({3, 1, 40}, 46);
+  check(
+      "q @ k^T * scale + per-head bias, batched",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{
+            (sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.25f + in[2]) / 3.0f};
+      },
+      {q, k, bias}, 1);
+  // And a long row with the bias read through a stepped view.
+  const Tensor w2 = random_tensor({3000, 64}, 47), x2 = random_tensor({1, 64}, 48);
+  const Tensor b2 = random_tensor({6000}, 49).slice(0, 0, 6000, 2);
+  check(
+      "a stepped bias over 3000 results",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], 0, 1)) - in[2]};
+      },
+      {x2, w2, b2}, 1);
 }
 
 TEST_F(MatmulFusionTest, SpecialValuesRoundAsTheOpsDo) {

@@ -1,5 +1,6 @@
 // Dot products of contiguous f32 rows with a vector (kernels.h, DotRowsArgs): the matrix-vector
-// products of decoding, read at the machine's memory bandwidth.
+// products of decoding, read at the machine's memory bandwidth, with the steps after them (bias
+// and residual adds) applied as each result is stored.
 #include <algorithm>
 #include <cstdint>
 
@@ -29,6 +30,31 @@ float dot(const float* __restrict row, const float* __restrict vec, std::int64_t
   return acc[0];
 }
 
+// `v` after the steps, for result `i` of matrix `batch`. One statement per step: the kernels
+// build with -ffp-contract=off, so each rounds once, as the element-wise op does.
+float apply_steps(const DotRowsArgs& a, float v, std::int64_t batch, std::int64_t i) {
+  for (int s = 0; s < a.num_steps; ++s) {
+    const DotRowsStep& step = a.steps[s];
+    const float x =
+        step.data[(step.batch_offsets ? step.batch_offsets[batch] : 0) + i * step.stride];
+    switch (step.op) {
+      case 0:
+        v = v + x;
+        break;
+      case 1:
+        v = v - x;
+        break;
+      case 2:
+        v = v * x;
+        break;
+      default:
+        v = v / x;
+        break;
+    }
+  }
+  return v;
+}
+
 }  // namespace
 
 void dot_rows(const DotRowsArgs& a) {
@@ -41,7 +67,14 @@ void dot_rows(const DotRowsArgs& a) {
       const std::int64_t stop = std::min(end, (batch + 1) * a.count);
       const float* rows = a.rows + (a.rows_offsets ? a.rows_offsets[batch] : 0);
       const float* vec = a.vec + (a.vec_offsets ? a.vec_offsets[batch] : 0);
-      for (; i < stop; ++i) a.out[i] = dot(rows + (i - batch * a.count) * a.row_stride, vec, a.k);
+      if (a.num_steps == 0) {
+        for (; i < stop; ++i) a.out[i] = dot(rows + (i - batch * a.count) * a.row_stride, vec, a.k);
+      } else {
+        for (; i < stop; ++i) {
+          const std::int64_t r = i - batch * a.count;
+          a.out[i] = apply_steps(a, dot(rows + r * a.row_stride, vec, a.k), batch, r);
+        }
+      }
     }
   });
 }

@@ -86,6 +86,17 @@ struct ReduceArgs {
 // about two thirds of the machine's bandwidth. Each sum runs in one fixed order, the same on
 // every ISA level and thread count: element j into lane j % 64 (a product, then a sum: two
 // roundings), then the lanes halved as a tree.
+// A step applied to each dot product as it is stored (the matmul builder's steps, in order):
+// result = result <op> operand, op 0 to 3 for + - * /, each rounded to f32 as the element-wise op
+// rounds it. The operand of result i of matrix `batch` (i < count) is
+// data[batch_offsets[batch] + i * stride] (batch_offsets null: 0).
+struct DotRowsStep {
+  int op = 0;
+  const float* data = nullptr;
+  const std::int64_t* batch_offsets = nullptr;
+  std::int64_t stride = 0;
+};
+
 struct DotRowsArgs {
   const float* rows = nullptr;
   const std::int64_t* rows_offsets = nullptr;
@@ -97,6 +108,8 @@ struct DotRowsArgs {
   std::int64_t batches = 1;
   float* out = nullptr;
   int num_threads = 1;
+  const DotRowsStep* steps = nullptr;
+  int num_steps = 0;
 };
 
 struct Iteration;  // layout.h
