@@ -11,10 +11,13 @@ namespace sf = streamfuse;
 namespace {
 
 // Records `state.range(0)` element-wise ops (a = (a + b) * c, 2 ops per step, plus the drops
-// of the replaced values), then one sync. Reports time per recorded op.
+// of the replaced values), then one sync. Reports time per recorded op. range(1): 0 fusion off,
+// 1 fusion on (kernels compiled after the first iterations), 2 fusion on with every segment
+// interpreted (a program's first iterations, while its kernels compile).
 void BM_OpOverhead(benchmark::State& state) {
   sf::Config c = sf::config();
   c.fusion = state.range(1) != 0;
+  c.jit = state.range(1) == 2 ? sf::JitMode::kInterpret : sf::JitMode::kCompile;
   sf::set_config(c);
   const std::int64_t steps = state.range(0) / 2;
   const sf::Tensor b = sf::full({1}, 0.5f);
@@ -36,7 +39,9 @@ void BM_OpOverhead(benchmark::State& state) {
   state.counters["time_per_op"] =
       benchmark::Counter(static_cast<double>(state.iterations() * steps * 2),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.SetLabel(c.fusion ? "fusion on" : "fusion off");
+  state.SetLabel(!c.fusion                          ? "fusion off"
+                 : c.jit == sf::JitMode::kInterpret ? "fusion on, interpreted"
+                                                    : "fusion on");
 }
 
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.
@@ -96,11 +101,13 @@ void BM_ManyPlans(benchmark::State& state) {
   state.counters["time_per_op"] =
       benchmark::Counter(static_cast<double>(state.iterations() * 13),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.SetLabel(c.fusion ? "fusion on" : "fusion off");
+  state.SetLabel(!c.fusion                          ? "fusion off"
+                 : c.jit == sf::JitMode::kInterpret ? "fusion on, interpreted"
+                                                    : "fusion on");
   sf::set_config(saved);
 }
 
-BENCHMARK(BM_OpOverhead)->ArgsProduct({{10000}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpOverhead)->ArgsProduct({{10000}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ManyPlans)
     ->ArgsProduct({{1, 64, 512, 2000}, {1}})
     ->Args({2000, 0})

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernels/layout.h"
@@ -176,11 +177,17 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
   const int num_inputs = static_cast<int>(p.inputs.size());
 
   backends::cpu::parallel_for(it.numel, kGrain, num_threads, [&](std::int64_t lo, std::int64_t hi) {
-    std::vector<unsigned char> storage(static_cast<std::size_t>(s.num_slots) * kSlotBytes + 64);
+    // Slots as wide as this range's chunks, not wider: a launch over a few elements (a small
+    // tensor, a scalar's chain) neither clears nor fills kChunk values per register. The slots
+    // are not cleared: every step writes the n values it is asked for before they are read.
+    const std::int64_t width = std::min(kChunk, hi - lo);
+    const std::size_t slot_bytes = (static_cast<std::size_t>(width) * 8 + 63) & ~std::size_t{63};
+    const auto storage = std::make_unique_for_overwrite<unsigned char[]>(
+        static_cast<std::size_t>(s.num_slots) * slot_bytes + 64);
     unsigned char* base = reinterpret_cast<unsigned char*>(
-        (reinterpret_cast<std::uintptr_t>(storage.data()) + 63) & ~std::uintptr_t{63});
+        (reinterpret_cast<std::uintptr_t>(storage.get()) + 63) & ~std::uintptr_t{63});
     auto reg = [&](std::int32_t r) {
-      return base + static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)]) * kSlotBytes;
+      return base + static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)]) * slot_bytes;
     };
     // Scalars: their slots are filled once.
     for (const Instruction& in : p.prologue) {
@@ -188,7 +195,7 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
       const std::int64_t bits = scalars[static_cast<std::size_t>(in.index)];
       unsigned char* dst = reg(in.out);
       const std::size_t size = value_size(in.type);
-      for (std::int64_t i = 0; i < kChunk; ++i)
+      for (std::int64_t i = 0; i < width; ++i)
         std::memcpy(dst + i * static_cast<std::int64_t>(size), &bits, size);
     }
     for (std::int64_t start = lo; start < hi; start += kChunk) {
