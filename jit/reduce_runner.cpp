@@ -75,9 +75,10 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
       operands_(operands),
       chunk_(chunk),
       row_ops_(operands.begin(), operands.end()),
-      storage_(static_cast<std::size_t>(p.num_registers) * kSlotBytes + 64) {
-  base_ = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(storage_.data()) + 63) & ~std::uintptr_t{63});
+      storage_(std::make_unique_for_overwrite<unsigned char[]>(
+          static_cast<std::size_t>(p.num_registers) * kSlotBytes + 64)) {
+  base_ = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(storage_.get()) + 63) &
+                                           ~std::uintptr_t{63});
   // The rows' inner dimensions, for gathers and scatters along a row.
   inner_.rank = layout.inner_rank;
   inner_.num_operands = static_cast<int>(operands.size());

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -111,7 +112,9 @@ class ReduceRunner {
   Iteration tile_;                        // a column tile's rows (its size: the tile's)
   Iteration span_;                        // steps along the axis of a tile's rows
   std::vector<std::int64_t> axis_bytes_;  // per operand: bytes of a step along the axis
-  std::vector<unsigned char> storage_;
+  // Registers' slots, not cleared (made at every launch and thread; each step writes the values
+  // it is asked for before they are read).
+  std::unique_ptr<unsigned char[]> storage_;
   unsigned char* base_ = nullptr;
 };
 

@@ -111,6 +111,13 @@ struct Plan {
   std::string impl;
 };
 
+// Whether a plan's post-ops give the bits of the product stored and then the steps run one by
+// one. The brgemm kernels ("brg:...") keep the same blocking with post-ops and apply them to the
+// finished f32 accumulators. oneDNN's GEMM driver ("gemm:jit") does not: with a binary post-op
+// it takes another path whose sums differ in the last bits (seen on AVX2, a batch of 3x8x8
+// products, ONEDNN_MAX_CPU_ISA=AVX2), so its products are stored alone and the steps run after.
+bool applies_post_ops_exactly(const Plan& plan) { return plan.impl.rfind("brg:", 0) == 0; }
+
 struct PlanKey {
   std::array<std::int64_t, 7 + 6 * kMaxRank + kMaxProductPostOps*(3 + kMaxRank)> words{};
   friend bool operator==(const PlanKey&, const PlanKey&) = default;
@@ -264,8 +271,8 @@ struct OnednnMatmul::State {
       if (i > 0 && copies[i] == copies[i - 1]) continue;
       if (!post_ops.empty() && dtype == kF32) {
         try {
-          if (auto plan = try_plan(dtype, l, copies[i][0], copies[i][1], false, post_ops))
-            return plan;
+          auto plan = try_plan(dtype, l, copies[i][0], copies[i][1], false, post_ops);
+          if (plan && applies_post_ops_exactly(*plan)) return plan;
         } catch (const dnnl::error&) {
           // no kernel takes these post-ops here: try without them
         }
