@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
+#include "fusion/builders/matmul/builder.h"
+#include "fusion/builders/registry.h"
+#include "runtime/device_runtime.h"
 #include "streamfuse/streamfuse.h"
 #include "tests/fusion/chain_fusion.h"
 #include "tests/own_cache_dir.h"
@@ -327,6 +331,37 @@ TEST_F(MatmulFusionTest, AFailedOperandFailsTheResultWithItsError) {
       }
     }
   }
+}
+
+// The kind is made only for backends that apply steps as they store a product: elsewhere (CUDA)
+// a product and one element-wise kernel after it is what the element-wise builder already makes.
+class NoEpilogueBackend final : public streamfuse::backends::Backend {
+ public:
+  sf::Device device() const override { return sf::Device::cpu(); }
+  void configure(const streamfuse::backends::BackendSettings&) override {}
+  void execute(const streamfuse::core::OpDesc&, std::span<streamfuse::backends::TensorHandle>,
+               std::span<streamfuse::backends::TensorHandle>) override {}
+  streamfuse::backends::TensorHandle allocate(const sf::Shape&, sf::DType) override { return {}; }
+  streamfuse::backends::TensorHandle from_host(const void*, sf::DType, const sf::Shape&) override {
+    return {};
+  }
+  void copy(const sf::Shape&, const streamfuse::backends::TensorHandle&, sf::DType,
+            const streamfuse::backends::TensorHandle&, sf::DType) override {}
+  void to_host(const streamfuse::backends::TensorHandle&, sf::DType, const sf::Shape&,
+               void*) override {}
+  sf::MemoryStats memory_stats() const override { return {}; }
+  void reset_peak_memory_stats() override {}
+  void empty_cache() override {}
+};
+
+TEST(MatmulKind, IsMadeOnlyForBackendsThatFuseProductEpilogues) {
+  const auto has_matmul = [](const streamfuse::backends::Backend& backend) {
+    for (const auto& b : streamfuse::fusion::make_builders(backend))
+      if (dynamic_cast<const streamfuse::fusion::MatmulBuilder*>(b.get())) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_matmul(streamfuse::runtime::DeviceRuntime::get(sf::Device::cpu()).backend()));
+  EXPECT_FALSE(has_matmul(NoEpilogueBackend()));
 }
 
 }  // namespace
