@@ -8,17 +8,12 @@ namespace streamfuse::fusion {
 namespace {
 
 // Records size id -> real size; false on a contradiction.
-bool bind(boost::container::small_vector<std::int64_t, 32>& sizes, const core::TensorDesc& rel,
-          const core::TensorDesc& real) {
-  if (rel.shape.rank() != real.shape.rank()) return false;
-  for (int d = 0; d < rel.shape.rank(); ++d) {
-    const auto id = static_cast<std::size_t>(rel.shape[d]);
-    const std::int64_t size = real.shape[d];
-    if ((id == 0) != (size == 1)) return false;
-    if (id >= sizes.size()) sizes.resize(id + 1, -1);
-    if (sizes[id] >= 0 && sizes[id] != size) return false;
-    sizes[id] = size;
-  }
+bool bind(boost::container::small_vector<std::int64_t, 32>& sizes, std::size_t id,
+          std::int64_t size) {
+  if ((id == 0) != (size == 1)) return false;
+  if (id >= sizes.size()) sizes.resize(id + 1, -1);
+  if (sizes[id] >= 0 && sizes[id] != size) return false;
+  sizes[id] = size;
   return true;
 }
 
@@ -52,6 +47,13 @@ std::size_t merge_successors(std::vector<core::OpDesc>& into,
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
   auto plan = std::make_shared<ExecutionPlan>();
   plan->ops = std::move(draft.ops);
+  const auto list = [&](const core::TensorDesc& t) {
+    for (std::int64_t id : t.shape) plan->size_ids.push_back(static_cast<std::uint32_t>(id));
+  };
+  for (const core::OpDesc& op : plan->ops) {
+    for (const core::TensorDesc& t : op.inputs) list(t);
+    for (const core::TensorDesc& t : op.outputs) list(t);
+  }
   plan->optimization = std::move(draft.optimization);
   merge_triggers(plan->triggers, std::move(draft.triggers));
   merge_successors(plan->successors, draft.successors);
@@ -61,16 +63,22 @@ std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
 bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue) {
   if (queue.size() < plan.len()) return false;
   boost::container::small_vector<std::int64_t, 32> sizes;  // by size id
+  // The queue's relative ops are the plan's (the caller matched them), so its tensors have the
+  // plan's ranks, in the order size_ids lists them.
+  std::size_t next = 0;
+  const auto bound = [&](const core::TensorDesc& t) {
+    for (std::int64_t size : t.shape)
+      if (next == plan.size_ids.size() || !bind(sizes, plan.size_ids[next++], size)) return false;
+    return true;
+  };
   for (std::size_t i = 0; i < plan.len(); ++i) {
-    const core::OpDesc& rel = plan.ops[i];
     const core::OpDesc& real = queue.global(i);
-    if (rel.inputs.size() != real.inputs.size() || rel.outputs.size() != real.outputs.size())
-      return false;
-    for (std::size_t k = 0; k < rel.inputs.size(); ++k)
-      if (!bind(sizes, rel.inputs[k], real.inputs[k])) return false;
-    for (std::size_t k = 0; k < rel.outputs.size(); ++k)
-      if (!bind(sizes, rel.outputs[k], real.outputs[k])) return false;
+    for (const core::TensorDesc& t : real.inputs)
+      if (!bound(t)) return false;
+    for (const core::TensorDesc& t : real.outputs)
+      if (!bound(t)) return false;
   }
+  if (next != plan.size_ids.size()) return false;
   // Different ids must be different sizes.
   boost::container::small_vector<std::int64_t, 32> seen;
   for (std::size_t id = 1; id < sizes.size(); ++id)

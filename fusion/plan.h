@@ -50,6 +50,10 @@ struct ExecutionPlan {
   // The first ops (relative form) of the segments that ran after this one: when the store reads
   // this plan from disk, it reads theirs ahead, off the calling thread.
   std::vector<core::OpDesc> successors;
+  // The size id of every dimension of every tensor of `ops`, in order (each op's inputs, then
+  // its outputs): what bindings_match reads, a few bytes in one place where the ops take some
+  // hundreds each (a random mix of many plans would read them from memory at every match).
+  std::vector<std::uint32_t> size_ids;
   // Use statistics for eviction (updated from any stream).
   mutable std::atomic<std::uint64_t> uses{0};
   mutable std::atomic<std::uint64_t> last_use{0};
@@ -66,7 +70,8 @@ std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more
 std::size_t merge_successors(std::vector<core::OpDesc>& into,
                              const std::vector<core::OpDesc>& more);
 
-// The plan a draft describes (its triggers and successors deduplicated and capped).
+// The plan a draft describes (its triggers and successors deduplicated and capped, its size ids
+// listed).
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft);
 
 // Checks a matched plan against the segment's real sizes: relative size ids that were one size
