@@ -36,4 +36,22 @@ TensorHandle Backend::elementwise_output(const core::OpDesc& op, std::span<Tenso
   return allocate(od.shape, od.dtype);
 }
 
+bool is_product_step(const core::OpDesc& op, int value_slot, const Shape& shape) {
+  const core::OpKind k = op.kind;
+  if (k != core::OpKind::kAdd && k != core::OpKind::kSub && k != core::OpKind::kMul &&
+      k != core::OpKind::kDiv)
+    return false;
+  if (op.outputs.size() != 1 || op.attrs.dtype != kF32 || op.outputs[0].dtype != kF32 ||
+      op.outputs[0].shape != shape)
+    return false;
+  for (const core::TensorDesc& in : op.inputs)
+    if (in.dtype != kF32) return false;
+  const bool scalar = op.attrs.scalar_side != core::ScalarSide::kNone;
+  if (op.inputs.size() != (scalar ? 1u : 2u) || value_slot < 0 ||
+      static_cast<std::size_t>(value_slot) >= op.inputs.size())
+    return false;
+  const bool value_left = scalar ? op.attrs.scalar_side == core::ScalarSide::kRhs : value_slot == 0;
+  return value_left || k == core::OpKind::kAdd || k == core::OpKind::kMul;
+}
+
 }  // namespace streamfuse::backends

@@ -63,6 +63,12 @@ struct ProductStep {
   TensorHandle operand;
 };
 
+// Whether `op` is a step a product of `shape` may apply as it is stored, its running value being
+// input `value_slot`: f32 + - * / whose result keeps the product's shape, with a scalar or one
+// other f32 tensor, the value on the left unless the op commutes (a + b and a * b round the same
+// either way). Shapes compare as given: relative (the matmul builder) or global (a backend).
+bool is_product_step(const core::OpDesc& op, int value_slot, const Shape& shape);
+
 // The most steps one execute_product() call fuses (the matmul builder closes after them).
 inline constexpr std::size_t kMaxProductSteps = 4;
 

@@ -156,24 +156,6 @@ void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inpu
 
 namespace {
 
-// Whether `step` can be a oneDNN post-op of an f32 product of shape `shape`: f32 arithmetic whose
-// result keeps the product's shape, the product on the left unless the op commutes (a + b and
-// a * b round the same either way).
-bool is_post_op(const ProductStep& step, const Shape& shape) {
-  const core::OpDesc& op = *step.op;
-  const core::OpKind k = op.kind;
-  if (k != core::OpKind::kAdd && k != core::OpKind::kSub && k != core::OpKind::kMul &&
-      k != core::OpKind::kDiv)
-    return false;
-  if (op.attrs.dtype != kF32 || op.outputs[0].dtype != kF32 || op.outputs[0].shape != shape)
-    return false;
-  for (const core::TensorDesc& in : op.inputs)
-    if (in.dtype != kF32) return false;
-  const bool value_left = op.attrs.scalar_side == core::ScalarSide::kRhs ||
-                          (op.attrs.scalar_side == core::ScalarSide::kNone && step.value_slot == 0);
-  return value_left || k == core::OpKind::kAdd || k == core::OpKind::kMul;
-}
-
 // The strides that read `h`, a tensor of `shape`, at each position of `out` (broadcast: 0 where
 // it has size 1 or lacks the dimension).
 std::array<std::int64_t, kMaxRank> broadcast_strides(const TensorHandle& h, const Shape& shape,
@@ -197,7 +179,7 @@ bool CpuBackend::execute_product(const core::OpDesc& product, std::span<TensorHa
   std::array<float, kMaxProductPostOps> scalars{};
   for (std::size_t i = 0; fusable && i < steps.size(); ++i) {
     const ProductStep& step = steps[i];
-    fusable = is_post_op(step, od.shape);
+    fusable = is_product_step(*step.op, step.value_slot, od.shape);
     if (!fusable) break;
     post_ops[i].kind = step.op->kind;
     if (step.op->attrs.scalar_side != core::ScalarSide::kNone) {

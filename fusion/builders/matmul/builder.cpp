@@ -75,33 +75,19 @@ bool MatmulBuilder::take_drop(const core::OpDesc& rel) {
 }
 
 bool MatmulBuilder::take_step(const core::OpDesc& rel) {
-  const core::OpKind k = rel.kind;
-  if (k != core::OpKind::kAdd && k != core::OpKind::kSub && k != core::OpKind::kMul &&
-      k != core::OpKind::kDiv)
-    return false;
-  if (steps_.size() >= backends::kMaxProductSteps || rel.outputs.size() != 1) return false;
-  if (rel.attrs.dtype != kF32 || rel.outputs[0].dtype != kF32 || rel.outputs[0].shape != shape_)
-    return false;
+  if (steps_.size() >= backends::kMaxProductSteps) return false;
   int slot = -1;
   for (std::size_t i = 0; i < rel.inputs.size(); ++i) {
-    if (rel.inputs[i].dtype != kF32) return false;
     if (rel.inputs[i].id != value_) continue;
     if (slot >= 0) return false;  // value <op> value: no operand to apply
     slot = static_cast<int>(i);
   }
-  if (slot < 0) return false;
-  bool value_left = false;
-  if (rel.attrs.scalar_side != core::ScalarSide::kNone) {
-    if (rel.inputs.size() != 1) return false;
-    value_left = rel.attrs.scalar_side == core::ScalarSide::kRhs;
-  } else {
-    if (rel.inputs.size() != 2) return false;
+  if (slot < 0 || !backends::is_product_step(rel, slot, shape_)) return false;
+  if (rel.inputs.size() == 2) {
     const core::TensorDesc& operand = rel.inputs[static_cast<std::size_t>(1 - slot)];
     // An operand made in the chain would be one of its values, which die inside it.
     if (in_chain(operand.id) || !traced_codec::broadcasts_to(operand.shape, shape_)) return false;
-    value_left = slot == 0;
   }
-  if (!value_left && k != core::OpKind::kAdd && k != core::OpKind::kMul) return false;
 
   if (rel.inputs[static_cast<std::size_t>(slot)].status == core::TensorStatus::kReadWrite)
     chain_.back().dead = true;
