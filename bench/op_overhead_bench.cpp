@@ -10,6 +10,11 @@ namespace sf = streamfuse;
 
 namespace {
 
+const char* mode_label(const sf::Config& c) {
+  if (!c.fusion) return "fusion off";
+  return c.jit == sf::JitMode::kInterpret ? "fusion on, interpreted" : "fusion on";
+}
+
 // Records `state.range(0)` element-wise ops (a = (a + b) * c, 2 ops per step, plus the drops
 // of the replaced values), then one sync. Reports time per recorded op. range(1): 0 fusion off,
 // 1 fusion on (kernels compiled after the first iterations), 2 fusion on with every segment
@@ -39,9 +44,7 @@ void BM_OpOverhead(benchmark::State& state) {
   state.counters["time_per_op"] =
       benchmark::Counter(static_cast<double>(state.iterations() * steps * 2),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.SetLabel(!c.fusion                          ? "fusion off"
-                 : c.jit == sf::JitMode::kInterpret ? "fusion on, interpreted"
-                                                    : "fusion on");
+  state.SetLabel(mode_label(c));
 }
 
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.
@@ -101,9 +104,7 @@ void BM_ManyPlans(benchmark::State& state) {
   state.counters["time_per_op"] =
       benchmark::Counter(static_cast<double>(state.iterations() * 13),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.SetLabel(!c.fusion                          ? "fusion off"
-                 : c.jit == sf::JitMode::kInterpret ? "fusion on, interpreted"
-                                                    : "fusion on");
+  state.SetLabel(mode_label(c));
   sf::set_config(saved);
 }
 

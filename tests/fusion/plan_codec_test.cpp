@@ -23,17 +23,20 @@ namespace {
 
 using fusion::ElementwiseOptimization;
 
+// Plans as the explorer makes them, from segments recorded through the API.
+std::shared_ptr<fusion::ExecutionPlan> plan_of(const std::function<void()>& program) {
+  fusion::ElementwiseBuilder builder;
+  return streamfuse::testing::plan_of(builder,
+                                      streamfuse::testing::record_without_running(program));
+}
+
 // The element-wise plan of a GELU with its custom erf (several kernels, scalars, broadcasts).
 std::shared_ptr<fusion::ExecutionPlan> gelu_plan() {
   const sf::Tensor x = sf::randn({4, 64});
   const sf::Tensor bias = sf::randn({64});
   sf::Tensor y;
-  auto built = streamfuse::testing::build_elementwise(
+  auto plan = plan_of(
       [&] { y = sf::bench::gelu(x + bias, sf::bench::GeluVariant::kWithCustomErf) * 0.5f; });
-  auto plan = std::make_shared<fusion::ExecutionPlan>();
-  plan->ops = built.ops;
-  plan->optimization = std::move(built.optimization);
-  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
   plan->triggers.push_back({fusion::Trigger::Kind::kOnOperations, {plan->ops.front()}});
   plan->successors = {plan->ops[1], plan->ops.front()};
   return plan;
@@ -102,14 +105,7 @@ std::shared_ptr<fusion::ExecutionPlan> norm_plan() {
     s = sf::sum(y * y, -1);
   });
   fusion::ReduceBuilder builder;
-  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
-       ++i)
-    builder.register_op(ops.relative[i], ops.global[i]);
-  auto plan = std::make_shared<fusion::ExecutionPlan>();
-  plan->ops.assign(ops.relative.begin(), ops.relative.begin() + builder.len());
-  plan->optimization = builder.build();
-  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
-  return plan;
+  return streamfuse::testing::plan_of(builder, ops);
 }
 
 TEST(PlanCodec, ReducePlansRoundTripExactly) {
@@ -140,14 +136,8 @@ TEST(PlanCodec, AReductionOfAConstantRoundTrips) {
     s = sf::sum(x, 1);
   });
   fusion::ReduceBuilder builder;
-  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
-       ++i)
-    builder.register_op(ops.relative[i], ops.global[i]);
+  const auto plan = streamfuse::testing::plan_of(builder, ops);
   ASSERT_EQ(builder.len(), ops.global.size());
-  auto plan = std::make_shared<fusion::ExecutionPlan>();
-  plan->ops.assign(ops.relative.begin(), ops.relative.end());
-  plan->optimization = builder.build();
-  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
   const auto& built = static_cast<const fusion::ReduceOptimization&>(*plan->optimization);
   const std::string bytes = fusion::encode_plan(*plan);
   fusion::PlanDraft back;
@@ -185,14 +175,8 @@ std::shared_ptr<fusion::ExecutionPlan> linear_plan() {
     y = h + r;
   });
   fusion::MatmulBuilder builder;
-  for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
-       ++i)
-    builder.register_op(ops.relative[i], ops.global[i]);
+  auto plan = streamfuse::testing::plan_of(builder, ops);
   EXPECT_EQ(builder.len(), 4u);  // matmul, add, add, drop(h)
-  auto plan = std::make_shared<fusion::ExecutionPlan>();
-  plan->ops.assign(ops.relative.begin(), ops.relative.begin() + builder.len());
-  plan->optimization = builder.build();
-  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
   return plan;
 }
 
@@ -288,16 +272,6 @@ TEST(PlanCodec, StateThatDoesNotFitItsOpsIsRejected) {
   ASSERT_FALSE(plan->ops.front().inputs.empty());
   for (core::TensorDesc& t : plan->ops.front().inputs) t.dtype = kI32;
   EXPECT_THROW(fusion::decode_plan(fusion::encode_plan(*plan)), FormatError);
-}
-
-// Plans as the explorer makes them, from segments recorded through the API.
-std::shared_ptr<fusion::ExecutionPlan> plan_of(const std::function<void()>& program) {
-  auto built = streamfuse::testing::build_elementwise(program);
-  auto plan = std::make_shared<fusion::ExecutionPlan>();
-  plan->ops = built.ops;
-  plan->optimization = std::move(built.optimization);
-  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
-  return plan;
 }
 
 // `plan` with its element-wise state changed as `change` says: what a payload whose bytes changed

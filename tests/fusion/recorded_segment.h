@@ -52,12 +52,30 @@ struct Built {
   std::int64_t score = 0;
 };
 
-inline Built build_elementwise(const std::function<void()>& program) {
-  const RecordedOps ops = record_without_running(program);
-  fusion::ElementwiseBuilder builder;
+// Feeds `ops` to `builder` (fresh) until it closes.
+inline void feed(fusion::OptimizationBuilder& builder, const RecordedOps& ops) {
   for (std::size_t i = 0; i < ops.global.size() && builder.status() == fusion::BuilderStatus::kOpen;
        ++i)
     builder.register_op(ops.relative[i], ops.global[i]);
+}
+
+// The plan `builder` (fresh) makes of `ops`, as the explorer would at a sync: the ops it took,
+// its optimization (it must have taken some) and a trigger on sync.
+inline std::shared_ptr<fusion::ExecutionPlan> plan_of(fusion::OptimizationBuilder& builder,
+                                                      const RecordedOps& ops) {
+  feed(builder, ops);
+  auto plan = std::make_shared<fusion::ExecutionPlan>();
+  plan->ops.assign(ops.relative.begin(),
+                   ops.relative.begin() + static_cast<std::ptrdiff_t>(builder.len()));
+  plan->optimization = builder.build();
+  plan->triggers.push_back({fusion::Trigger::Kind::kOnSync, {}});
+  return plan;
+}
+
+inline Built build_elementwise(const std::function<void()>& program) {
+  const RecordedOps ops = record_without_running(program);
+  fusion::ElementwiseBuilder builder;
+  feed(builder, ops);
   Built b;
   b.len = builder.len();
   b.recorded = ops.global.size();
