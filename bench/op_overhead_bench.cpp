@@ -47,6 +47,40 @@ void BM_OpOverhead(benchmark::State& state) {
   state.SetLabel(mode_label(c));
 }
 
+// The same chain as BM_OpOverhead inside sf::compile: the first calls record it, later ones
+// replay its segments without recording or matching (issue 18). range(0): ops per call.
+void BM_Replay(benchmark::State& state) {
+  sf::Config c = sf::config();
+  c.fusion = true;
+  c.jit = sf::JitMode::kCompile;
+  sf::set_config(c);
+  const std::int64_t steps = state.range(0) / 2;
+  const sf::Tensor b = sf::full({1}, 0.5f);
+  auto chain = sf::compile(
+      [steps](sf::Tensor a, const sf::Tensor& b) {
+        for (std::int64_t i = 0; i < steps; ++i) a = (a + b) * 0.5f;
+        return a;
+      },
+      {.name = "BM_Replay chain"});
+  const sf::Tensor one = sf::ones({1});
+  for (int warm = 0; warm < 3; ++warm) benchmark::DoNotOptimize(chain(one, b).item<float>());
+  sf::wait_for_compiles();
+  for (int warm = 0; warm < 3; ++warm) benchmark::DoNotOptimize(chain(one, b).item<float>());
+  const sf::CompileStats before = chain.stats();
+  for (auto _ : state) {
+    sf::Tensor a = chain(one, b);
+    sf::synchronize();
+    benchmark::DoNotOptimize(a);
+  }
+  const sf::CompileStats after = chain.stats();
+  state.counters["replayed"] = static_cast<double>(after.replayed_calls - before.replayed_calls) /
+                               static_cast<double>(state.iterations());
+  state.counters["time_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * steps * 2),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.SetLabel("sf::compile, replayed");
+}
+
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.
 void BM_RecordOnly(benchmark::State& state) {
   sf::Config c = sf::config();
@@ -109,6 +143,7 @@ void BM_ManyPlans(benchmark::State& state) {
 }
 
 BENCHMARK(BM_OpOverhead)->ArgsProduct({{10000}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Replay)->Arg(10000)->Arg(26)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ManyPlans)
     ->ArgsProduct({{1, 64, 512, 2000}, {1}})
     ->Args({2000, 0})

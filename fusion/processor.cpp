@@ -81,7 +81,7 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
       if (action.kind == Action::Kind::kExecute) {
         if (bindings_match(*action.plan, queue)) {
           if (logging()) log("matched plan: " + describe(*action.plan, queue));
-          execute(action.plan, queue, context);
+          execute(action.plan, queue, context, /*explored=*/false);
           continue;
         }
         if (logging())
@@ -92,6 +92,7 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
                         "the plan store's exploration cap was reached; unknown segments now run "
                         "op by op");
         context.run_operation(0);
+        if (observer_) observer_->executed(nullptr, queue, 1, /*explored=*/false);
         if (logging())
           log("executed past the exploration cap: " + core::to_string(queue.global(0)));
         queue.drain_front(1);
@@ -104,11 +105,12 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
     if (!draft) return;  // lazy: builders still open, wait for more ops
     PlanRef plan = store_.add(std::move(*draft));
     if (logging()) log("explored plan: " + describe(*plan, queue));
-    execute(plan, queue, context);
+    execute(plan, queue, context, /*explored=*/true);
   }
 }
 
-void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionContext& context) {
+void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionContext& context,
+                        bool explored) {
   const ExecutionPlan& plan = *plan_ref;
   store_.touch(plan);
   bool fell_back = false;
@@ -129,6 +131,7 @@ void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionC
   }
   if (logging())
     log(std::string(fell_back ? "executed op by op: " : "executed: ") + describe(plan, queue));
+  if (observer_) observer_->executed(plan_ref, queue, plan.len(), explored);
   queue.drain_front(plan.len());
   start_segment();
   previous_ = plan_ref;

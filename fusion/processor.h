@@ -21,6 +21,17 @@
 
 namespace streamfuse::fusion {
 
+// Told of every segment a processor runs: how sf::compile records what a call ran
+// (stream/trace_capture.h). Called with the stream's lock held, from whichever thread drains.
+class ExecutionObserver {
+ public:
+  virtual ~ExecutionObserver() = default;
+  // The queue's first `len` ops ran as `plan` (null: one op run on its own past the exploration
+  // cap); `explored`: the plan was made for this segment, so the next call may match another.
+  virtual void executed(const PlanRef& plan, const SegmentQueue& queue, std::size_t len,
+                        bool explored) = 0;
+};
+
 class Processor {
  public:
   Processor(PlanStore& store, std::vector<std::unique_ptr<OptimizationBuilder>> builders,
@@ -33,10 +44,12 @@ class Processor {
     start_segment();
     previous_.reset();
   }
+  // Tells `observer` (null: nobody) of every segment run from now on.
+  void set_observer(ExecutionObserver* observer) { observer_ = observer; }
 
  private:
   // Runs `plan` on the head of the queue and starts a new segment after it.
-  void execute(const PlanRef& plan, SegmentQueue& queue, ExecutionContext& context);
+  void execute(const PlanRef& plan, SegmentQueue& queue, ExecutionContext& context, bool explored);
   void start_segment();
 
   PlanStore& store_;
@@ -45,6 +58,7 @@ class Processor {
   std::size_t fed_ = 0;
   bool exploring_ = false;
   PlanRef previous_;  // the plan that ran last, until the next segment's first op is seen
+  ExecutionObserver* observer_ = nullptr;
 };
 
 }  // namespace streamfuse::fusion

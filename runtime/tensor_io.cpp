@@ -10,6 +10,7 @@
 #include "runtime/runtime.h"
 #include "stream/cross_stream.h"
 #include "stream/stream.h"
+#include "stream/trace_capture.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::runtime {
@@ -53,6 +54,7 @@ stream::TensorNode* transfer(const stream::TensorNode& n, Device device) {
   stream::DeviceStreams& target = DeviceRuntime::get(device).streams();  // DeviceError: not there
   // A copy between devices is a sync point of the source: its value is read, then placed on the
   // target as a tensor no op makes.
+  stream::note_host_read();
   core::Failure failure;
   const backends::TensorHandle h = stream::value_of(n, &failure);
   if (failure)
@@ -83,6 +85,7 @@ stream::TensorNode* transfer(const stream::TensorNode& n, Device device) {
 }
 
 void to_host(const stream::TensorNode& node, void* dst, std::string_view caller) {
+  stream::note_host_read();
   core::Failure failure;
   const backends::TensorHandle h = stream::value_of(node, &failure);
   if (failure)

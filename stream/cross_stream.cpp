@@ -33,16 +33,7 @@ TensorNode* record_op(DeviceStreams& streams, core::OpKind kind,
       n->home_uses_through.store(seq + 1, std::memory_order_release);
       continue;
     }
-    // A tensor of another stream: its value and that stream's queued uses of it come first.
-    if (n->home && n->home->executed() < n->home_uses_through.load(std::memory_order_acquire))
-      n->home->drain();
-    // A device that queues work (CUDA) orders this stream's work after the home stream's, and
-    // keeps the memory from being handed out before this stream is done with it.
-    if (n->home && !n->device.is_cpu()) {
-      core::Failure failure;
-      const backends::TensorHandle h = streams.handles().get(n->id, &failure);
-      streams.backend().share(h, n->home->id(), stream->id());
-    }
+    read_from_other_stream(streams, *stream, *n);
     if (!last_use) {
       retain(n);
       pins.push_back(n);
@@ -60,6 +51,19 @@ TensorNode* record_op(DeviceStreams& streams, core::OpKind kind,
   }
   for (TensorNode* n : consumed) n->consumed = true;  // the op owns their values now
   return result;
+}
+
+void read_from_other_stream(DeviceStreams& streams, Stream& stream, const TensorNode& n) {
+  // Its value and the home stream's queued uses of it come first.
+  if (n.home && n.home->executed() < n.home_uses_through.load(std::memory_order_acquire))
+    n.home->drain();
+  // A device that queues work (CUDA) orders this stream's work after the home stream's, and
+  // keeps the memory from being handed out before this stream is done with it.
+  if (n.home && !n.device.is_cpu()) {
+    core::Failure failure;
+    const backends::TensorHandle h = streams.handles().get(n.id, &failure);
+    streams.backend().share(h, n.home->id(), stream.id());
+  }
 }
 
 TensorNode* materialize(DeviceStreams& streams, backends::TensorHandle handle, const Shape& shape,

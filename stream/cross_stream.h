@@ -29,6 +29,11 @@ TensorNode* record_op(DeviceStreams& streams, core::OpKind kind,
                       std::span<TensorNode* const> operands, const Shape& shape, DType dtype,
                       const core::OpAttrs& attrs, std::span<const Scalar> scalars);
 
+// Makes `node` (of another stream than `stream`, or of none) readable by work on `stream`: its home
+// stream drained if a queued op there makes or uses it, and on a device that queues work,
+// `stream`'s work ordered after the home stream's.
+void read_from_other_stream(DeviceStreams& streams, Stream& stream, const TensorNode& node);
+
 // A new tensor of the device whose value is `handle` already (no op makes it, so no stream needs
 // draining before it is used).
 TensorNode* materialize(DeviceStreams& streams, backends::TensorHandle handle, const Shape& shape,

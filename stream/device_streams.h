@@ -55,6 +55,10 @@ class DeviceStreams {
   void synchronize();
   // A new tensor id, unique on the device.
   core::TensorId new_id() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  // `n` new ids, [first, first + n); returns first.
+  core::TensorId new_ids(std::uint64_t n) {
+    return next_id_.fetch_add(n, std::memory_order_relaxed);
+  }
 
   // How many ops a stream queues before it must run them; whether streams fuse.
   std::size_t queue_bound() const { return queue_bound_.load(std::memory_order_relaxed); }

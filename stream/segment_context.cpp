@@ -5,26 +5,26 @@
 
 namespace streamfuse::stream {
 
-void SegmentContext::run_operation(std::size_t i) {
-  execute_op(queue_.global(i), *device_.handles, *device_.backend);
+void DeviceContext::run_operation(std::size_t i) {
+  execute_op(op(i), *device_.handles, *device_.backend);
 }
 
-backends::TensorHandle SegmentContext::handle(core::TensorId id, core::Failure* failure) {
+backends::TensorHandle DeviceContext::handle(core::TensorId id, core::Failure* failure) {
   return device_.handles->get(id, failure);
 }
 
-void SegmentContext::set_handle(core::TensorId id, backends::TensorHandle h) {
+void DeviceContext::set_handle(core::TensorId id, backends::TensorHandle h) {
   device_.handles->insert(id, std::move(h));
 }
 
-void SegmentContext::set_failed(core::TensorId id, core::Failure why) {
+void DeviceContext::set_failed(core::TensorId id, core::Failure why) {
   device_.handles->mark_failed(id, std::move(why));
 }
 
-void SegmentContext::erase(core::TensorId id) { device_.handles->erase(id); }
+void DeviceContext::erase(core::TensorId id) { device_.handles->erase(id); }
 
-backends::Backend& SegmentContext::backend() { return *device_.backend; }
+backends::Backend& DeviceContext::backend() { return *device_.backend; }
 
-jit::KernelLauncher& SegmentContext::launcher() { return *device_.launcher; }
+jit::KernelLauncher& DeviceContext::launcher() { return *device_.launcher; }
 
 }  // namespace streamfuse::stream

@@ -1,5 +1,8 @@
 #include "stream/stream.h"
 
+#include <exception>
+#include <string>
+
 #include "core/log.h"
 #include "fusion/builders/registry.h"
 #include "stream/cross_stream.h"
@@ -67,6 +70,51 @@ std::vector<TensorNode*> Stream::advance_locked(fusion::ExecutionMode mode) {
     return true;
   });
   return released;
+}
+
+void Stream::begin_capture(TraceCapture& capture) {
+  drain();
+  std::lock_guard lock(mutex_);
+  processor_.set_observer(&capture);
+  capture.recorded = recorded_.load(std::memory_order_relaxed);
+}
+
+void Stream::end_capture(TraceCapture& capture) {
+  drain();
+  std::lock_guard lock(mutex_);
+  processor_.set_observer(nullptr);
+  capture.recorded = recorded_.load(std::memory_order_relaxed) - capture.recorded;
+}
+
+void Stream::abort_capture() {
+  std::lock_guard lock(mutex_);
+  processor_.set_observer(nullptr);
+}
+
+void Stream::replay(std::span<const core::OpDesc> ops, std::span<const CapturedStep> steps) {
+  drain();
+  std::lock_guard lock(mutex_);
+  const backends::StreamScope scope(id_);
+  ReplayContext context(ops, device_.device());
+  fusion::PlanStore& store = *device_.device().plans;
+  for (const CapturedStep& step : steps) {
+    context.set_first(step.first);
+    if (step.plan) {
+      store.touch(*step.plan);
+      if (step.plan->optimization) {
+        try {
+          step.plan->optimization->execute(context);
+          continue;
+        } catch (const std::exception& e) {
+          // As the processor does: nothing changed, so the ops run one by one instead.
+          core::warn_once(
+              std::string("fusion-fallback:") + e.what(),
+              std::string("a fused segment failed and ran unfused instead: ") + e.what());
+        }
+      }
+    }
+    for (std::size_t i = 0; i < step.len; ++i) context.run_operation(i);
+  }
 }
 
 }  // namespace streamfuse::stream

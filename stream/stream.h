@@ -13,6 +13,7 @@
 #include "fusion/processor.h"
 #include "stream/queue.h"
 #include "stream/segment_context.h"
+#include "stream/trace_capture.h"
 
 namespace streamfuse::stream {
 
@@ -44,6 +45,18 @@ class Stream {
   std::uint64_t executed() const { return executed_.load(std::memory_order_acquire); }
   // True while some recorded op has not run. Any thread.
   bool pending() const { return executed() < recorded_.load(std::memory_order_acquire); }
+
+  // sf::compile. Owner thread only.
+  // Runs everything queued, then tells `capture` of every segment run until end_capture.
+  void begin_capture(TraceCapture& capture);
+  // Runs everything queued (the capture sees it run), then stops telling it; sets
+  // capture.recorded to the ops recorded since begin_capture.
+  void end_capture(TraceCapture& capture);
+  // Stops telling the capture, running nothing (the call it recorded threw).
+  void abort_capture();
+  // Runs everything queued, then `steps` over `ops` (a replayed trace's ops, as they would have
+  // been recorded): no recording, no matching.
+  void replay(std::span<const core::OpDesc> ops, std::span<const CapturedStep> steps);
 
   // Test access: the queue as it stands (lock-free: call from the owner thread with no other
   // thread draining).

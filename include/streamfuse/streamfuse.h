@@ -1,6 +1,7 @@
 // streamfuse: eager tensor code, recorded into operation streams and run as fused kernels.
 #pragma once
 
+#include "streamfuse/compile.h"
 #include "streamfuse/config.h"
 #include "streamfuse/device.h"
 #include "streamfuse/dtype.h"
