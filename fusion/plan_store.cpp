@@ -152,14 +152,16 @@ PlanRef PlanStore::add_locked(PlanDraft plan, bool& changed) const {
 }
 
 void PlanStore::evict_one() const {
-  // The least used plan, the least recently used among equals. Linear: eviction is rare (only
-  // when exploring into a full store), lookups stay O(1).
+  // The least recently used plan. Not the least used: a plan just explored has been used once,
+  // so in a full store of plans used more often it went at the next exploration, before its
+  // segment came again (a program's plans, explored one after another, evicted each other and
+  // were explored again at every run). Linear: eviction is rare (only when exploring into a full
+  // store), lookups stay O(1).
   const PlanRef* victim = nullptr;
   std::uint64_t victim_bucket = 0;
   for (auto& [hash, bucket] : index_) {
     for (const PlanRef& p : bucket) {
-      if (!victim || p->uses < (*victim)->uses ||
-          (p->uses == (*victim)->uses && p->last_use < (*victim)->last_use)) {
+      if (!victim || p->last_use < (*victim)->last_use) {
         victim = &p;
         victim_bucket = hash;
       }

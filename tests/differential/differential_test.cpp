@@ -10,6 +10,8 @@
 // STREAMFUSE_DIFF_SEED=N replays program N alone and prints it.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -100,6 +102,39 @@ TEST_P(DifferentialTest, EagerUnfusedInterpretedAndCompiledAgree) {
   std::cout << "products that applied their steps as they were stored: " << fused_products << "\n";
   if (programs.size() >= 1000) {
     EXPECT_GT(fused_products, 0) << "the programs' products fused none of their steps";
+  }
+
+  // Replayed: programs as sf::compile'd functions of their host data, called three times: the
+  // first explores the plans of the call's segments, the second runs them and keeps a trace, the
+  // third replays it. Every call must give eager's bits. A quarter of the programs by default
+  // (three calls each cost what the phases above cost together).
+  {
+    constexpr int kCalls = 3;
+    const std::size_t count = std::min<std::size_t>(
+        programs.size(), (env_or("STREAMFUSE_DIFF_REPLAYED", 2500) + kShards - 1) / kShards);
+    const std::vector<RandomProgram> replayed_programs(
+        programs.begin(), programs.begin() + static_cast<std::ptrdiff_t>(count));
+    const Results replayed_eager(eager.begin(), eager.begin() + static_cast<std::ptrdiff_t>(count));
+    const std::vector<std::uint64_t> replayed_seeds(
+        seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(count));
+    std::vector<Results> calls(kCalls);
+    std::size_t replayed = 0, not_replayable = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (const RandomProgram& p : replayed_programs) {
+      sf::CompileStats stats;
+      auto runs = p.run_compiled(kCalls, &stats);
+      for (int c = 0; c < kCalls; ++c) calls[c].push_back(std::move(runs[c]));
+      replayed += stats.replayed_calls;
+      not_replayable += stats.replays ? 0 : 1;
+    }
+    for (int c = 0; c < kCalls; ++c)
+      expect_same(replayed_eager, calls[c], replayed_seeds, replayed_programs,
+                  ("sf::compile, call " + std::to_string(c + 1)).c_str());
+    std::cout << "sf::compile calls replayed: " << replayed << " of " << kCalls * count << " in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+              << " s\n";
+    EXPECT_EQ(not_replayable, 0u) << "random programs are all replayable";
+    EXPECT_GE(replayed, count) << "every program's third call replays";
   }
 
   // Compiled: a first pass requests every kernel; once compiled, the second pass runs them.

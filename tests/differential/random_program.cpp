@@ -124,8 +124,9 @@ Tensor reduce(int op, Tensor a, int axis, bool keepdim) {
 }
 constexpr int kNumReductions = 5;
 
-Tensor input_of(const Step& s, Device device) {
-  auto make = [&](const Shape& shape) {
+// The tensor step `s` makes from host data, of `shape`.
+Tensor host_tensor(const Step& s, const Shape& shape, Device device) {
+  const auto make = [&](const Shape& shape) {
     switch (s.dtype) {
       case kF32:
         return from_vector(std::vector<float>(s.data.begin(), s.data.end()), shape, device);
@@ -169,29 +170,65 @@ Tensor input_of(const Step& s, Device device) {
     }
     return Tensor();
   };
-  if (s.kind == Step::Kind::kInput) return make(s.shape);
-  // kStrided: the data laid out for the reversed shape, then transposed (or, at rank < 2, every
-  // other element of a doubled vector).
-  if (s.shape.rank() >= 2) {
-    Shape reversed;
-    for (int d = s.shape.rank() - 1; d >= 0; --d) reversed.push_back(s.shape[d]);
-    std::vector<int> axes;
-    for (int d = s.shape.rank() - 1; d >= 0; --d) axes.push_back(d);
-    return permute(make(reversed), axes);
-  }
-  const std::int64_t n = s.shape.rank() == 1 ? s.shape[0] : 1;
-  return make(Shape{2 * n}).slice(0, 0, 2 * n, 2).reshape(s.shape);
+  return make(shape);
 }
 
-// Applies a step to `vals` (moving operands where the step says so).
-void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
+// What step `s` reads from the host: kInput its value, kStrided the data it views (laid out for
+// the reversed shape, or at rank < 2 a doubled vector), kMatmul the weight, kIndex the indices.
+Tensor host_data_of(const Step& s, Device device) {
+  switch (s.kind) {
+    case Step::Kind::kStrided: {
+      if (s.shape.rank() >= 2) {
+        Shape reversed;
+        for (int d = s.shape.rank() - 1; d >= 0; --d) reversed.push_back(s.shape[d]);
+        return host_tensor(s, reversed, device);
+      }
+      const std::int64_t n = s.shape.rank() == 1 ? s.shape[0] : 1;
+      return host_tensor(s, Shape{2 * n}, device);
+    }
+    case Step::Kind::kIndex: {
+      if (s.dtype == kI64) {
+        std::vector<std::int64_t> v;
+        for (double x : s.data) v.push_back(static_cast<std::int64_t>(x));
+        return from_vector(v, s.shape, device);
+      }
+      std::vector<std::int32_t> v;
+      for (double x : s.data) v.push_back(static_cast<std::int32_t>(x));
+      return from_vector(v, s.shape, device);
+    }
+    default:
+      return host_tensor(s, s.shape, device);
+  }
+}
+
+bool reads_host_data(const Step& s) {
+  return s.kind == Step::Kind::kInput || s.kind == Step::Kind::kStrided ||
+         s.kind == Step::Kind::kIndex || s.kind == Step::Kind::kMatmul;
+}
+
+// The value of a kInput or kStrided step from its host data: kStrided transposes it (or takes
+// every other element).
+Tensor input_from(const Step& s, Tensor data) {
+  if (s.kind == Step::Kind::kInput) return data;
+  if (s.shape.rank() >= 2) {
+    std::vector<int> axes;
+    for (int d = s.shape.rank() - 1; d >= 0; --d) axes.push_back(d);
+    return permute(std::move(data), axes);
+  }
+  const std::int64_t n = s.shape.rank() == 1 ? s.shape[0] : 1;
+  return std::move(data).slice(0, 0, 2 * n, 2).reshape(s.shape);
+}
+
+// Applies a step to `vals` (moving operands where the step says so); `host` is what the step
+// reads from the host (host_data_of), if it reads any.
+void apply(const Step& s, std::vector<Tensor>& vals, Device device, Tensor host) {
   auto take = [&](int i, bool move) {
     return move ? std::move(vals[static_cast<std::size_t>(i)]) : vals[static_cast<std::size_t>(i)];
   };
   switch (s.kind) {
     case Step::Kind::kInput:
     case Step::Kind::kStrided:
-      vals.push_back(input_of(s, device));
+      vals.push_back(input_from(s, std::move(host)));
       break;
     case Step::Kind::kUnary:
       vals.push_back(kUnary[s.op](take(s.a, s.move_a)));
@@ -221,25 +258,14 @@ void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
       vals[static_cast<std::size_t>(s.a)] = Tensor();
       break;
     case Step::Kind::kIndex: {
-      Tensor indices;
-      if (s.dtype == kI64) {
-        std::vector<std::int64_t> v;
-        for (double x : s.data) v.push_back(static_cast<std::int64_t>(x));
-        indices = from_vector(v, s.shape, device);
-      } else {
-        std::vector<std::int32_t> v;
-        for (double x : s.data) v.push_back(static_cast<std::int32_t>(x));
-        indices = from_vector(v, s.shape, device);
-      }
+      const Tensor indices = std::move(host);
       Tensor x = take(s.a, s.move_a);
       vals.push_back(s.op == 0 ? index_select(std::move(x), s.b, indices)
                                : gather(std::move(x), s.b, indices));
       break;
     }
     case Step::Kind::kMatmul: {
-      Step weight = s;
-      weight.kind = Step::Kind::kInput;
-      Tensor product = matmul(take(s.a, s.move_a), input_of(weight, device));
+      Tensor product = matmul(take(s.a, s.move_a), std::move(host));
       if (s.op == 0)
         vals.push_back(std::move(product));
       else if (s.op <= 4)  // the product moved into + - * / with value b (or b into it, + *)
@@ -251,6 +277,11 @@ void apply(const Step& s, std::vector<Tensor>& vals, Device device) {
       break;
     }
   }
+}
+
+// apply() with the step's host data made now.
+void apply_from_host(const Step& s, std::vector<Tensor>& vals, Device device) {
+  apply(s, vals, device, reads_host_data(s) ? host_data_of(s, device) : Tensor());
 }
 
 double random_value(DType d, std::mt19937_64& rng) {
@@ -337,10 +368,10 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops, bool products) {
     s.kind = rng() % 6 == 0 ? Step::Kind::kStrided : Step::Kind::kInput;
     s.dtype = kDtypes[rng() % std::size(kDtypes)];
     s.shape = sub_shape();
-    const bool doubled = s.kind == Step::Kind::kStrided && s.shape.rank() < 2;  // see input_of
+    const bool doubled = s.kind == Step::Kind::kStrided && s.shape.rank() < 2;  // see host_data_of
     for (std::int64_t k = 0; k < s.shape.numel() * (doubled ? 2 : 1); ++k)
       s.data.push_back(random_value(s.dtype, rng));
-    apply(s, vals, Device::cpu());
+    apply_from_host(s, vals, Device::cpu());
     steps_.push_back(std::move(s));
   }
   const int ops = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(max_ops));
@@ -443,64 +474,99 @@ RandomProgram::RandomProgram(std::uint64_t seed, int max_ops, bool products) {
       std::vector<Tensor> copy = vals;
       Step dry = s;
       dry.move_a = false;
-      apply(dry, copy, Device::cpu());
+      apply_from_host(dry, copy, Device::cpu());
     } catch (const Error&) {
       continue;
     }
-    apply(s, vals, Device::cpu());
+    apply_from_host(s, vals, Device::cpu());
     steps_.push_back(s);
     ++made;
   }
   synchronize();
 }
 
+namespace {
+
+// Value `i`'s number, then its elements as bit patterns (NaN canonical).
+std::vector<std::uint64_t> bits_of(const Tensor& t, std::size_t i) {
+  std::vector<std::uint64_t> bits{i};
+  switch (t.dtype()) {
+    case kF32:
+      for (float x : t.to_vector<float>())
+        bits.push_back(x != x ? 0x7fc00000u : std::bit_cast<std::uint32_t>(x));
+      break;
+    case kF16:
+      for (Half x : t.to_vector<Half>())
+        bits.push_back((x.bits & 0x7fff) > 0x7c00 ? 0x7e00u : x.bits);
+      break;
+    case kBF16:
+      for (BFloat16 x : t.to_vector<BFloat16>())
+        bits.push_back((x.bits & 0x7fff) > 0x7f80 ? 0x7fc0u : x.bits);
+      break;
+    case kI32:
+      for (std::int32_t x : t.to_vector<std::int32_t>())
+        bits.push_back(static_cast<std::uint32_t>(x));
+      break;
+    case kI64:
+      for (std::int64_t x : t.to_vector<std::int64_t>())
+        bits.push_back(static_cast<std::uint64_t>(x));
+      break;
+    case kBool:
+      for (bool x : t.to_vector<bool>()) bits.push_back(x);
+      break;
+    case kI8:
+      for (std::int8_t x : t.to_vector<std::int8_t>()) bits.push_back(static_cast<std::uint8_t>(x));
+      break;
+    case kU8:
+      for (std::uint8_t x : t.to_vector<std::uint8_t>()) bits.push_back(x);
+      break;
+    case kF64:
+      for (double x : t.to_vector<double>())
+        bits.push_back(x != x ? 0x7ff8000000000000u : std::bit_cast<std::uint64_t>(x));
+      break;
+  }
+  return bits;
+}
+
+}  // namespace
+
 std::vector<std::vector<std::uint64_t>> RandomProgram::run(Device device) const {
   std::vector<Tensor> vals;
-  for (const Step& s : steps_) apply(s, vals, device);
+  for (const Step& s : steps_) apply_from_host(s, vals, device);
   std::vector<std::vector<std::uint64_t>> out;
-  for (std::size_t i = 0; i < vals.size(); ++i) {
-    const Tensor& t = vals[i];
-    if (!t.defined()) continue;
-    std::vector<std::uint64_t> bits{i};  // which value, then its elements
-    switch (t.dtype()) {
-      case kF32:
-        for (float x : t.to_vector<float>())
-          bits.push_back(x != x ? 0x7fc00000u : std::bit_cast<std::uint32_t>(x));
-        break;
-      case kF16:
-        for (Half x : t.to_vector<Half>())
-          bits.push_back((x.bits & 0x7fff) > 0x7c00 ? 0x7e00u : x.bits);
-        break;
-      case kBF16:
-        for (BFloat16 x : t.to_vector<BFloat16>())
-          bits.push_back((x.bits & 0x7fff) > 0x7f80 ? 0x7fc0u : x.bits);
-        break;
-      case kI32:
-        for (std::int32_t x : t.to_vector<std::int32_t>())
-          bits.push_back(static_cast<std::uint32_t>(x));
-        break;
-      case kI64:
-        for (std::int64_t x : t.to_vector<std::int64_t>())
-          bits.push_back(static_cast<std::uint64_t>(x));
-        break;
-      case kBool:
-        for (bool x : t.to_vector<bool>()) bits.push_back(x);
-        break;
-      case kI8:
-        for (std::int8_t x : t.to_vector<std::int8_t>())
-          bits.push_back(static_cast<std::uint8_t>(x));
-        break;
-      case kU8:
-        for (std::uint8_t x : t.to_vector<std::uint8_t>()) bits.push_back(x);
-        break;
-      case kF64:
-        for (double x : t.to_vector<double>())
-          bits.push_back(x != x ? 0x7ff8000000000000u : std::bit_cast<std::uint64_t>(x));
-        break;
-    }
-    out.push_back(std::move(bits));
-  }
+  for (std::size_t i = 0; i < vals.size(); ++i)
+    if (vals[i].defined()) out.push_back(bits_of(vals[i], i));
   return out;
+}
+
+std::vector<std::vector<std::vector<std::uint64_t>>> RandomProgram::run_compiled(
+    int calls, CompileStats* stats, Device device) const {
+  std::vector<std::size_t> held;  // the numbers of the values the function returns
+  auto program = compile(
+      [&](const std::vector<Tensor>& host) {
+        std::vector<Tensor> vals;
+        std::size_t next = 0;
+        for (const Step& s : steps_)
+          apply(s, vals, device, reads_host_data(s) ? host[next++] : Tensor());
+        held.clear();
+        std::vector<Tensor> out;
+        for (std::size_t i = 0; i < vals.size(); ++i)
+          if (vals[i].defined()) held.push_back(i), out.push_back(std::move(vals[i]));
+        return out;
+      },
+      {.name = "random program"});
+  std::vector<std::vector<std::vector<std::uint64_t>>> runs;
+  for (int call = 0; call < calls; ++call) {
+    std::vector<Tensor> host;  // fresh tensors each call, as a model's next batch would be
+    for (const Step& s : steps_)
+      if (reads_host_data(s)) host.push_back(host_data_of(s, device));
+    const std::vector<Tensor> out = program(host);
+    std::vector<std::vector<std::uint64_t>> bits;
+    for (std::size_t k = 0; k < out.size(); ++k) bits.push_back(bits_of(out[k], held[k]));
+    runs.push_back(std::move(bits));
+  }
+  if (stats) *stats = program.stats();
+  return runs;
 }
 
 std::string RandomProgram::describe() const {

@@ -54,6 +54,10 @@ class RandomProgram {
   // Replays it on `device`; returns the values still held at the end: each its value number,
   // then its elements as bit patterns (NaN canonical).
   std::vector<std::vector<std::uint64_t>> run(Device device = Device::cpu()) const;
+  // Runs it `calls` times as an sf::compile'd function of its host data (fresh tensors each call;
+  // later calls replay); returns each call's values as run() does, and the function's stats.
+  std::vector<std::vector<std::vector<std::uint64_t>>> run_compiled(
+      int calls, CompileStats* stats, Device device = Device::cpu()) const;
   const std::vector<Step>& steps() const { return steps_; }
   std::string describe() const;
 

@@ -133,7 +133,7 @@ TEST_F(PlanStoreTest, APlanEvictedFromASharedBucketLearnsNothing) {
   const fu::PlanRef one = small.add(draft(kA));
   const fu::PlanRef two = small.add(std::move(longer));
   small.touch(*two);
-  small.add(draft(kC));  // full: `one` (least used) goes
+  small.add(draft(kC));  // full: `one` (least recently used) goes
   const std::size_t saves = persistence_->saved().size();
   small.note_successor(one, kD);
   EXPECT_EQ(persistence_->saved().size(), saves);
@@ -142,6 +142,23 @@ TEST_F(PlanStoreTest, APlanEvictedFromASharedBucketLearnsNothing) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out.front(), two);
   EXPECT_TRUE(out.front()->successors.empty());
+}
+
+TEST_F(PlanStoreTest, EvictionTakesTheLeastRecentlyUsedNotTheLeastUsed) {
+  // A plan used often long ago goes before one just explored: a program's plans, explored one
+  // after another into a full store, must still be there when it runs again.
+  fu::PlanStore small(2, 1000);
+  const fu::PlanRef old = small.add(draft(kA));
+  for (int i = 0; i < 100; ++i) small.touch(*old);
+  const fu::PlanRef fresh = small.add(draft(kB));
+  small.touch(*fresh);
+  small.add(draft(kC));  // full: A, used 100 times but before B, goes
+  fu::PlanRefs out;
+  small.starting_with(kB, out);
+  EXPECT_EQ(out.size(), 1u);
+  out.clear();
+  small.starting_with(kA, out);
+  EXPECT_TRUE(out.empty());
 }
 
 TEST_F(PlanStoreTest, AddMergesTheSuccessorsOfAPlanWithTheSameOps) {
