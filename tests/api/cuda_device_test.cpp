@@ -105,6 +105,25 @@ TEST_P(CudaDevice, ElementwiseOpsOfEveryKindAndDtype) {
       "strided input");
 }
 
+// sf::compile on the GPU: the recorded calls and the replayed ones give the CPU's values, at
+// the recorded size and at another size of the dimension that changed between recordings.
+TEST_P(CudaDevice, CompiledFunctionsReplayOnTheGpu) {
+  const auto norm = [](const sf::Tensor& x, const sf::Tensor& w) {
+    sf::Tensor centered = x - x.mean(-1, true);
+    sf::Tensor scaled = centered * sf::rsqrt((centered * centered).mean(-1, true) + 1e-5f);
+    return sf::nn::softmax(scaled * w, -1);
+  };
+  auto compiled = sf::compile(norm, {.name = "gpu norm"});
+  for (std::int64_t rows : {3, 3, 3, 5, 5, 9, 2}) {
+    const std::vector<float> cpu =
+        norm(input(kCpu, {rows, 40}), input(kCpu, {40}, 0.5f)).to_vector<float>();
+    EXPECT_EQ(compiled(input(kGpu, {rows, 40}), input(kGpu, {40}, 0.5f)).to_vector<float>(), cpu)
+        << rows << " rows";
+  }
+  // With fusion on: three recorded (explore, keep, another size), four replayed.
+  if (GetParam()) EXPECT_EQ(compiled.stats().replayed_calls, 4u);
+}
+
 TEST_P(CudaDevice, CreationOps) {
   same<float>([](sf::Device d) { return sf::full({3, 5}, 2.5, sf::kF32, d); }, "full");
   same<sf::Half>([](sf::Device d) { return sf::ones({9}, sf::kF16, d); }, "ones f16");
