@@ -57,6 +57,7 @@ std::unique_ptr<ReplayTrace> ReplayTrace::clone() const {
   std::unique_ptr<ReplayTrace> t(new ReplayTrace());
   t->device_ = device_;
   t->inputs_ = inputs_;
+  t->aliased_ = aliased_;
   t->dims_ = dims_;
   t->sizes_ = sizes_;
   t->dynamic_ = dynamic_;
@@ -95,7 +96,7 @@ std::unique_ptr<ReplayTrace> ReplayTrace::make(Device device, std::span<TensorNo
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto [it, fresh] = slot_of.try_emplace(inputs[i]->id, static_cast<std::uint32_t>(i));
     t->inputs_.push_back(InputGuard{inputs[i]->dtype, inputs[i]->shape.rank(), it->second});
-    (void)fresh;
+    t->aliased_ = t->aliased_ || !fresh;
   }
   number_sizes(inputs, &t->dims_, t->sizes_);
   t->dynamic_.assign(t->sizes_.size(), false);
@@ -181,6 +182,15 @@ bool ReplayTrace::admits(Device device, std::span<TensorNode* const> inputs,
   if (device != device_ || inputs.size() != inputs_.size() || scalars.size() != scalars_.size())
     return false;
   if (!std::equal(scalars.begin(), scalars.end(), scalars_.begin())) return false;
+  // Which arguments are one tensor. A model's weights are many arguments, rarely aliased: a
+  // sorted copy finds out in n log n, and only a call with aliases compares them pairwise.
+  bool aliased = false;
+  if (inputs.size() > 1) {
+    boost::container::small_vector<const TensorNode*, 16> sorted(inputs.begin(), inputs.end());
+    std::sort(sorted.begin(), sorted.end());
+    aliased = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+  }
+  if (aliased != aliased_) return false;
   sizes.assign(sizes_.size(), -1);
   sizes[0] = 1;
   std::size_t dim = 0;
@@ -188,9 +198,11 @@ bool ReplayTrace::admits(Device device, std::span<TensorNode* const> inputs,
     const TensorNode* n = inputs[i];
     const InputGuard& g = inputs_[i];
     if (n->dtype != g.dtype || n->shape.rank() != g.rank) return false;
-    std::uint32_t alias = 0;
-    while (inputs[alias] != n) ++alias;
-    if (alias != g.alias) return false;
+    if (aliased) {
+      std::uint32_t alias = 0;
+      while (inputs[alias] != n) ++alias;
+      if (alias != g.alias) return false;
+    }
     for (std::int64_t size : n->shape) {
       const std::uint16_t id = dims_[dim++];
       if ((id == 0) != (size == 1)) return false;
@@ -215,6 +227,7 @@ bool ReplayTrace::generalize(const ReplayTrace& other) {
       ops_.size() != other.ops_.size() || steps_.size() != other.steps_.size() ||
       locals_ != other.locals_ || results_.size() != other.results_.size())
     return false;
+  if (aliased_ != other.aliased_) return false;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const InputGuard &a = inputs_[i], &b = other.inputs_[i];
     if (a.dtype != b.dtype || a.rank != b.rank || a.alias != b.alias) return false;

@@ -91,6 +91,7 @@ class ReplayTrace {
 
   Device device_;
   std::vector<InputGuard> inputs_;
+  bool aliased_ = false;             // some argument is another's tensor
   std::vector<std::uint16_t> dims_;  // the size id of each argument dimension, in order
   std::vector<std::int64_t> sizes_;  // the recorded size of each size id (id 0: 1)
   std::vector<bool> dynamic_;        // per size id

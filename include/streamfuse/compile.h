@@ -21,9 +21,11 @@
 // size of it from then on (CompileOptions::dynamic_sizes).
 //
 // What a replay cannot do, and so never does: the function's C++ code does not run, so it must
-// compute the same ops for the same guards. Calls that read a value on the host (item, to_vector,
-// printing), read tensors they were not given as arguments (captured by a lambda, or global),
-// keep a tensor they made beyond the call, or draw random numbers, are never replayed: the
+// compute the same ops for the same guards. Numbers (and shapes, flags, anything not a tensor)
+// that it reads from a lambda's captures or from globals are taken as they were when the traced
+// call ran: pass the ones that change as arguments. Calls that read a value on the host (item,
+// to_vector, printing), read tensors they were not given as arguments (captured by a lambda, or
+// global), keep a tensor they made beyond the call, or draw random numbers, are never replayed: the
 // function then records every call as plain code does, and says why once (a warning). A call
 // inside another compiled function's recording runs as plain code, part of the outer trace.
 // The function's code must not make its ops depend on a size other than through the sizes

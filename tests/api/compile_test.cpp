@@ -45,18 +45,29 @@ class Compile : public ::testing::Test {
 };
 
 TEST_F(Compile, ReplaysAfterItsPlansAreKnownAndGivesWhatPlainCodeGives) {
-  auto f = sf::compile(block, {.name = "block"});
+  // erf at the end: ops no other test records, so the plans are this test's own to explore.
+  const auto own = [](const sf::Tensor& x, const sf::Tensor& w, const sf::Tensor& bias) {
+    return sf::erf(block(x, w, bias));
+  };
+  auto f = sf::compile(own, {.name = "block"});
   const sf::Tensor w = sf::randn({16, 16}), bias = sf::randn({16});
+  std::int64_t explored_by_first_call = 0;
   for (int call = 0; call < 6; ++call) {
     const sf::Tensor x = sf::randn({4, 16});
+    sf::synchronize();
+    const std::int64_t explored = sf::fusion_stats().plans_explored;
     const sf::Tensor y = f(x, w, bias);
-    EXPECT_EQ(values(y), values(block(x, w, bias))) << "call " << call;
+    if (call == 0) explored_by_first_call = sf::fusion_stats().plans_explored - explored;
+    EXPECT_EQ(values(y), values(own(x, w, bias))) << "call " << call;
     EXPECT_EQ(y.shape(), (sf::Shape{4, 16}));
   }
   const sf::CompileStats s = f.stats();
-  // The first call explores plans, the second runs known ones and is kept: the rest replay.
-  EXPECT_EQ(s.recorded_calls, 2u);
-  EXPECT_EQ(s.replayed_calls, 4u);
+  // A first call that explores plans is not kept (the next may match others); the call after
+  // it runs known ones and is kept. The rest replay. (A repeated run of this test finds the
+  // plans made: its first call is kept.)
+  const std::size_t recorded = explored_by_first_call > 0 ? 2 : 1;
+  EXPECT_EQ(s.recorded_calls, recorded);
+  EXPECT_EQ(s.replayed_calls, 6 - recorded);
   EXPECT_EQ(s.traces, 1u);
   EXPECT_TRUE(s.replays);
 }
@@ -108,6 +119,36 @@ TEST_F(Compile, EachGuardThatFailsRecordsTheCallAgain) {
       EXPECT_EQ(values(y), values(plain(c.a, c.b, c.s))) << c.what;
     EXPECT_EQ(f.stats().recorded_calls, recorded + 1) << c.what << ": not recorded";
   }
+}
+
+TEST_F(Compile, ManyWeightArgumentsWithAndWithoutAliases) {
+  // An MLP of 20 layers, its weights one vector argument.
+  const auto mlp = [](const sf::Tensor& x, const std::vector<sf::Tensor>& w) {
+    sf::Tensor h = x;
+    for (std::size_t i = 0; i + 1 < w.size(); i += 2) h = sf::relu(sf::matmul(h, w[i]) + w[i + 1]);
+    return h;
+  };
+  auto f = sf::compile(mlp);
+  std::vector<sf::Tensor> w;
+  for (int layer = 0; layer < 20; ++layer) {
+    w.push_back(sf::randn({8, 8}) * 0.3f);
+    w.push_back(sf::randn({8}));
+  }
+  const sf::Tensor x = sf::randn({2, 8});
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(values(f(x, w)), values(mlp(x, w)));
+  EXPECT_GE(f.stats().replayed_calls, 1u);
+  // The same layer's weights everywhere: another aliasing is another guard, recorded (once or
+  // twice: its plans may exist), then replayed.
+  std::vector<sf::Tensor> shared(w.size(), w[0]);
+  for (std::size_t i = 1; i < shared.size(); i += 2) shared[i] = w[1];
+  std::size_t recorded = f.stats().recorded_calls;
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(values(f(x, shared)), values(mlp(x, shared)));
+  EXPECT_GE(f.stats().recorded_calls, recorded + 1);
+  EXPECT_LE(f.stats().recorded_calls, recorded + 2);
+  // The first trace again: distinct weights.
+  recorded = f.stats().recorded_calls;
+  EXPECT_EQ(values(f(x, w)), values(mlp(x, w)));
+  EXPECT_EQ(f.stats().recorded_calls, recorded);
 }
 
 TEST_F(Compile, ASizeThatChangedBetweenRecordingsIsReplayedAtAnySize) {
@@ -263,7 +304,7 @@ TEST_F(Compile, ACompiledCallInsideAnotherIsPartOfItsTrace) {
     const sf::Tensor x = sf::randn({6});
     EXPECT_EQ(values(outer(x)), values(sf::sigmoid(x + 1.0f) * 2.0f - x));
   }
-  EXPECT_EQ(outer.stats().replayed_calls, 3u);
+  EXPECT_GE(outer.stats().replayed_calls, 3u);
   EXPECT_EQ(inner.stats().replayed_calls, 0u);  // it only ran inside outer's recordings
 }
 
