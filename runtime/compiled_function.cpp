@@ -29,17 +29,22 @@ bool CompiledFunction::device_of(std::span<stream::TensorNode* const> inputs, De
                      [&](const stream::TensorNode* n) { return n->device == device; });
 }
 
+stream::Stream* CompiledFunction::fused_stream(std::span<stream::TensorNode* const> inputs,
+                                               Device& device, stream::DeviceStreams*& streams) {
+  if (!device_of(inputs, device)) return nullptr;
+  streams = inputs.empty() ? &DeviceRuntime::get(device).streams() : inputs[0]->streams;
+  if (!streams->fusion_enabled()) return nullptr;
+  return streams->current();  // null while the thread exits: plain code says what that means
+}
+
 bool CompiledFunction::replay(std::span<stream::TensorNode* const> inputs,
                               std::span<const Scalar> numbers,
                               std::vector<stream::TensorNode*>& results) {
   if (stream::active_capture()) return false;  // part of an outer call's recording
   Device device;
-  if (!device_of(inputs, device)) return false;
-  stream::DeviceStreams& streams =
-      inputs.empty() ? DeviceRuntime::get(device).streams() : *inputs[0]->streams;
-  if (!streams.fusion_enabled()) return false;
-  stream::Stream* stream = streams.current();
-  if (!stream) return false;  // the thread is exiting: plain code says so
+  stream::DeviceStreams* streams = nullptr;
+  stream::Stream* stream = fused_stream(inputs, device, streams);
+  if (!stream) return false;
 
   std::shared_ptr<stream::ReplayTrace> trace;
   stream::SizeBinding sizes;
@@ -55,8 +60,8 @@ bool CompiledFunction::replay(std::span<stream::TensorNode* const> inputs,
   }
   if (!trace) return false;
   for (const stream::TensorNode* n : inputs)
-    if (n->home != stream) stream::read_from_other_stream(streams, *stream, *n);
-  trace->run(streams, *stream, inputs, sizes, results);
+    if (n->home != stream) stream::read_from_other_stream(*streams, *stream, *n);
+  trace->run(*streams, *stream, inputs, sizes, results);
   return true;
 }
 
@@ -68,11 +73,8 @@ bool CompiledFunction::begin(std::span<stream::TensorNode* const> inputs) {
     if (!replays_) return false;
   }
   Device device;
-  if (!device_of(inputs, device)) return false;
-  stream::DeviceStreams& streams =
-      inputs.empty() ? DeviceRuntime::get(device).streams() : *inputs[0]->streams;
-  if (!streams.fusion_enabled()) return false;
-  stream::Stream* stream = streams.current();
+  stream::DeviceStreams* streams = nullptr;
+  stream::Stream* stream = fused_stream(inputs, device, streams);
   if (!stream) return false;
   auto capture = std::make_unique<stream::TraceCapture>(*stream);
   stream->begin_capture(*capture);

@@ -42,6 +42,10 @@ class CompiledFunction {
   };
   // The device a call runs on, or false when its tensors are on several.
   static bool device_of(std::span<stream::TensorNode* const> inputs, Device& device);
+  // This thread's stream of the call's device, or null when the call runs as plain code (its
+  // tensors on several devices, fusion off, the thread exiting).
+  static stream::Stream* fused_stream(std::span<stream::TensorNode* const> inputs, Device& device,
+                                      stream::DeviceStreams*& streams);
   // Keeps `trace` (merged into one it generalizes, if any). Requires mutex_.
   void keep_locked(std::unique_ptr<stream::ReplayTrace> trace);
 

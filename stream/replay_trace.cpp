@@ -55,18 +55,7 @@ ReplayTrace::~ReplayTrace() = default;
 
 std::unique_ptr<ReplayTrace> ReplayTrace::clone() const {
   std::unique_ptr<ReplayTrace> t(new ReplayTrace());
-  t->device_ = device_;
-  t->inputs_ = inputs_;
-  t->aliased_ = aliased_;
-  t->dims_ = dims_;
-  t->sizes_ = sizes_;
-  t->dynamic_ = dynamic_;
-  t->scalars_ = scalars_;
-  t->ops_ = ops_;
-  t->steps_ = steps_;
-  t->results_ = results_;
-  t->locals_ = locals_;
-  t->bound_ = bound_;
+  static_cast<ReplayTraceData&>(*t) = *this;
   t->refresh();
   return t;
 }

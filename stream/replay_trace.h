@@ -35,7 +35,37 @@ struct TensorNode;
 // A call's size for each size id of a trace.
 using SizeBinding = boost::container::small_vector<std::int64_t, 16>;
 
-class ReplayTrace {
+// What a trace is, apart from the instance it runs: plain values, copied by clone().
+struct ReplayTraceData {
+  struct InputGuard {
+    DType dtype = kF32;
+    int rank = 0;
+    std::uint32_t alias = 0;  // the first argument that is the same tensor (itself if none)
+  };
+  struct Result {
+    std::uint32_t slot = 0;
+    std::uint32_t op = 0;   // locals: the op that made it
+    std::uint32_t out = 0;  // and which of its outputs
+  };
+
+  Device device_;
+  std::vector<InputGuard> inputs_;
+  bool aliased_ = false;             // some argument is another's tensor
+  std::vector<std::uint16_t> dims_;  // the size id of each argument dimension, in order
+  std::vector<std::int64_t> sizes_;  // the recorded size of each size id (id 0: 1)
+  std::vector<bool> dynamic_;        // per size id
+  std::vector<Scalar> scalars_;
+  std::vector<core::OpDesc> ops_;  // ids are slots; sizes as recorded
+  std::vector<CapturedStep> steps_;
+  std::vector<Result> results_;
+  std::uint32_t locals_ = 0;
+  // Per dimension of every tensor of ops_ (each op's inputs, then outputs, in order): the size id
+  // it follows, or -1 for a constant.
+  std::vector<std::int32_t> bound_;
+  std::vector<std::int64_t> constants_;
+};
+
+class ReplayTrace : private ReplayTraceData {
  public:
   ~ReplayTrace();
   // A copy (generalize a copy while runs of the original go on).
@@ -70,16 +100,6 @@ class ReplayTrace {
   std::size_t dynamic_size_count() const;
 
  private:
-  struct InputGuard {
-    DType dtype = kF32;
-    int rank = 0;
-    std::uint32_t alias = 0;  // the first argument that is the same tensor (itself if none)
-  };
-  struct Result {
-    std::uint32_t slot = 0;
-    std::uint32_t op = 0;   // locals: the op that made it
-    std::uint32_t out = 0;  // and which of its outputs
-  };
   // The trace's ops with real ids and the call's sizes, patched in place per run.
   struct Instance;
 
@@ -89,21 +109,6 @@ class ReplayTrace {
   void refresh();
   std::unique_ptr<Instance> make_instance() const;
 
-  Device device_;
-  std::vector<InputGuard> inputs_;
-  bool aliased_ = false;             // some argument is another's tensor
-  std::vector<std::uint16_t> dims_;  // the size id of each argument dimension, in order
-  std::vector<std::int64_t> sizes_;  // the recorded size of each size id (id 0: 1)
-  std::vector<bool> dynamic_;        // per size id
-  std::vector<Scalar> scalars_;
-  std::vector<core::OpDesc> ops_;  // ids are slots; sizes as recorded
-  std::vector<CapturedStep> steps_;
-  std::vector<Result> results_;
-  std::uint32_t locals_ = 0;
-  // Per dimension of every tensor of ops_ (each op's inputs, then outputs, in order): the size id
-  // it follows, or -1 for a constant.
-  std::vector<std::int32_t> bound_;
-  std::vector<std::int64_t> constants_;
   std::unique_ptr<Instance> instance_;
   std::atomic<bool> instance_busy_{false};
 };
