@@ -38,6 +38,20 @@ void number_sizes(std::span<TensorNode* const> inputs, std::vector<std::uint16_t
   }
 }
 
+// A dimension of the trace's ops: a constant, the size of one size id of the arguments, or the
+// product of two (a reshape to rows * columns).
+constexpr std::int32_t kConstant = -1;
+constexpr std::int32_t kIdLimit = 1 << 15;
+std::int32_t product_of(std::size_t a, std::size_t b) {
+  return -2 - static_cast<std::int32_t>(a * kIdLimit + b);
+}
+bool is_product(std::int32_t bound) { return bound <= -2; }
+std::int64_t bound_size(std::int32_t bound, std::span<const std::int64_t> sizes) {
+  if (!is_product(bound)) return sizes[static_cast<std::size_t>(bound)];
+  const auto code = static_cast<std::size_t>(-2 - bound);
+  return sizes[code / kIdLimit] * sizes[code % kIdLimit];
+}
+
 }  // namespace
 
 struct ReplayTrace::Instance {
@@ -47,7 +61,7 @@ struct ReplayTrace::Instance {
   std::vector<std::uint32_t> id_slots;
   // Where each dimension bound to a size id is, and the id.
   std::vector<std::int64_t*> dims;
-  std::vector<std::uint16_t> dim_ids;
+  std::vector<std::int32_t> dim_bounds;
   SizeBinding sizes;  // what the bound dimensions hold now, per size id
 };
 
@@ -160,7 +174,7 @@ std::unique_ptr<ReplayTrace> ReplayTrace::make(Device device, std::span<TensorNo
   }
   t->steps_ = capture.steps;
   for_each_tensor(t->ops_, [&](const core::TensorDesc& d) {
-    t->bound_.insert(t->bound_.end(), static_cast<std::size_t>(d.shape.rank()), -1);
+    t->bound_.insert(t->bound_.end(), static_cast<std::size_t>(d.shape.rank()), kConstant);
   });
   t->refresh();
   return t;
@@ -208,6 +222,15 @@ bool ReplayTrace::admits(Device device, std::span<TensorNode* const> inputs,
       bound = size;
     }
   }
+  // A product of sizes is a size of its own too.
+  for (std::size_t i = 0; i < products_.size(); ++i) {
+    const std::int64_t size = bound_size(products_[i], sizes);
+    if (std::binary_search(constants_.begin(), constants_.end(), size) ||
+        std::find(sizes.begin(), sizes.end(), size) != sizes.end())
+      return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (bound_size(products_[j], sizes) == size) return false;
+  }
   return true;
 }
 
@@ -221,13 +244,29 @@ bool ReplayTrace::generalize(const ReplayTrace& other) {
     const InputGuard &a = inputs_[i], &b = other.inputs_[i];
     if (a.dtype != b.dtype || a.rank != b.rank || a.alias != b.alias) return false;
   }
+  // The same plans: a plan that learned a trigger or a successor is a new object with the same
+  // ops and optimization.
+  const auto same_plan = [](const fusion::PlanRef& a, const fusion::PlanRef& b) {
+    return a == b || (a && b && a->optimization == b->optimization && a->ops == b->ops);
+  };
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const CapturedStep &a = steps_[i], &b = other.steps_[i];
-    if (a.plan != b.plan || a.first != b.first || a.len != b.len) return false;
+    if (!same_plan(a.plan, b.plan) || a.first != b.first || a.len != b.len) return false;
   }
   for (std::size_t i = 0; i < results_.size(); ++i)
     if (results_[i].slot != other.results_[i].slot) return false;
 
+  // What a dimension that is va here and vb in `other` follows: one size id, else the product
+  // of two, else nothing (kConstant).
+  const auto follow = [&](std::int64_t va, std::int64_t vb) {
+    for (std::size_t k = 1; k < sizes_.size(); ++k)
+      if (sizes_[k] == va && other.sizes_[k] == vb) return static_cast<std::int32_t>(k);
+    for (std::size_t k = 1; k < sizes_.size(); ++k)
+      for (std::size_t j = k; j < sizes_.size(); ++j)
+        if (sizes_[k] * sizes_[j] == va && other.sizes_[k] * other.sizes_[j] == vb)
+          return product_of(k, j);
+    return kConstant;
+  };
   std::vector<std::int32_t> bound = bound_;
   std::size_t next = 0;
   const auto same_tensor = [&](const core::TensorDesc& a, const core::TensorDesc& b) {
@@ -237,15 +276,13 @@ bool ReplayTrace::generalize(const ReplayTrace& other) {
     for (int d = 0; d < a.shape.rank(); ++d) {
       std::int32_t& id = bound[next++];
       const std::int64_t va = a.shape[d], vb = b.shape[d];
-      if (id >= 0) {
-        if (vb != other.sizes_[static_cast<std::size_t>(id)]) return false;
+      if (id != kConstant) {
+        if (vb != bound_size(id, other.sizes_)) return false;
         continue;
       }
       if (va == vb) continue;
-      std::size_t k = 1;
-      while (k < sizes_.size() && !(sizes_[k] == va && other.sizes_[k] == vb)) ++k;
-      if (k == sizes_.size()) return false;  // a size the arguments' sizes do not give
-      id = static_cast<std::int32_t>(k);
+      id = follow(va, vb);
+      if (id == kConstant) return false;  // a size the arguments' sizes do not give
     }
     return true;
   };
@@ -273,9 +310,15 @@ std::size_t ReplayTrace::dynamic_size_count() const {
 void ReplayTrace::refresh() {
   constants_.clear();
   std::size_t next = 0;
+  products_.clear();
   for_each_tensor(ops_, [&](const core::TensorDesc& d) {
-    for (std::int64_t size : d.shape)
-      if (bound_[next++] < 0 && size > 1) constants_.push_back(size);
+    for (std::int64_t size : d.shape) {
+      const std::int32_t bound = bound_[next++];
+      if (bound == kConstant && size > 1) constants_.push_back(size);
+      if (is_product(bound) &&
+          std::find(products_.begin(), products_.end(), bound) == products_.end())
+        products_.push_back(bound);
+    }
   });
   // The exact sizes of the arguments are sizes a dynamic one must differ from too.
   for (std::size_t k = 1; k < sizes_.size(); ++k)
@@ -293,10 +336,10 @@ std::unique_ptr<ReplayTrace::Instance> ReplayTrace::make_instance() const {
     in->ids.push_back(&d.id);
     in->id_slots.push_back(static_cast<std::uint32_t>(d.id));
     for (int k = 0; k < d.shape.rank(); ++k) {
-      const std::int32_t id = bound_[next++];
-      if (id < 0) continue;
+      const std::int32_t bound = bound_[next++];
+      if (bound == kConstant) continue;
       in->dims.push_back(&d.shape[k]);
-      in->dim_ids.push_back(static_cast<std::uint16_t>(id));
+      in->dim_bounds.push_back(bound);
     }
   });
   in->sizes.assign(sizes_.begin(), sizes_.end());
@@ -320,7 +363,8 @@ void ReplayTrace::run(DeviceStreams& streams, Stream& stream, std::span<TensorNo
     *in->ids[k] = slot < n_inputs ? inputs[slot]->id : base + (slot - n_inputs);
   }
   if (!std::equal(sizes.begin(), sizes.end(), in->sizes.begin(), in->sizes.end())) {
-    for (std::size_t k = 0; k < in->dims.size(); ++k) *in->dims[k] = sizes[in->dim_ids[k]];
+    for (std::size_t k = 0; k < in->dims.size(); ++k)
+      *in->dims[k] = bound_size(in->dim_bounds[k], sizes);
     in->sizes.assign(sizes.begin(), sizes.end());
   }
   try {

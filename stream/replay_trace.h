@@ -8,9 +8,10 @@
 // and a call must give the same ids in the same places. A size id is exact (the recorded size,
 // and nothing else) until generalize() has seen the function recorded at another size of it that
 // ran the same plans on the same ops, each dimension that changed having changed with that id:
-// from then on the id is dynamic and the trace's dimensions bound to it take the call's size. A
-// dynamic size must also differ from every other size of the trace, as relative forms would
-// require (a plan matched at size ids that merged would be another plan).
+// from then on the id is dynamic and the trace's dimensions bound to it take the call's size
+// (a dimension that changed as the product of two argument sizes, a reshape to rows * columns,
+// takes their product). A dynamic size must also differ from every other size of the trace, as
+// relative forms would require (a plan matched at size ids that merged would be another plan).
 #pragma once
 
 #include <atomic>
@@ -59,10 +60,11 @@ struct ReplayTraceData {
   std::vector<CapturedStep> steps_;
   std::vector<Result> results_;
   std::uint32_t locals_ = 0;
-  // Per dimension of every tensor of ops_ (each op's inputs, then outputs, in order): the size id
-  // it follows, or -1 for a constant.
+  // Per dimension of every tensor of ops_ (each op's inputs, then outputs, in order): a constant,
+  // the size id it follows, or the two whose product it is (replay_trace.cpp, bound_size).
   std::vector<std::int32_t> bound_;
   std::vector<std::int64_t> constants_;
+  std::vector<std::int32_t> products_;  // the distinct products bound_ holds
 };
 
 class ReplayTrace : private ReplayTraceData {

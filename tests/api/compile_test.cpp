@@ -181,14 +181,36 @@ TEST_F(Compile, SizesAreExactWhereTheCodeComputesNumbersFromThem) {
   EXPECT_EQ(values(f(x)), values(scaled(x)));
   EXPECT_EQ(f.stats().recorded_calls, recorded + 1);
 
-  // A size made from others (a reshape to rows * cols) is not one the arguments give: exact.
-  const auto flat = [](const sf::Tensor& x) { return x.reshape({x.numel()}) + 1.0f; };
-  auto g = sf::compile(flat);
+  // A size the arguments' sizes do not give (rows + 1): exact.
+  const auto longer = [](const sf::Tensor& x) { return sf::cat({x, x.slice(0, 0, 1)}, 0) * 2.0f; };
+  auto g = sf::compile(longer);
   for (std::int64_t rows : {2, 2, 2, 3, 3, 3}) (void)values(g(sf::randn({rows, 7})));
   const sf::Tensor y = sf::randn({5, 7});
   const std::size_t g_recorded = g.stats().recorded_calls;
-  EXPECT_EQ(values(g(y)), values(flat(y)));
+  EXPECT_EQ(values(g(y)), values(longer(y)));
   EXPECT_EQ(g.stats().recorded_calls, g_recorded + 1);
+}
+
+TEST_F(Compile, AReshapeToAProductOfSizesFollowsBoth) {
+  // [B, T, C] -> [B * T, C] -> back: B * T follows B and T.
+  const auto rows = [](const sf::Tensor& x, const sf::Tensor& w) {
+    const std::int64_t b = x.size(0), t = x.size(1), c = x.size(2);
+    return (sf::matmul(x.reshape({b * t, c}), w) + 1.0f).reshape({b, t, c});
+  };
+  auto f = sf::compile(rows);
+  const sf::Tensor w = sf::randn({6, 6});
+  for (auto [b, t] : {std::pair{2, 4}, {2, 4}, {2, 4}, {3, 5}, {3, 5}})
+    (void)values(f(sf::randn({b, t, 6}), w));
+  const std::size_t recorded = f.stats().recorded_calls;
+  for (auto [b, t] : {std::pair{3, 7}, {5, 2}, {9, 4}}) {
+    const sf::Tensor x = sf::randn({b, t, 6});
+    EXPECT_EQ(values(f(x, w)), values(rows(x, w))) << b << " x " << t;
+  }
+  EXPECT_EQ(f.stats().recorded_calls, recorded);
+  // B * T equal to another size of the trace (C = 6 = 2 * 3) would merge two sizes: recorded.
+  const sf::Tensor x = sf::randn({2, 3, 6});
+  EXPECT_EQ(values(f(x, w)), values(rows(x, w)));
+  EXPECT_EQ(f.stats().recorded_calls, recorded + 1);
 }
 
 TEST_F(Compile, ADynamicSizeEqualToAnotherSizeOfTheTraceRecords) {
