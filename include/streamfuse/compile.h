@@ -17,8 +17,9 @@
 // and which of their sizes are equal; every number argument, bit for bit (a number that changes
 // from call to call is best passed as a 0-d tensor, which the ops read like a number). Sizes
 // are exact at first; a function recorded again at another size of some dimension, running the
-// same plans on the same ops with every size that changed following that dimension, replays any
-// size of it from then on (CompileOptions::dynamic_sizes).
+// same plans on the same ops with every size that changed following that dimension (or the
+// product of two: a reshape to rows * columns), replays any size of it from then on
+// (CompileOptions::dynamic_sizes).
 //
 // What a replay cannot do, and so never does: the function's C++ code does not run, so it must
 // compute the same ops for the same guards. Numbers (and shapes, flags, anything not a tensor)
