@@ -81,6 +81,28 @@ void BM_Replay(benchmark::State& state) {
   state.SetLabel("sf::compile, replayed");
 }
 
+// A softmax of 8 elements per iteration, then a sync: a reduction plan whose tensors are tiny,
+// so the time is the framework's (fused plans against the five ops run one by one). range(0):
+// as BM_OpOverhead's range(1).
+void BM_TinySoftmax(benchmark::State& state) {
+  sf::Config c = sf::config();
+  const sf::Config saved = c;
+  c.fusion = state.range(0) != 0;
+  c.jit = state.range(0) == 2 ? sf::JitMode::kInterpret : sf::JitMode::kCompile;
+  sf::set_config(c);
+  const sf::Tensor x = sf::randn({1, 8});
+  for (int warm = 0; warm < 100; ++warm)
+    benchmark::DoNotOptimize(sf::nn::softmax(x, -1).to_vector<float>());
+  sf::wait_for_compiles();
+  for (auto _ : state) {
+    sf::Tensor y = sf::nn::softmax(x, -1);
+    sf::synchronize();
+    benchmark::DoNotOptimize(y);
+  }
+  state.SetLabel(mode_label(c));
+  sf::set_config(saved);
+}
+
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.
 void BM_RecordOnly(benchmark::State& state) {
   sf::Config c = sf::config();
@@ -148,5 +170,6 @@ BENCHMARK(BM_ManyPlans)
     ->ArgsProduct({{1, 64, 512, 2000}, {1}})
     ->Args({2000, 0})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TinySoftmax)->DenseRange(0, 2)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_RecordOnly)->Unit(benchmark::kNanosecond);
 BENCHMARK_MAIN();

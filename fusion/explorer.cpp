@@ -6,7 +6,7 @@ Explorer::Explorer(std::vector<std::unique_ptr<OptimizationBuilder>> builders, s
     : builders_(std::move(builders)), max_ops_(max_ops) {}
 
 void Explorer::reset() {
-  for (auto& b : builders_) b->reset();
+  builders_reset_ = false;
   explored_ = 0;
 }
 
@@ -17,6 +17,10 @@ bool Explorer::any_open() const {
 }
 
 std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionMode mode) {
+  if (!builders_reset_) {
+    for (auto& b : builders_) b->reset();
+    builders_reset_ = true;
+  }
   while (explored_ < queue.size() && explored_ < max_ops_ && any_open()) {
     const core::OpDesc& rel = queue.relative(explored_);
     const core::OpDesc& real = queue.global(explored_);

@@ -42,6 +42,9 @@ class Explorer {
   std::vector<std::unique_ptr<OptimizationBuilder>> builders_;
   std::size_t max_ops_;
   std::size_t explored_ = 0;
+  // The builders are reset when a segment is first explored, not at every segment's start: most
+  // segments match a stored plan and never reach them.
+  bool builders_reset_ = false;
 };
 
 }  // namespace streamfuse::fusion

@@ -1,7 +1,7 @@
 // The plans of one device, shared by its streams: indexed by the hash of their first relative
 // op, and kept in a prefix tree of their ops that the policy matches segments against
 // (plan_trie.h; its edges hold copies of the ops, about as much memory again as the plans'
-// ops), bounded in number (the least used go first), with a cap on explorations. With a
+// ops), bounded in number (the least recently used go first), with a cap on explorations. With a
 // PlanPersistence, the plans starting with an op are read from it the first time a segment starts
 // with that op (never in bulk), and every new plan is handed to it to be saved. Plans remember
 // which segments followed them; reading a plan from disk reads theirs ahead on a background
@@ -52,7 +52,7 @@ class PlanStore {
   // Stores a plan explored by a stream, or, when a plan with the same ops exists, adds the new
   // plan's triggers to it (plans are immutable once shared: the stored plan is replaced by a
   // copy with the trigger added), and has the persistence save it when it changed. Returns the
-  // plan to run. Evicts the least used plan when full.
+  // plan to run. Evicts the least recently used plan when full.
   PlanRef add(PlanDraft plan);
   // Adds plans made elsewhere (a bundle) as add() does; counted as loaded, not explored.
   void add_loaded(const std::vector<PlanRef>& plans);
@@ -71,7 +71,7 @@ class PlanStore {
   std::size_t size() const;
   std::uint64_t explorations() const;  // explorations started (what the cap counts)
   std::uint64_t explored() const;      // plans made by exploring: add() calls
-  std::uint64_t loaded() const;  // plans read from the persistence or added by add_loaded
+  std::uint64_t loaded() const;        // plans read from the persistence or added by add_loaded
 
  private:
   // add() under mutex_ (exclusive); `changed` when the store's plans changed.
@@ -90,9 +90,9 @@ class PlanStore {
   mutable std::atomic<std::uint64_t> clock_{0};
   // Filled lazily from the persistence by starting_with(), hence mutable.
   // The plans twice: by the hash of their first op, for adding, updating and evicting them (a
-  // full store evicts at every exploration, and walking the tree's nodes for the least used plan
-  // took milliseconds each: the differential test ran 20 times longer), and by their ops, for
-  // matching.
+  // full store evicts at every exploration, and walking the tree's nodes for the least recently
+  // used plan took milliseconds each: the differential test ran 20 times longer), and by their ops,
+  // for matching.
   mutable boost::unordered_flat_map<std::uint64_t, PlanRefs> index_;  // hash of first op -> plans
   mutable PlanTrie trie_;  // the same plans, by their ops
   mutable std::size_t count_ = 0;

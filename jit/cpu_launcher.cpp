@@ -107,7 +107,7 @@ void CpuLauncher::launch_reduce(const FusedProgram& program, const ProgramFacts&
       return;
     }
   }
-  interpret_reduce(program, layout, ops, scalars, kernels_, threads);
+  interpret_reduce(program, layout, ops, scalars, kernels_, threads, facts.hash);
   interpreted_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -22,10 +22,12 @@ void interpret(const FusedProgram& program, const backends::cpu::Iteration& it,
                int num_threads);
 
 // Computes `program`, which has a reduction anchor, over `layout` (jit/reduce_layout.h): operands
-// as for interpret(), their strides in the layout's iteration.
+// as for interpret(), their strides in the layout's iteration. `hash` is its ProgramFacts hash:
+// what its rows run is worked out once per thread and program (0: at every call).
 void interpret_reduce(const FusedProgram& program, const ReduceLayout& layout,
                       std::span<const backends::cpu::Operand> operands,
                       std::span<const std::int64_t> scalars,
-                      const backends::cpu::KernelTable& kernels, int num_threads);
+                      const backends::cpu::KernelTable& kernels, int num_threads,
+                      std::uint64_t hash = 0);
 
 }  // namespace streamfuse::jit

@@ -1,6 +1,8 @@
 // The interpreter of programs with a reduction anchor: a launch's rows (or column tiles of rows)
 // over the threads, each run by a ReduceRunner (jit/reduce_runner.h) as the program says.
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "backends/cpu/kernels/kernels.h"
@@ -22,14 +24,15 @@ namespace {
 
 class Interpreted final : public ReduceExecutor {
  public:
-  Interpreted(const FusedProgram& p, const ReduceLayout& layout, std::span<const Operand> operands,
-              std::span<const std::int64_t> scalars, const backends::cpu::KernelTable& kernels)
+  Interpreted(const FusedProgram& p, const ReducePlan& plan, const ReduceLayout& layout,
+              std::span<const Operand> operands, std::span<const std::int64_t> scalars,
+              const backends::cpu::KernelTable& kernels)
       : p_(p),
         layout_(layout),
         operands_(operands),
         scalars_(scalars),
         kernels_(kernels),
-        plan_(make_reduce_plan(p, kernels)) {}
+        plan_(plan) {}
 
   void whole_rows(std::int64_t begin, std::int64_t end) override {
     ReduceRunner run = runner();
@@ -74,17 +77,48 @@ class Interpreted final : public ReduceExecutor {
   std::span<const Operand> operands_;
   std::span<const std::int64_t> scalars_;
   const backends::cpu::KernelTable& kernels_;
-  ReducePlan plan_;
+  const ReducePlan& plan_;
 };
+
+// What a program's rows run, kept per thread for the last programs interpreted: making it
+// allocates a dozen vectors, which at a few elements per row cost more than the rows (a 1x8
+// softmax: a fifth of its launch). An entry is the program's own (its address and hash both
+// match), for the kernel table it was made with.
+const ReducePlan& plan_of(const FusedProgram& program, std::uint64_t hash,
+                          const backends::cpu::KernelTable& kernels) {
+  struct Entry {
+    const FusedProgram* program = nullptr;
+    std::uint64_t hash = 0;
+    const backends::cpu::KernelTable* kernels = nullptr;
+    std::unique_ptr<ReducePlan> plan;
+  };
+  thread_local std::array<Entry, 64> cache;
+  Entry& e = cache[hash % cache.size()];
+  if (!e.plan || e.program != &program || e.hash != hash || e.kernels != &kernels) {
+    e.plan = std::make_unique<ReducePlan>(make_reduce_plan(program, kernels));
+    e.program = &program;
+    e.hash = hash;
+    e.kernels = &kernels;
+  }
+  return *e.plan;
+}
 
 }  // namespace
 
 void interpret_reduce(const FusedProgram& program, const ReduceLayout& layout,
                       std::span<const Operand> operands, std::span<const std::int64_t> scalars,
-                      const backends::cpu::KernelTable& kernels, int num_threads) {
+                      const backends::cpu::KernelTable& kernels, int num_threads,
+                      std::uint64_t hash) {
   if (program.anchor.kind != AnchorKind::kReduce)
     throw Error("internal error: a program with no reduction interpreted by rows");
-  Interpreted executor(program, layout, operands, scalars, kernels);
+  if (hash == 0) {
+    const ReducePlan plan = make_reduce_plan(program, kernels);
+    Interpreted executor(program, plan, layout, operands, scalars, kernels);
+    run_reduce(layout, program.anchor.stages.size(), num_threads, executor);
+    return;
+  }
+  Interpreted executor(program, plan_of(program, hash, kernels), layout, operands, scalars,
+                       kernels);
   run_reduce(layout, program.anchor.stages.size(), num_threads, executor);
 }
 

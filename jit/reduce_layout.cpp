@@ -1,6 +1,7 @@
 #include "jit/reduce_layout.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "backends/cpu/kernels/parallel.h"
@@ -68,7 +69,7 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
     layout.n = shape.numel();
   } else {
     Shape outer;
-    std::vector<Strides> outer_strides(static_cast<std::size_t>(count));
+    std::array<Strides, backends::cpu::kMaxOperands> outer_strides;  // no allocation per launch
     for (int d = 0; d < shape.rank(); ++d) {
       if (d == axis) continue;
       for (int k = 0; k < count; ++k)

@@ -121,7 +121,9 @@ TEST_P(CudaDevice, CompiledFunctionsReplayOnTheGpu) {
         << rows << " rows";
   }
   // With fusion on: three recorded (explore, keep, another size), four replayed.
-  if (GetParam()) EXPECT_EQ(compiled.stats().replayed_calls, 4u);
+  if (GetParam()) {
+    EXPECT_EQ(compiled.stats().replayed_calls, 4u);
+  }
 }
 
 TEST_P(CudaDevice, CreationOps) {

@@ -419,7 +419,7 @@ TEST_F(ProcessorTest, AFailingOptimizationFallsBackToTheOps) {
   EXPECT_EQ(log_, (Log{"op:add", "op:mul", "op:add", "op:sum"}));
 }
 
-TEST_F(ProcessorTest, TheStoreEvictsTheLeastUsedPlan) {
+TEST_F(ProcessorTest, TheStoreEvictsTheLeastRecentlyUsedPlan) {
   fu::PlanStore small(2, 1000);
   auto plan = [](core::OpKind kind) {
     fu::PlanDraft d;
@@ -433,10 +433,11 @@ TEST_F(ProcessorTest, TheStoreEvictsTheLeastUsedPlan) {
   };
   fu::PlanRef add = small.add(plan(core::OpKind::kAdd));
   fu::PlanRef mul = small.add(plan(core::OpKind::kMul));
-  small.touch(*add);
-  small.touch(*add);
   small.touch(*mul);
-  small.add(plan(core::OpKind::kSub));  // full: the least used (mul) goes
+  small.touch(*mul);
+  small.touch(*mul);
+  small.touch(*add);
+  small.add(plan(core::OpKind::kSub));  // full: the least recently used (mul, used more) goes
   EXPECT_EQ(small.size(), 2u);
   fu::PlanRefs found;
   small.starting_with(add->ops[0], found);

@@ -111,7 +111,8 @@ std::string ElementwiseOptimization::describe() const {
 // a loop holds one result at a time. That keeps all-or-nothing: no op of the segment reads them,
 // and running their drops again after a failure erases nothing.
 void ElementwiseOptimization::execute(ExecutionContext& context) {
-  std::vector<Value> values(tensors_.size());
+  // Inline for the tensors of most plans: a small plan's launch allocates nothing here.
+  boost::container::small_vector<Value, 16> values(tensors_.size());
   for (std::size_t t = 0; t < tensors_.size(); ++t)
     values[t].desc = &desc_at(context, tensors_[t].source);
   for (std::uint32_t t : erase_first_) context.erase(values[t].desc->id);

@@ -43,29 +43,11 @@ void ReduceOptimization::read_ahead(jit::KernelCache& kernels) const {
   kernels.read_ahead(kernel_.facts.hash, kernel_.program);
 }
 
-bool ReduceOptimization::fits(ExecutionContext& context) const {
-  const Shape& shape = desc_at(context, kernel_.shape_source).shape;
-  boost::container::small_vector<backends::TensorHandle, 8> handles;
-  boost::container::small_vector<jit::LaunchOperand, 8> ins;
-  handles.reserve(kernel_.inputs.size());
-  for (std::uint32_t t : kernel_.inputs) {
-    const core::TensorDesc& d = desc_at(context, tensors_[t].source);
-    core::Failure failure;
-    handles.push_back(context.handle(d.id, &failure));
-    if (failure) return true;  // the kernel does not run: its outputs fail
-    ins.push_back({&handles.back(), d.shape, d.dtype});
-  }
-  return jit::reduce_walks_well(kernel_.program, shape, ins);
-}
-
 // All or nothing, as the element-wise optimization: outputs are allocated before the kernel
 // runs and published after it; inputs are never written (nothing is lent).
 void ReduceOptimization::execute(ExecutionContext& context) {
-  if (!fits(context)) {
-    for (std::size_t i = 0; i < len_; ++i) context.run_operation(i);
-    return;
-  }
-  std::vector<Value> values(tensors_.size());
+  // Inline for the tensors of most plans: a small plan's launch allocates nothing here.
+  boost::container::small_vector<Value, 16> values(tensors_.size());
   for (std::size_t t = 0; t < tensors_.size(); ++t)
     values[t].desc = &desc_at(context, tensors_[t].source);
   const jit::FusedProgram& p = kernel_.program;
@@ -84,6 +66,16 @@ void ReduceOptimization::execute(ExecutionContext& context) {
     v.handle = context.handle(v.desc->id, &v.failure);
     if (v.failure && !failed) failed = v.failure;
     ins.push_back({&v.handle, v.desc->shape, v.desc->dtype});
+  }
+  // Whether the kernel suits these inputs; else the ops run one by one (nothing changed yet:
+  // only handles read). A reduction of every element of a tensor read as it is needs the tensor
+  // contiguous (else the eager kernel folds it run by run, an order the kernel does not follow);
+  // along an axis, the kernel must walk memory by rows or by column tiles
+  // (jit::reduce_walks_well): a layout that is neither would be read a cache line per element,
+  // many times slower than unfused.
+  if (!failed && !jit::reduce_walks_well(p, shape, ins)) {
+    for (std::size_t i = 0; i < len_; ++i) context.run_operation(i);
+    return;
   }
   if (!failed && !kernel_.outputs.empty()) {  // nothing to compute when every result died
     for (std::size_t o = 0; o < kernel_.outputs.size(); ++o) {

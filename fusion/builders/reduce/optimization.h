@@ -30,13 +30,6 @@ class ReduceOptimization final : public Optimization {
   const TracedBlock& kernel() const { return kernel_; }
 
  private:
-  // Whether the kernel suits these inputs; else the ops run one by one. A reduction of every
-  // element of a tensor read as it is needs the tensor contiguous (else the eager kernel folds it
-  // run by run, an order the kernel does not follow); along an axis, the kernel must walk memory
-  // by rows or by column tiles (jit::reduce_walks_well): a layout that is neither would be read
-  // a cache line per element, many times slower than unfused.
-  bool fits(ExecutionContext& context) const;
-
   std::size_t len_;
   std::vector<Tensor> tensors_;
   TracedBlock kernel_;
