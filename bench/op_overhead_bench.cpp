@@ -83,7 +83,7 @@ void BM_Replay(benchmark::State& state) {
 
 // A softmax of 8 elements per iteration, then a sync: a reduction plan whose tensors are tiny,
 // so the time is the framework's (fused plans against the five ops run one by one). range(0):
-// as BM_OpOverhead's range(1).
+// as BM_OpOverhead's range(1), and 3: fused and compiled, inside sf::compile (replayed).
 void BM_TinySoftmax(benchmark::State& state) {
   sf::Config c = sf::config();
   const sf::Config saved = c;
@@ -91,15 +91,16 @@ void BM_TinySoftmax(benchmark::State& state) {
   c.jit = state.range(0) == 2 ? sf::JitMode::kInterpret : sf::JitMode::kCompile;
   sf::set_config(c);
   const sf::Tensor x = sf::randn({1, 8});
-  for (int warm = 0; warm < 100; ++warm)
-    benchmark::DoNotOptimize(sf::nn::softmax(x, -1).to_vector<float>());
+  auto replayed = sf::compile([](const sf::Tensor& v) { return sf::nn::softmax(v, -1); });
+  const auto softmax = [&] { return state.range(0) == 3 ? replayed(x) : sf::nn::softmax(x, -1); };
+  for (int warm = 0; warm < 100; ++warm) benchmark::DoNotOptimize(softmax().to_vector<float>());
   sf::wait_for_compiles();
   for (auto _ : state) {
-    sf::Tensor y = sf::nn::softmax(x, -1);
+    sf::Tensor y = softmax();
     sf::synchronize();
     benchmark::DoNotOptimize(y);
   }
-  state.SetLabel(mode_label(c));
+  state.SetLabel(state.range(0) == 3 ? "sf::compile, replayed" : mode_label(c));
   sf::set_config(saved);
 }
 
@@ -170,6 +171,6 @@ BENCHMARK(BM_ManyPlans)
     ->ArgsProduct({{1, 64, 512, 2000}, {1}})
     ->Args({2000, 0})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_TinySoftmax)->DenseRange(0, 2)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_TinySoftmax)->DenseRange(0, 3)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_RecordOnly)->Unit(benchmark::kNanosecond);
 BENCHMARK_MAIN();
