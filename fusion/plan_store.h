@@ -69,6 +69,8 @@ class PlanStore {
   bool try_explore();
 
   std::size_t size() const;
+  // The most plans it holds; past it the least recently used goes.
+  std::size_t capacity() const { return max_plans_; }
   std::uint64_t explorations() const;  // explorations started (what the cap counts)
   std::uint64_t explored() const;      // plans made by exploring: add() calls
   std::uint64_t loaded() const;        // plans read from the persistence or added by add_loaded
