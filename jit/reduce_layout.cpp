@@ -57,7 +57,7 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
   const Strides* strides[backends::cpu::kMaxOperands];
   for (int k = 0; k < count; ++k) strides[k] = &operands[static_cast<std::size_t>(k)].strides;
   if (axis == core::kAllAxes) {
-    layout.it = backends::cpu::make_iteration(shape, strides, count);
+    backends::cpu::make_iteration(layout.it, shape, strides, count);
     if (layout.it.rank == 0) {  // one element (or none): one dimension, so the walk has a run
       layout.it.rank = 1;
       layout.it.sizes[0] = shape.numel();
@@ -79,7 +79,7 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
     }
     const Strides* outer_ptrs[backends::cpu::kMaxOperands];
     for (int k = 0; k < count; ++k) outer_ptrs[k] = &outer_strides[static_cast<std::size_t>(k)];
-    layout.it = backends::cpu::make_iteration(outer, outer_ptrs, count);
+    backends::cpu::make_iteration(layout.it, outer, outer_ptrs, count);
     layout.outer_rank = layout.it.rank;
     layout.inner_rank = 1;
     layout.rows = outer.numel();
