@@ -5,7 +5,6 @@
 #include <boost/container/small_vector.hpp>
 
 #include "runtime/compiled_function.h"
-#include "streamfuse/error.h"
 
 namespace streamfuse {
 namespace detail {
@@ -20,16 +19,14 @@ namespace {
 
 using Nodes = boost::container::small_vector<stream::TensorNode*, 8>;
 
-// The nodes of a call's tensors; throws Error naming the function for an undefined one.
-Nodes nodes_of(std::span<const Tensor> tensors, const char* what) {
-  Nodes nodes;
+// The nodes of `tensors` into `out`; false when one is undefined: that call runs as plain code,
+// whose ops say what is wrong with it.
+bool nodes_of(std::span<const Tensor> tensors, Nodes& out) {
   for (const Tensor& t : tensors) {
-    if (!t.defined())
-      throw Error(std::string("sf::compile: ") + what +
-                  " an undefined Tensor (default-constructed or moved from)");
-    nodes.push_back(t.node());
+    if (!t.defined()) return false;
+    out.push_back(t.node());
   }
-  return nodes;
+  return true;
 }
 
 }  // namespace
@@ -39,34 +36,28 @@ CompiledCore::CompiledCore(CompileOptions options)
 
 bool CompiledCore::replay(std::span<const Tensor> tensors, std::span<const Scalar> numbers,
                           std::vector<Tensor>& results) const {
-  // An undefined argument records: the function's own code then says what is wrong with it.
-  for (const Tensor& t : tensors)
-    if (!t.defined()) return false;
-  const Nodes inputs = nodes_of(tensors, "an argument is");
+  Nodes inputs;
   std::vector<stream::TensorNode*> nodes;
-  if (!state_->fn.replay(inputs, numbers, nodes)) return false;
+  if (!nodes_of(tensors, inputs) || !state_->fn.replay(inputs, numbers, nodes)) return false;
   results.reserve(nodes.size());
   for (stream::TensorNode* n : nodes) results.emplace_back(n);  // adopts the reference
   return true;
 }
 
 bool CompiledCore::begin(std::span<const Tensor> tensors) const {
-  for (const Tensor& t : tensors)
-    if (!t.defined()) return false;
-  return state_->fn.begin(nodes_of(tensors, "an argument is"));
+  Nodes inputs;
+  return nodes_of(tensors, inputs) && state_->fn.begin(inputs);
 }
 
 void CompiledCore::finish(std::span<const Tensor> tensors, std::span<const Scalar> numbers,
                           std::span<const Tensor> results) const {
-  Nodes outs;
-  for (const Tensor& t : results) {
-    if (!t.defined()) {  // nothing to replay it from: record as plain code
-      state_->fn.abort();
-      return;
-    }
-    outs.push_back(t.node());
+  Nodes inputs, outs;
+  nodes_of(tensors, inputs);       // all defined: begin() recorded the call
+  if (!nodes_of(results, outs)) {  // an undefined result: nothing to replay it from
+    state_->fn.abort();
+    return;
   }
-  state_->fn.finish(nodes_of(tensors, "an argument is"), numbers, outs);
+  state_->fn.finish(inputs, numbers, outs);
 }
 
 void CompiledCore::abort() const { state_->fn.abort(); }

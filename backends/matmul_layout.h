@@ -67,16 +67,23 @@ std::string matmul_operands_problem(const MatmulOperand& a, const MatmulOperand&
 MatmulLayout make_matmul_layout(const MatmulOperand& a, const MatmulOperand& b,
                                 const Shape& out_shape);
 
-// Element offset of matrix number `index` (row-major over the product's batch dimensions) in `x`.
-inline std::int64_t batch_offset(const MatmulLayout& layout, const MatrixLayout& x,
+// Element offset of matrix number `index` (row-major over the product's batch dimensions) in a
+// tensor with `batch_strides` over them.
+inline std::int64_t batch_offset(const MatmulLayout& layout,
+                                 const std::array<std::int64_t, kMaxRank>& batch_strides,
                                  std::int64_t index) {
   std::int64_t offset = 0;
   for (int d = layout.batch_rank - 1; d >= 0; --d) {
     const auto i = static_cast<std::size_t>(d);
-    offset += (index % layout.batch[i]) * x.batch_strides[i];
+    offset += (index % layout.batch[i]) * batch_strides[i];
     index /= layout.batch[i];
   }
   return offset;
+}
+// The same in operand `x`.
+inline std::int64_t batch_offset(const MatmulLayout& layout, const MatrixLayout& x,
+                                 std::int64_t index) {
+  return batch_offset(layout, x.batch_strides, index);
 }
 
 }  // namespace streamfuse::backends

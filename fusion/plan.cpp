@@ -4,6 +4,8 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "core/log.h"
+
 namespace streamfuse::fusion {
 namespace {
 
@@ -58,6 +60,22 @@ std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
   merge_triggers(plan->triggers, std::move(draft.triggers));
   merge_successors(plan->successors, draft.successors);
   return plan;
+}
+
+std::optional<std::string> run_plan(const ExecutionPlan& plan, ExecutionContext& context) {
+  std::optional<std::string> failure;
+  if (plan.optimization) {
+    try {
+      plan.optimization->execute(context);
+      return failure;
+    } catch (const std::exception& e) {
+      failure = e.what();
+      core::warn_once("fusion-fallback:" + *failure,
+                      "a fused segment failed and ran unfused instead: " + *failure);
+    }
+  }
+  for (std::size_t i = 0; i < plan.len(); ++i) context.run_operation(i);
+  return failure;
 }
 
 bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue) {

@@ -6,9 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/ir.h"
+#include "fusion/context.h"
 #include "fusion/optimization.h"
 #include "fusion/segment.h"
 
@@ -73,6 +76,11 @@ std::size_t merge_successors(std::vector<core::OpDesc>& into,
 // The plan a draft describes (its triggers and successors deduplicated and capped, its size ids
 // listed).
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft);
+
+// Runs `plan` on the segment `context` shows: its optimization, or its ops one by one when it has
+// none or the optimization threw (nothing changed then: optimizations are all or nothing; the
+// error is warned once). Returns that error, if any.
+std::optional<std::string> run_plan(const ExecutionPlan& plan, ExecutionContext& context);
 
 // Checks a matched plan against the segment's real sizes: relative size ids that were one size
 // at exploration must be one size now, and different ids different sizes (id 0 is size 1).

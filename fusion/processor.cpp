@@ -113,24 +113,11 @@ void Processor::execute(const PlanRef& plan_ref, SegmentQueue& queue, ExecutionC
                         bool explored) {
   const ExecutionPlan& plan = *plan_ref;
   store_.touch(plan);
-  bool fell_back = false;
-  if (plan.optimization) {
-    try {
-      plan.optimization->execute(context);
-    } catch (const std::exception& e) {
-      // Nothing changed (optimizations are all or nothing): run the ops one by one instead.
-      core::warn_once(std::string("fusion-fallback:") + e.what(),
-                      std::string("a fused segment failed and ran unfused instead: ") + e.what());
-      fell_back = true;
-      if (logging())
-        log(std::string("fell back to the ops: ") + e.what() + "; " + describe(plan, queue));
-    }
+  const std::optional<std::string> failure = run_plan(plan, context);
+  if (logging()) {
+    if (failure) log("fell back to the ops: " + *failure + "; " + describe(plan, queue));
+    log(std::string(failure ? "executed op by op: " : "executed: ") + describe(plan, queue));
   }
-  if (!plan.optimization || fell_back) {
-    for (std::size_t i = 0; i < plan.len(); ++i) context.run_operation(i);
-  }
-  if (logging())
-    log(std::string(fell_back ? "executed op by op: " : "executed: ") + describe(plan, queue));
   if (observer_) observer_->executed(plan_ref, queue, plan.len(), explored);
   queue.drain_front(plan.len());
   start_segment();

@@ -23,11 +23,11 @@ void interpret(const FusedProgram& program, const backends::cpu::Iteration& it,
 
 // Computes `program`, which has a reduction anchor, over `layout` (jit/reduce_layout.h): operands
 // as for interpret(), their strides in the layout's iteration. `hash` is its ProgramFacts hash:
-// what its rows run is worked out once per thread and program (0: at every call).
+// what its rows run is worked out once per thread and program.
 void interpret_reduce(const FusedProgram& program, const ReduceLayout& layout,
                       std::span<const backends::cpu::Operand> operands,
                       std::span<const std::int64_t> scalars,
                       const backends::cpu::KernelTable& kernels, int num_threads,
-                      std::uint64_t hash = 0);
+                      std::uint64_t hash);
 
 }  // namespace streamfuse::jit

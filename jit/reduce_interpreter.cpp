@@ -111,12 +111,6 @@ void interpret_reduce(const FusedProgram& program, const ReduceLayout& layout,
                       std::uint64_t hash) {
   if (program.anchor.kind != AnchorKind::kReduce)
     throw Error("internal error: a program with no reduction interpreted by rows");
-  if (hash == 0) {
-    const ReducePlan plan = make_reduce_plan(program, kernels);
-    Interpreted executor(program, plan, layout, operands, scalars, kernels);
-    run_reduce(layout, program.anchor.stages.size(), num_threads, executor);
-    return;
-  }
   Interpreted executor(program, plan_of(program, hash, kernels), layout, operands, scalars,
                        kernels);
   run_reduce(layout, program.anchor.stages.size(), num_threads, executor);

@@ -1,5 +1,5 @@
 // The interpreter's state for programs with a reduction anchor (jit/reduce_interpreter.cpp runs
-// it over a launch's rows): what a program's rows run, worked out once per launch (ReducePlan),
+// it over a launch's rows): what a program's rows run, worked out once per program (ReducePlan),
 // and one thread's registers and the operands of the row or column tile it works on
 // (ReduceRunner). Rows: jit/reduce_runner.cpp; column tiles: jit/reduce_column_runner.cpp.
 #pragma once
@@ -19,7 +19,8 @@
 
 namespace streamfuse::jit {
 
-// What a program's rows run, worked out once per launch.
+// What a program's rows run: the same for every launch of the program (the interpreter keeps one
+// per thread and program).
 struct ReducePlan {
   std::vector<ValueType> types;                      // per register
   std::vector<std::size_t> needs;                    // per register: stages that must have run

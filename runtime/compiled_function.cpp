@@ -76,7 +76,7 @@ bool CompiledFunction::begin(std::span<stream::TensorNode* const> inputs) {
   stream::DeviceStreams* streams = nullptr;
   stream::Stream* stream = fused_stream(inputs, device, streams);
   if (!stream) return false;
-  auto capture = std::make_unique<stream::TraceCapture>(*stream);
+  auto capture = std::make_unique<stream::TraceCapture>(*stream, device);
   stream->begin_capture(*capture);
   stream::set_active_capture(capture.release());
   return true;
@@ -95,11 +95,9 @@ void CompiledFunction::finish(std::span<stream::TensorNode* const> inputs,
                                                     " segments; not kept");
     return;
   }
-  Device device;
-  device_of(inputs, device);
   std::string why;
   std::unique_ptr<stream::ReplayTrace> trace =
-      stream::ReplayTrace::make(device, inputs, numbers, *capture, results, why);
+      stream::ReplayTrace::make(inputs, numbers, *capture, results, why);
   std::lock_guard lock(mutex_);
   if (!trace) {
     // Once per function and reason.

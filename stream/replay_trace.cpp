@@ -74,7 +74,7 @@ std::unique_ptr<ReplayTrace> ReplayTrace::clone() const {
   return t;
 }
 
-std::unique_ptr<ReplayTrace> ReplayTrace::make(Device device, std::span<TensorNode* const> inputs,
+std::unique_ptr<ReplayTrace> ReplayTrace::make(std::span<TensorNode* const> inputs,
                                                std::span<const Scalar> scalars,
                                                const TraceCapture& capture,
                                                std::span<TensorNode* const> results,
@@ -90,7 +90,7 @@ std::unique_ptr<ReplayTrace> ReplayTrace::make(Device device, std::span<TensorNo
     return nullptr;
   }
   std::unique_ptr<ReplayTrace> t(new ReplayTrace());
-  t->device_ = device;
+  t->device_ = capture.device;
   t->scalars_.assign(scalars.begin(), scalars.end());
 
   // Slots: the arguments (an argument passed twice takes its first slot), then each tensor the

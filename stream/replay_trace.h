@@ -73,11 +73,11 @@ class ReplayTrace : private ReplayTraceData {
   // A copy (generalize a copy while runs of the original go on).
   std::unique_ptr<ReplayTrace> clone() const;
 
-  // The trace of a call on `device` with tensor arguments `inputs` and number arguments
-  // `scalars` that ran `capture` and returned `results`. Null, with `why` saying what stops it,
+  // The trace of a call with tensor arguments `inputs` and number arguments `scalars` that ran
+  // `capture` (on its device) and returned `results`. Null, with `why` saying what stops it,
   // when a replay could not do what the call did (it read a tensor it was not given, kept one it
   // made, read a value on the host, drew random numbers).
-  static std::unique_ptr<ReplayTrace> make(Device device, std::span<TensorNode* const> inputs,
+  static std::unique_ptr<ReplayTrace> make(std::span<TensorNode* const> inputs,
                                            std::span<const Scalar> scalars,
                                            const TraceCapture& capture,
                                            std::span<TensorNode* const> results, std::string& why);

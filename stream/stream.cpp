@@ -1,8 +1,5 @@
 #include "stream/stream.h"
 
-#include <exception>
-#include <string>
-
 #include "core/log.h"
 #include "fusion/builders/registry.h"
 #include "stream/cross_stream.h"
@@ -99,21 +96,12 @@ void Stream::replay(std::span<const core::OpDesc> ops, std::span<const CapturedS
   fusion::PlanStore& store = *device_.device().plans;
   for (const CapturedStep& step : steps) {
     context.set_first(step.first);
-    if (step.plan) {
-      store.touch(*step.plan);
-      if (step.plan->optimization) {
-        try {
-          step.plan->optimization->execute(context);
-          continue;
-        } catch (const std::exception& e) {
-          // As the processor does: nothing changed, so the ops run one by one instead.
-          core::warn_once(
-              std::string("fusion-fallback:") + e.what(),
-              std::string("a fused segment failed and ran unfused instead: ") + e.what());
-        }
-      }
+    if (!step.plan) {  // one op run on its own past the exploration cap
+      context.run_operation(0);
+      continue;
     }
-    for (std::size_t i = 0; i < step.len; ++i) context.run_operation(i);
+    store.touch(*step.plan);
+    fusion::run_plan(*step.plan, context);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/ir.h"
 #include "fusion/processor.h"
+#include "streamfuse/device.h"
 
 namespace streamfuse::stream {
 
@@ -23,11 +24,12 @@ class Stream;
 
 class TraceCapture final : public fusion::ExecutionObserver {
  public:
-  explicit TraceCapture(Stream& s) : stream(s) {}
+  TraceCapture(Stream& s, Device d) : stream(s), device(d) {}
   void executed(const fusion::PlanRef& plan, const fusion::SegmentQueue& queue, std::size_t len,
                 bool explored) override;
 
   Stream& stream;  // the recording thread's stream of the call's device
+  Device device;
   std::vector<core::OpDesc> ops;
   std::vector<CapturedStep> steps;
   // A plan was made during the call: the next call may run other plans (ones that match).

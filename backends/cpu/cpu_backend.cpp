@@ -13,6 +13,7 @@
 #include "backends/cpu/views.h"
 #include "backends/movement.h"
 #include "backends/update.h"
+#include "backends/views.h"
 #include "core/scalar_values.h"
 #include "streamfuse/error.h"
 
@@ -154,22 +155,6 @@ void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inpu
   report_first_use(op, {m[0].strides, m[1].strides});
 }
 
-namespace {
-
-// The strides that read `h`, a tensor of `shape`, at each position of `out` (broadcast: 0 where
-// it has size 1 or lacks the dimension).
-std::array<std::int64_t, kMaxRank> broadcast_strides(const TensorHandle& h, const Shape& shape,
-                                                     const Shape& out) {
-  std::array<std::int64_t, kMaxRank> strides{};
-  const int skip = out.rank() - shape.rank();
-  for (int d = 0; d < shape.rank(); ++d)
-    if (shape[d] != 1)
-      strides[static_cast<std::size_t>(d + skip)] = h.strides[static_cast<std::size_t>(d)];
-  return strides;
-}
-
-}  // namespace
-
 bool CpuBackend::execute_product(const core::OpDesc& product, std::span<TensorHandle> inputs,
                                  std::span<const ProductStep> steps, TensorHandle& out) {
   const core::TensorDesc& od = product.outputs[0];
@@ -189,7 +174,7 @@ bool CpuBackend::execute_product(const core::OpDesc& product, std::span<TensorHa
     } else {
       const core::TensorDesc& d = step.op->inputs[static_cast<std::size_t>(1 - step.value_slot)];
       post_ops[i].data = reinterpret_cast<const float*>(element_ptr(step.operand, kF32));
-      post_ops[i].strides = broadcast_strides(step.operand, d.shape, od.shape);
+      post_ops[i].strides = backends::broadcast_strides(d.shape, step.operand.strides, od.shape);
     }
   }
 

@@ -73,16 +73,9 @@ int dot_rows_steps(const MatmulLayout& l, std::span<const ProductPostOp> on_layo
     step.data = p.data;
     step.stride = l.m == 1 ? p.strides[m + 1] : p.strides[m];
     if (batches == 1) continue;
+    // The post-op's strides start with the batch dimensions', as a matrix operand's do.
     std::int64_t* o = offsets.data() + s * static_cast<std::size_t>(batches);
-    for (std::int64_t i = 0; i < batches; ++i) {
-      std::int64_t offset = 0, index = i;
-      for (int d = l.batch_rank - 1; d >= 0; --d) {
-        const auto u = static_cast<std::size_t>(d);
-        offset += (index % l.batch[u]) * p.strides[u];
-        index /= l.batch[u];
-      }
-      o[i] = offset;
-    }
+    for (std::int64_t i = 0; i < batches; ++i) o[i] = batch_offset(l, p.strides, i);
   }
   // The offsets are in place only now: the vector no longer grows.
   if (batches > 1)

@@ -104,10 +104,11 @@ memory::desc matrix_desc(const MatrixLayout& x, int batch_rank, memory::data_typ
 struct Plan {
   DType compute = kF32;
   bool copy_a = false, copy_b = false;  // to dense row-major buffers of `compute`
-  bool post_ops = false;                // the primitive applies the key's post-ops
   dnnl::matmul primitive;
   memory::desc a_md, b_md, c_md, scratchpad_md;
-  std::vector<memory::desc> post_op_mds;  // each post-op's operand
+  // Each post-op's operand; empty when the primitive applies none (it then stores the product
+  // alone, even where the key has post-ops).
+  std::vector<memory::desc> post_op_mds;
   std::string impl;
 };
 
@@ -197,7 +198,7 @@ std::string describe_plan(DType dtype, const MatmulLayout& l, const Plan& p) {
                   " m=" + std::to_string(l.m) + " k=" + std::to_string(l.k) +
                   " n=" + std::to_string(l.n) + " batch=" + std::to_string(l.batch_count()) + ": " +
                   p.impl;
-  if (p.post_ops) s += ", " + std::to_string(p.post_op_mds.size()) + " post-op(s)";
+  if (!p.post_op_mds.empty()) s += ", " + std::to_string(p.post_op_mds.size()) + " post-op(s)";
   if (p.compute != dtype) s += ", via f32";
   if (p.copy_a) s += ", copies a";
   if (p.copy_b) s += ", copies b";
@@ -243,7 +244,6 @@ struct OnednnMatmul::State {
         ops.append_binary(post_op_algorithm(p.kind), plan->post_op_mds.back());
       }
       attr.set_post_ops(ops);
-      plan->post_ops = true;
     }
     const dnnl::matmul::desc desc(plan->a_md, plan->b_md, plan->c_md);
     const dnnl::matmul::primitive_desc pd(desc, attr, engine);
@@ -415,13 +415,10 @@ void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads,
 
 bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
                        int num_threads, std::span<const ProductPostOp> post_ops, bool* applied) {
-  if (post_ops.size() > kMaxProductPostOps || (!post_ops.empty() && dtype != kF32))
-    throw Error("matmul: at most " + std::to_string(kMaxProductPostOps) +
-                " post-ops, on f32 products only");
   ScopedThreads threads(num_threads);
   const State::Found found = state_->find_plan(dtype, l, num_threads, true, post_ops);
   const Plan* plan = found.plan.get();
-  if (applied) *applied = plan->post_ops;
+  if (applied) *applied = !plan->post_op_mds.empty();
 
   AlignedBuffer a_copy, b_copy, c_f32;
   if (plan->copy_a) {
@@ -452,7 +449,7 @@ bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const 
                                        {DNNL_ARG_WEIGHTS, b_mem},
                                        {DNNL_ARG_DST, c_mem},
                                        {DNNL_ARG_SCRATCHPAD, scratchpad}};
-  if (plan->post_ops)
+  if (!plan->post_op_mds.empty())
     for (std::size_t i = 0; i < post_ops.size(); ++i)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
                    memory(plan->post_op_mds[i], engine, const_cast<float*>(post_ops[i].data)));

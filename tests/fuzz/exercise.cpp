@@ -115,7 +115,7 @@ void use_program(const jit::FusedProgram& p) {
     scalars.push_back(jit::scalar_bits(p.scalars[s], s % 3 == 0 ? Scalar(2.0) : Scalar(1.5)));
   if (reduce) {
     const jit::ReduceLayout layout = jit::make_reduce_layout(p, shape, operands);
-    jit::interpret_reduce(p, layout, operands, scalars, backends::cpu::kernels(), 1);
+    jit::interpret_reduce(p, layout, operands, scalars, backends::cpu::kernels(), 1, facts.hash);
     generate(p, jit::launch_key(p, facts, layout.it, operands, inputs, outputs, scalars));
     return;
   }
