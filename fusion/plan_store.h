@@ -1,7 +1,6 @@
 // The plans of one device, shared by its streams: indexed by the hash of their first relative
 // op, and kept in a prefix tree of their ops that the policy matches segments against
-// (plan_trie.h; its edges hold copies of the ops, about as much memory again as the plans'
-// ops), bounded in number (the least recently used go first), with a cap on explorations. With a
+// (plan_trie.h; its edges share one copy of each distinct op), bounded in number (the least recently used go first), with a cap on explorations. With a
 // PlanPersistence, the plans starting with an op are read from it the first time a segment starts
 // with that op (never in bulk), and every new plan is handed to it to be saved. Plans remember
 // which segments followed them; reading a plan from disk reads theirs ahead on a background

@@ -80,6 +80,34 @@ TEST(PlanTrie, RemovingPrunesNodesWithNoPlanUnderThem) {
   EXPECT_TRUE(t.root()->edges.empty());
 }
 
+// Each distinct op is kept once, whatever the number of edges that stand for it, and is let go
+// of once no edge uses it.
+TEST(PlanTrie, EdgesShareOneSymbolPerOpAndUnusedOnesAreLetGo) {
+  Trie t;
+  t.put(plan_of({kA, kB, kC}));
+  t.put(plan_of({kB, kB, kC}));
+  t.put(plan_of({kC, kA}));
+  EXPECT_EQ(t.num_symbols(), 3u);  // kA, kB, kC: nine ops, seven edges
+  const Trie::Node* b1 = walk(t, {kA});
+  const Trie::Node* b2 = walk(t, {kB});
+  ASSERT_NE(b1, nullptr);
+  ASSERT_NE(b2, nullptr);
+  EXPECT_EQ(b1->edges[0].symbol, b2->edges[0].symbol);
+  // Many plans with ops of their own, then removed: their symbols go, a sweep at a time.
+  std::vector<std::vector<core::OpDesc>> removed;
+  for (int i = 0; i < 200; ++i) {
+    core::OpDesc o = op(core::OpKind::kMul);
+    o.scalars.push_back(streamfuse::Scalar(static_cast<double>(i)));
+    removed.push_back({kD, o});
+    t.put(plan_of(removed.back()));
+  }
+  EXPECT_GE(t.num_symbols(), 3u + 1u + 64u);  // grows until a sweep finds nothing to drop
+  for (const auto& ops : removed) t.remove(ops);
+  EXPECT_LE(t.num_symbols(), 4u + 64u);
+  EXPECT_EQ(walk(t, {kA, kB, kC})->plan->ops.size(), 3u);
+  EXPECT_EQ(walk(t, {kD}), nullptr);
+}
+
 // Past kScannedEdges a node finds its edges through an index by hash, kept as edges come and go.
 TEST(PlanTrie, AWideNodeFindsEveryEdge) {
   Trie t;
