@@ -59,6 +59,8 @@ std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
   plan->optimization = std::move(draft.optimization);
   merge_triggers(plan->triggers, std::move(draft.triggers));
   merge_successors(plan->successors, draft.successors);
+  for (const core::OpDesc& op : plan->successors)
+    plan->successor_hashes.push_back(core::hash_op(op));
   return plan;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/static_vector.hpp>
+
 #include "core/ir.h"
 #include "fusion/context.h"
 #include "fusion/optimization.h"
@@ -53,6 +55,10 @@ struct ExecutionPlan {
   // The first ops (relative form) of the segments that ran after this one: when the store reads
   // this plan from disk, it reads theirs ahead, off the calling thread.
   std::vector<core::OpDesc> successors;
+  // core::hash_op of each successor, in order (make_plan lists them, as it lists size_ids): what
+  // note_successor compares a segment's first op with after every run, a few bytes in the plan
+  // itself instead of the ops' hundreds each.
+  boost::container::static_vector<std::uint64_t, kMaxSuccessors> successor_hashes;
   // The size id of every dimension of every tensor of `ops`, in order (each op's inputs, then
   // its outputs): what bindings_match reads, a few bytes in one place where the ops take some
   // hundreds each (a random mix of many plans would read them from memory at every match).

@@ -63,21 +63,22 @@ void PlanStore::consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) 
     background_([this, next = std::move(next)] { consult(next, core::hash_op(next), true); });
 }
 
-PlanTrie::NodeRef PlanStore::after_first(const core::OpDesc& op, std::uint64_t hash) const {
+PlanTrie::NodeRef PlanStore::root_for(const core::OpDesc& op, std::uint64_t hash) const {
   std::shared_lock lock(mutex_);
   if (persistence_ && !consulted_.contains(hash)) {
     lock.unlock();
     consult(op, hash, false);
     lock.lock();
   }
-  const PlanTrie::NodeRef& root = trie_.root();
-  const std::ptrdiff_t i = root->find(op, &hash);
-  return i < 0 ? nullptr : root->edges[static_cast<std::size_t>(i)].node;
+  return trie_.root();
 }
 
 void PlanStore::starting_with(const core::OpDesc& op, PlanRefs& out) const {
-  const PlanTrie::NodeRef first = after_first(op, core::hash_op(op));
-  if (first) first->collect(out);
+  const std::uint64_t hash = core::hash_op(op);
+  const PlanTrie::NodeRef root = root_for(op, hash);
+  PlanTrie::Cursor at(root.get());
+  at.next(op, &hash);
+  at.collect(out);
 }
 
 PlanRef PlanStore::add(PlanDraft plan) {
@@ -185,9 +186,13 @@ void PlanStore::touch(const ExecutionPlan& plan) {
 void PlanStore::note_successor(const PlanRef& plan, const core::OpDesc& next) {
   // Plans are immutable once shared: reading this one's successors needs no lock. A plan that
   // has all it keeps learns no more (a segment followed by ever other ones would otherwise be
-  // copied and saved again and again).
+  // copied and saved again and again). Known successors are found by hash: a collision only
+  // leaves out a read-ahead hint, and the ops themselves, cold in a store of many plans, stay
+  // unread.
   if (plan->successors.size() >= kMaxSuccessors) return;
-  if (std::find(plan->successors.begin(), plan->successors.end(), next) != plan->successors.end())
+  const std::uint64_t hash = core::hash_op(next);
+  if (std::find(plan->successor_hashes.begin(), plan->successor_hashes.end(), hash) !=
+      plan->successor_hashes.end())
     return;
   PlanRef changed;
   std::shared_ptr<PlanPersistence> persistence;

@@ -1,10 +1,11 @@
 // The plans of one device, shared by its streams: indexed by the hash of their first relative
 // op, and kept in a prefix tree of their ops that the policy matches segments against
-// (plan_trie.h; its edges share one copy of each distinct op), bounded in number (the least recently used go first), with a cap on explorations. With a
-// PlanPersistence, the plans starting with an op are read from it the first time a segment starts
-// with that op (never in bulk), and every new plan is handed to it to be saved. Plans remember
-// which segments followed them; reading a plan from disk reads theirs ahead on a background
-// thread (given by set_background), so a program's later segments find their plans in memory.
+// (plan_trie.h; its edges share one copy of each distinct op), bounded in number (the least
+// recently used go first), with a cap on explorations. With a PlanPersistence, the plans starting
+// with an op are read from it the first time a segment starts with that op (never in bulk), and
+// every new plan is handed to it to be saved. Plans remember which segments followed them; reading
+// a plan from disk reads theirs ahead on a background thread (given by set_background), so a
+// program's later segments find their plans in memory.
 #pragma once
 
 #include <atomic>
@@ -43,11 +44,11 @@ class PlanStore {
   // Appends to `out` every plan whose first op equals `op` (relative form). The first time for
   // an op, reads the persisted plans that start with it.
   void starting_with(const core::OpDesc& op, PlanRefs& out) const;
-  // The node of the plans whose first op equals `op` (relative form; core::hash_op of it is
-  // `hash`), or null when there is none; a segment's later ops are matched from there, one
-  // lookup each (PlanTrie). The first time for an op, reads the persisted plans that start with
-  // it.
-  PlanTrie::NodeRef after_first(const core::OpDesc& op, std::uint64_t hash) const;
+  // The root of the plans' prefix tree once the plans that start with `op` (relative form;
+  // core::hash_op of it is `hash`) are in it: a segment is matched from there, one lookup per
+  // op (PlanTrie), while the caller holds it. The first time for an op, reads the persisted plans
+  // that start with it.
+  PlanTrie::NodeRef root_for(const core::OpDesc& op, std::uint64_t hash) const;
   // Stores a plan explored by a stream, or, when a plan with the same ops exists, adds the new
   // plan's triggers to it (plans are immutable once shared: the stored plan is replaced by a
   // copy with the trigger added), and has the persistence save it when it changed. Returns the

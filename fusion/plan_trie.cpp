@@ -7,6 +7,7 @@ namespace {
 
 using Node = PlanTrie::Node;
 using NodeRef = PlanTrie::NodeRef;
+using Edge = PlanTrie::Edge;
 
 void reindex(Node& node) {
   if (node.edges.size() <= PlanTrie::kScannedEdges) {
@@ -15,8 +16,28 @@ void reindex(Node& node) {
   }
   auto index = std::make_shared<PlanTrie::HashIndex>();
   for (std::size_t i = 0; i < node.edges.size(); ++i)
-    (*index)[node.edges[i].symbol->hash].push_back(static_cast<std::uint32_t>(i));
+    (*index)[node.edges[i].run.front()->hash].push_back(static_cast<std::uint32_t>(i));
   node.by_hash = std::move(index);
+}
+
+// Whether `ops` start with the whole of `run`.
+bool starts_with_run(std::span<const core::OpDesc> ops, const Edge& edge) {
+  if (ops.size() < edge.run.size()) return false;
+  for (std::size_t k = 0; k < edge.run.size(); ++k)
+    if (!(edge.run[k]->op == ops[k])) return false;
+  return true;
+}
+
+// `edge` (of a copied node) leading to `child`, which replaces its node: a child with no plan
+// and one edge is not kept as a node, its edge's run joins this one's.
+void lead_to(Edge& edge, NodeRef child) {
+  if (!child->plan && child->edges.size() == 1) {
+    const Edge& only = child->edges.front();
+    edge.run.insert(edge.run.end(), only.run.begin(), only.run.end());
+    edge.node = only.node;
+    return;
+  }
+  edge.node = std::move(child);
 }
 
 // `node` with no plan at `ops` below it: itself when there is none, null when nothing is left
@@ -32,17 +53,19 @@ NodeRef without_plan(const NodeRef& node, std::span<const core::OpDesc> ops) {
   const std::ptrdiff_t i = node->find(ops.front());
   if (i < 0) return node;
   const auto at = static_cast<std::size_t>(i);
-  NodeRef child = without_plan(node->edges[at].node, ops.subspan(1));
-  if (child == node->edges[at].node) return node;
+  const Edge& edge = node->edges[at];
+  if (!starts_with_run(ops, edge)) return node;  // ends inside the run, or leaves it: no plan
+  NodeRef child = without_plan(edge.node, ops.subspan(edge.run.size()));
+  if (child == edge.node) return node;
   auto copy = std::make_shared<Node>(*node);
   if (child) {
-    copy->edges[at].node = std::move(child);
+    lead_to(copy->edges[at], std::move(child));
     return copy;
   }
   copy->edges.erase(copy->edges.begin() + i);
   reindex(*copy);
   if (!copy->plan && copy->edges.empty()) return nullptr;
-  return copy;
+  return copy;  // with one edge and no plan, the caller joins it to its own edge
 }
 
 }  // namespace
@@ -50,14 +73,32 @@ NodeRef without_plan(const NodeRef& node, std::span<const core::OpDesc> ops) {
 std::ptrdiff_t Node::find(const core::OpDesc& op, const std::uint64_t* hash) const {
   if (!by_hash) {
     for (std::size_t i = 0; i < edges.size(); ++i)
-      if (edges[i].symbol->op == op) return static_cast<std::ptrdiff_t>(i);
+      if (edges[i].run.front()->op == op) return static_cast<std::ptrdiff_t>(i);
     return -1;
   }
   const auto bucket = by_hash->find(hash ? *hash : core::hash_op(op));
   if (bucket == by_hash->end()) return -1;
   for (std::uint32_t i : bucket->second)
-    if (edges[i].symbol->op == op) return i;
+    if (edges[i].run.front()->op == op) return i;
   return -1;
+}
+
+void PlanTrie::Cursor::next(const core::OpDesc& op, const std::uint64_t* hash) {
+  if (!node_) return;
+  if (edge_) {
+    if (edge_->run[offset_]->op == op) {
+      if (++offset_ == edge_->run.size()) node_ = edge_->node.get(), edge_ = nullptr;
+      return;
+    }
+  } else if (const std::ptrdiff_t i = node_->find(op, hash); i >= 0) {
+    const Edge& e = node_->edges[static_cast<std::size_t>(i)];
+    if (e.run.size() == 1)
+      node_ = e.node.get();
+    else
+      edge_ = &e, offset_ = 1;
+    return;
+  }
+  *this = Cursor();
 }
 
 PlanTrie::PlanTrie() : root_(std::make_shared<Node>()) {}
@@ -93,15 +134,30 @@ NodeRef PlanTrie::with_plan(const Node* node, std::span<const core::OpDesc> ops,
     copy->plan = std::move(plan);
     return copy;
   }
-  SymbolRef symbol = intern(ops.front());
-  if (const std::ptrdiff_t i = copy->find(symbol->op, &symbol->hash); i >= 0) {
-    Edge& e = copy->edges[static_cast<std::size_t>(i)];
-    e.node = with_plan(e.node.get(), ops.subspan(1), std::move(plan));
+  SymbolRef first = intern(ops.front());
+  const std::ptrdiff_t i = copy->find(first->op, &first->hash);
+  if (i < 0) {  // a new edge: the rest of the ops as its run, then a node with the plan
+    Edge e;
+    e.run.push_back(std::move(first));
+    for (const core::OpDesc& op : ops.subspan(1)) e.run.push_back(intern(op));
+    e.node = with_plan(nullptr, {}, std::move(plan));
+    copy->edges.push_back(std::move(e));
+    reindex(*copy);
     return copy;
   }
-  NodeRef child = with_plan(nullptr, ops.subspan(1), std::move(plan));
-  copy->edges.push_back({std::move(symbol), std::move(child)});
-  reindex(*copy);
+  Edge& e = copy->edges[static_cast<std::size_t>(i)];
+  std::size_t common = 1;
+  while (common < e.run.size() && common < ops.size() && e.run[common]->op == ops[common]) ++common;
+  if (common < e.run.size()) {
+    // The ops end inside the run or leave it: a node splits it where they part.
+    auto middle = std::make_shared<Node>();
+    middle->edges.push_back(
+        {{e.run.begin() + static_cast<std::ptrdiff_t>(common), e.run.end()}, std::move(e.node)});
+    e.run.erase(e.run.begin() + static_cast<std::ptrdiff_t>(common), e.run.end());
+    e.node = with_plan(middle.get(), ops.subspan(common), std::move(plan));
+    return copy;
+  }
+  e.node = with_plan(e.node.get(), ops.subspan(common), std::move(plan));
   return copy;
 }
 

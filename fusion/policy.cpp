@@ -5,8 +5,8 @@
 namespace streamfuse::fusion {
 
 void Policy::reset() {
-  first_.reset();
-  node_ = nullptr;
+  root_.reset();
+  at_ = PlanTrie::Cursor();
   availables_.clear();
   found_.reset();
   num_ops_ = 0;
@@ -15,13 +15,15 @@ void Policy::reset() {
 void Policy::update(const PlanStore& store, const core::OpDesc& op) {
   check_triggers(op);
   if (num_ops_ == 0) {
-    first_ = store.after_first(op, core::hash_op(op));
-    node_ = first_.get();
-  } else if (node_) {
-    node_ = node_->next(op);
+    const std::uint64_t hash = core::hash_op(op);
+    root_ = store.root_for(op, hash);
+    at_ = PlanTrie::Cursor(root_.get());
+    at_.next(op, &hash);
+  } else {
+    at_.next(op);
   }
   ++num_ops_;
-  if (node_ && node_->plan) promote(node_->plan);
+  if (const PlanRef* plan = at_.plan()) promote(*plan);
 }
 
 // An available plan of length L waits on ops[L..): op i is the (i - L)-th op after the plan.
@@ -65,7 +67,7 @@ Action Policy::action(ExecutionMode mode) const {
     return {Action::Kind::kExplore, nullptr};
   }
   // A longer plan may still match: wait for the ops that decide.
-  if (node_ && !node_->edges.empty()) return {Action::Kind::kDefer, nullptr};
+  if (at_.continues()) return {Action::Kind::kDefer, nullptr};
   for (const Available& a : availables_)
     for (std::uint8_t alive : a.alive)
       if (alive) return {Action::Kind::kDefer, nullptr};

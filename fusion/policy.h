@@ -1,13 +1,13 @@
 // Policy: decides, after each op of a segment, whether to wait, explore, or run a stored plan.
 //
-// Matching: the candidates are the stored plans whose ops start with the segment's, the subtree
-// of one node of the store's prefix tree (PlanTrie). The segment's first op finds its node in
-// the store; each later op moves to the child of that op, one lookup whatever the number of
-// plans. A plan whose ops all matched (the node's own) becomes available and waits for one of
-// its triggers, checked per op against the (few) available plans.
+// Matching: the candidates are the stored plans whose ops start with the segment's, those under
+// one place in the store's prefix tree (PlanTrie). The segment's first op finds its place from
+// the store's root; each later op moves it on by one lookup, whatever the number of plans. A plan
+// whose ops all matched (the one ending at the place) becomes available and waits for one of its
+// triggers, checked per op against the (few) available plans.
 //
 // Invariants:
-// - every plan under node_ starts with the segment's num_ops() ops; none elsewhere does;
+// - every plan under at_ starts with the segment's num_ops() ops; none elsewhere does;
 // - every available plan's ops are a prefix of the segment;
 // - found() is an available plan whose trigger fired (the longest such).
 #pragma once
@@ -54,10 +54,10 @@ class Policy {
   // The plan of node_, whose ops all matched, becomes available.
   void promote(const PlanRef& plan);
 
-  // The node after the segment's first op: it holds the subtree node_ walks (nodes are
+  // The tree as the segment's first op found it: it holds the nodes at_ walks (nodes are
   // immutable), so that a step costs no reference count.
-  PlanTrie::NodeRef first_;
-  const PlanTrie::Node* node_ = nullptr;  // null: no stored plan starts with the segment
+  PlanTrie::NodeRef root_;
+  PlanTrie::Cursor at_;  // nowhere: no stored plan starts with the segment
   boost::container::small_vector<Available, 4> availables_;
   PlanRef found_;
   std::size_t num_ops_ = 0;

@@ -22,14 +22,18 @@ std::shared_ptr<const fu::ExecutionPlan> plan_of(std::vector<core::OpDesc> ops) 
   return fu::make_plan(std::move(d));
 }
 
-// The node at the end of `ops`, or null.
-const Trie::Node* walk(const Trie& t, const std::vector<core::OpDesc>& ops) {
-  const Trie::Node* node = t.root().get();
-  for (const core::OpDesc& op : ops) {
-    node = node->next(op);
-    if (!node) return nullptr;
-  }
-  return node;
+// The place after `ops` from `root`, as a segment's matching reaches it.
+Trie::Cursor walk(const Trie::NodeRef& root, const std::vector<core::OpDesc>& ops) {
+  Trie::Cursor at(root.get());
+  for (const core::OpDesc& op : ops) at.next(op);
+  return at;
+}
+Trie::Cursor walk(const Trie& t, const std::vector<core::OpDesc>& ops) {
+  return walk(t.root(), ops);
+}
+// The plan ending after `ops`, or null.
+std::shared_ptr<const fu::ExecutionPlan> plan_at(const Trie::Cursor& at) {
+  return at.plan() ? *at.plan() : nullptr;
 }
 
 TEST(PlanTrie, EachPlanIsFoundAtItsOpsAndOnlyThere) {
@@ -38,29 +42,75 @@ TEST(PlanTrie, EachPlanIsFoundAtItsOpsAndOnlyThere) {
   t.put(a);
   t.put(ab);
   t.put(acd);
-  EXPECT_EQ(walk(t, {kA})->plan, a);
-  EXPECT_EQ(walk(t, {kA})->edges.size(), 2u);
-  EXPECT_EQ(walk(t, {kA, kB})->plan, ab);
-  EXPECT_EQ(walk(t, {kA, kC})->plan, nullptr);  // a prefix of a plan, not a plan
-  EXPECT_EQ(walk(t, {kA, kC, kD})->plan, acd);
-  EXPECT_EQ(walk(t, {kB}), nullptr);
-  EXPECT_EQ(walk(t, {kA, kD}), nullptr);
-  EXPECT_EQ(walk(t, {kA, kB, kC}), nullptr);
+  EXPECT_EQ(plan_at(walk(t, {kA})), a);
+  EXPECT_TRUE(walk(t, {kA}).continues());
+  EXPECT_EQ(plan_at(walk(t, {kA, kB})), ab);
+  EXPECT_FALSE(walk(t, {kA, kB}).continues());
+  EXPECT_TRUE(walk(t, {kA, kC}));  // a prefix of a plan, not a plan
+  EXPECT_EQ(plan_at(walk(t, {kA, kC})), nullptr);
+  EXPECT_TRUE(walk(t, {kA, kC}).continues());
+  EXPECT_EQ(plan_at(walk(t, {kA, kC, kD})), acd);
+  EXPECT_FALSE(walk(t, {kB}));
+  EXPECT_FALSE(walk(t, {kA, kD}));
+  EXPECT_FALSE(walk(t, {kA, kB, kC}));
+  EXPECT_FALSE(walk(t, {kA, kC, kA}));
+  EXPECT_TRUE(walk(t, {}));  // the root: every plan starts with no ops
+  EXPECT_EQ(plan_at(walk(t, {})), nullptr);
+}
+
+// A stretch of ops no plan branches or ends in is one edge: only the root, plans and branches
+// are nodes. Plans that part inside a run, or end inside one, split it there.
+TEST(PlanTrie, RunsOfOpsAreOneEdgeAndSplitWherePlansPart) {
+  Trie t;
+  const auto long_plan = plan_of({kA, kB, kC, kD, kE});
+  t.put(long_plan);
+  ASSERT_EQ(t.root()->edges.size(), 1u);
+  EXPECT_EQ(t.root()->edges[0].run.size(), 5u);
+  for (std::size_t n = 1; n < 5; ++n) {
+    const std::vector<core::OpDesc> ops(long_plan->ops.begin(), long_plan->ops.begin() + n);
+    EXPECT_TRUE(walk(t, ops)) << n;
+    EXPECT_TRUE(walk(t, ops).continues()) << n;
+    EXPECT_EQ(plan_at(walk(t, ops)), nullptr) << n;
+  }
+  EXPECT_EQ(plan_at(walk(t, long_plan->ops)), long_plan);
+  EXPECT_FALSE(walk(t, {kA, kB, kD}));  // leaves the run
+
+  const auto ends_inside = plan_of({kA, kB});
+  t.put(ends_inside);  // splits after kB
+  const auto parts = plan_of({kA, kB, kC, kA});
+  t.put(parts);  // splits after kC
+  ASSERT_EQ(t.root()->edges.size(), 1u);
+  const Trie::Edge& first = t.root()->edges[0];
+  EXPECT_EQ(first.run.size(), 2u);
+  EXPECT_EQ(first.node->plan, ends_inside);
+  ASSERT_EQ(first.node->edges.size(), 1u);
+  EXPECT_EQ(first.node->edges[0].run.size(), 1u);  // kC, then the branch
+  EXPECT_EQ(first.node->edges[0].node->edges.size(), 2u);
+  EXPECT_EQ(plan_at(walk(t, {kA, kB})), ends_inside);
+  EXPECT_EQ(plan_at(walk(t, {kA, kB, kC, kA})), parts);
+  EXPECT_EQ(plan_at(walk(t, long_plan->ops)), long_plan);
+
+  // Removing the plans that split the run joins it again.
+  t.remove(ends_inside->ops);
+  t.remove(parts->ops);
+  ASSERT_EQ(t.root()->edges.size(), 1u);
+  EXPECT_EQ(t.root()->edges[0].run.size(), 5u);
+  EXPECT_EQ(plan_at(walk(t, long_plan->ops)), long_plan);
 }
 
 TEST(PlanTrie, APlanWithTheSameOpsReplacesTheStoredOneAndReadersKeepWhatTheyHeld) {
   Trie t;
   const auto first = plan_of({kA, kB});
   t.put(first);
-  // What a stream in the middle of a segment holds: the node after its first op.
-  const Trie::NodeRef held = t.root()->edges[static_cast<std::size_t>(t.root()->find(kA))].node;
+  // What a stream in the middle of a segment holds: the root as its segment started.
+  const Trie::NodeRef held = t.root();
   const auto second = plan_of({kA, kB});
   t.put(second);
-  EXPECT_EQ(walk(t, {kA, kB})->plan, second);
-  EXPECT_EQ(held->next(kB)->plan, first);  // the held node did not change
+  EXPECT_EQ(plan_at(walk(t, {kA, kB})), second);
+  EXPECT_EQ(plan_at(walk(held, {kA, kB})), first);  // the held tree did not change
   t.remove(std::vector<core::OpDesc>{kA, kB});
-  EXPECT_EQ(walk(t, {kA}), nullptr);
-  EXPECT_EQ(held->next(kB)->plan, first);
+  EXPECT_FALSE(walk(t, {kA}));
+  EXPECT_EQ(plan_at(walk(held, {kA, kB})), first);
 }
 
 TEST(PlanTrie, RemovingPrunesNodesWithNoPlanUnderThem) {
@@ -69,30 +119,33 @@ TEST(PlanTrie, RemovingPrunesNodesWithNoPlanUnderThem) {
   t.put(plan_of({kA, kB, kC}));
   t.put(plan_of({kA, kD}));
   t.remove(std::vector<core::OpDesc>{kA, kB, kC});
-  ASSERT_NE(walk(t, {kA}), nullptr);
-  EXPECT_EQ(walk(t, {kA, kB}), nullptr);  // pruned: nothing under it any more
-  EXPECT_EQ(walk(t, {kA})->edges.size(), 1u);
-  t.remove(std::vector<core::OpDesc>{kA});  // a node with no plan stays while plans are under it
-  ASSERT_NE(walk(t, {kA}), nullptr);
-  EXPECT_EQ(walk(t, {kA})->plan, nullptr);
-  t.remove(std::vector<core::OpDesc>{kA, kE});  // not stored: nothing changes
+  ASSERT_TRUE(walk(t, {kA}));
+  EXPECT_FALSE(walk(t, {kA, kB}));  // pruned: nothing under it any more
+  EXPECT_EQ(t.root()->edges[0].node->edges.size(), 1u);
+  t.remove(std::vector<core::OpDesc>{kA});  // the path stays while plans are under it
+  ASSERT_TRUE(walk(t, {kA}));
+  EXPECT_EQ(plan_at(walk(t, {kA})), nullptr);
+  EXPECT_EQ(t.root()->edges[0].run.size(), 2u);  // kA and kD: one run again
+  t.remove(std::vector<core::OpDesc>{kA, kE});   // not stored: nothing changes
+  t.remove(std::vector<core::OpDesc>{kA});       // ends inside a run: nothing stored there
+  EXPECT_TRUE(walk(t, {kA, kD}));
   t.remove(std::vector<core::OpDesc>{kA, kD});
   EXPECT_TRUE(t.root()->edges.empty());
 }
 
-// Each distinct op is kept once, whatever the number of edges that stand for it, and is let go
-// of once no edge uses it.
+// Each distinct op is kept once, whatever the number of edges that have it, and is let go of
+// once no edge uses it.
 TEST(PlanTrie, EdgesShareOneSymbolPerOpAndUnusedOnesAreLetGo) {
   Trie t;
   t.put(plan_of({kA, kB, kC}));
   t.put(plan_of({kB, kB, kC}));
   t.put(plan_of({kC, kA}));
-  EXPECT_EQ(t.num_symbols(), 3u);  // kA, kB, kC: nine ops, seven edges
-  const Trie::Node* b1 = walk(t, {kA});
-  const Trie::Node* b2 = walk(t, {kB});
-  ASSERT_NE(b1, nullptr);
-  ASSERT_NE(b2, nullptr);
-  EXPECT_EQ(b1->edges[0].symbol, b2->edges[0].symbol);
+  EXPECT_EQ(t.num_symbols(), 3u);  // kA, kB, kC: nine ops in three runs
+  ASSERT_EQ(t.root()->edges.size(), 3u);
+  const auto& from_a = t.root()->edges[static_cast<std::size_t>(t.root()->find(kA))].run;
+  const auto& from_b = t.root()->edges[static_cast<std::size_t>(t.root()->find(kB))].run;
+  EXPECT_EQ(from_a[1], from_b[1]);
+  EXPECT_EQ(from_a[1], from_b[0]);
   // Many plans with ops of their own, then removed: their symbols go, a sweep at a time.
   std::vector<std::vector<core::OpDesc>> removed;
   for (int i = 0; i < 200; ++i) {
@@ -104,29 +157,30 @@ TEST(PlanTrie, EdgesShareOneSymbolPerOpAndUnusedOnesAreLetGo) {
   EXPECT_GE(t.num_symbols(), 3u + 1u + 64u);  // grows until a sweep finds nothing to drop
   for (const auto& ops : removed) t.remove(ops);
   EXPECT_LE(t.num_symbols(), 4u + 64u);
-  EXPECT_EQ(walk(t, {kA, kB, kC})->plan->ops.size(), 3u);
-  EXPECT_EQ(walk(t, {kD}), nullptr);
+  EXPECT_EQ(plan_at(walk(t, {kA, kB, kC}))->ops.size(), 3u);
+  EXPECT_FALSE(walk(t, {kD}));
 }
 
 // Past kScannedEdges a node finds its edges through an index by hash, kept as edges come and go.
 TEST(PlanTrie, AWideNodeFindsEveryEdge) {
   Trie t;
   std::vector<core::OpDesc> seconds;
+  t.put(plan_of({kA}));
   for (int i = 0; i < 40; ++i) {
     core::OpDesc o = op(core::OpKind::kAdd);
     o.scalars.push_back(streamfuse::Scalar(static_cast<double>(i)));
     seconds.push_back(o);
-    t.put(plan_of({kA, o}));
+    t.put(plan_of({kA, o, kB}));
   }
-  ASSERT_GT(walk(t, {kA})->edges.size(), Trie::kScannedEdges);
-  for (int i = 0; i < 40; i += 3) t.remove(std::vector<core::OpDesc>{kA, seconds[i]});
+  ASSERT_GT(t.root()->edges[0].node->edges.size(), Trie::kScannedEdges);
+  for (int i = 0; i < 40; i += 3) t.remove(std::vector<core::OpDesc>{kA, seconds[i], kB});
   for (int i = 0; i < 40; ++i) {
-    const Trie::Node* n = walk(t, {kA, seconds[i]});
+    const Trie::Cursor at = walk(t, {kA, seconds[i], kB});
     if (i % 3 == 0) {
-      EXPECT_EQ(n, nullptr) << i;
+      EXPECT_FALSE(at) << i;
     } else {
-      ASSERT_NE(n, nullptr) << i;
-      EXPECT_EQ(n->plan->ops[1], seconds[i]);
+      ASSERT_TRUE(at) << i;
+      EXPECT_EQ(plan_at(at)->ops[1], seconds[i]);
     }
   }
 }
