@@ -60,8 +60,7 @@ struct ExecutionPlan {
   // itself instead of the ops' hundreds each.
   boost::container::static_vector<std::uint64_t, kMaxSuccessors> successor_hashes;
   // The size id of every dimension of every tensor of `ops`, in order (each op's inputs, then
-  // its outputs): what bindings_match reads, a few bytes in one place where the ops take some
-  // hundreds each (a random mix of many plans would read them from memory at every match).
+  // its outputs): what bindings_match reads.
   std::vector<std::uint32_t> size_ids;
   // Use statistics for eviction (updated from any stream).
   mutable std::atomic<std::uint64_t> uses{0};
@@ -90,8 +89,10 @@ std::optional<std::string> run_plan(const ExecutionPlan& plan, ExecutionContext&
 
 // Checks a matched plan against the segment's real sizes: relative size ids that were one size
 // at exploration must be one size now, and different ids different sizes (id 0 is size 1).
-// Relative forms make this hold by construction; the check keeps a stale or foreign plan from
-// running on the wrong bindings.
+// Relative forms make this hold by construction: a plan matches only a segment whose relative
+// ops equal its own, and plans read from files are checked to be relative forms. So the
+// processor asserts it (in builds with asserts, the sanitizer builds) instead of paying for it
+// at every match; tests call it on queues forged past the converter.
 bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue);
 
 }  // namespace streamfuse::fusion

@@ -183,14 +183,13 @@ void PlanStore::touch(const ExecutionPlan& plan) {
   plan.last_use.store(clock_.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-void PlanStore::note_successor(const PlanRef& plan, const core::OpDesc& next) {
+void PlanStore::note_successor(const PlanRef& plan, const core::OpDesc& next, std::uint64_t hash) {
   // Plans are immutable once shared: reading this one's successors needs no lock. A plan that
   // has all it keeps learns no more (a segment followed by ever other ones would otherwise be
   // copied and saved again and again). Known successors are found by hash: a collision only
   // leaves out a read-ahead hint, and the ops themselves, cold in a store of many plans, stay
   // unread.
   if (plan->successors.size() >= kMaxSuccessors) return;
-  const std::uint64_t hash = core::hash_op(next);
   if (std::find(plan->successor_hashes.begin(), plan->successor_hashes.end(), hash) !=
       plan->successor_hashes.end())
     return;

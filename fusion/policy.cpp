@@ -15,10 +15,10 @@ void Policy::reset() {
 void Policy::update(const PlanStore& store, const core::OpDesc& op) {
   check_triggers(op);
   if (num_ops_ == 0) {
-    const std::uint64_t hash = core::hash_op(op);
-    root_ = store.root_for(op, hash);
+    first_hash_ = core::hash_op(op);
+    root_ = store.root_for(op, first_hash_);
     at_ = PlanTrie::Cursor(root_.get());
-    at_.next(op, &hash);
+    at_.next(op, &first_hash_);
   } else {
     at_.next(op);
   }

@@ -42,6 +42,8 @@ class Policy {
   // Starts a new segment.
   void reset();
   std::size_t num_ops() const { return num_ops_; }
+  // core::hash_op of the segment's first op (once update had it).
+  std::uint64_t first_hash() const { return first_hash_; }
 
  private:
   struct Available {
@@ -61,6 +63,7 @@ class Policy {
   boost::container::small_vector<Available, 4> availables_;
   PlanRef found_;
   std::size_t num_ops_ = 0;
+  std::uint64_t first_hash_ = 0;
 };
 
 }  // namespace streamfuse::fusion

@@ -1,5 +1,6 @@
 #include "fusion/processor.h"
 
+#include <cassert>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,14 +65,14 @@ void Processor::start_segment() {
 
 void Processor::process(SegmentQueue& queue, ExecutionContext& context, ExecutionMode mode) {
   while (queue.size() > 0) {
-    if (previous_) {  // the segment after it starts with the queue's first op
-      store_.note_successor(previous_, queue.relative(0));
-      previous_.reset();
-    }
     if (!exploring_) {
       Action action{Action::Kind::kDefer, nullptr};
       while (fed_ < queue.size()) {
         policy_.update(store_, queue.relative(fed_++));
+        if (previous_) {  // the segment after it starts with the queue's first op
+          store_.note_successor(previous_, queue.relative(0), policy_.first_hash());
+          previous_.reset();
+        }
         action = policy_.action(ExecutionMode::kLazy);
         if (action.kind != Action::Kind::kDefer) break;
       }
@@ -79,13 +80,14 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
         action = policy_.action(ExecutionMode::kSync);
       if (action.kind == Action::Kind::kDefer) return;
       if (action.kind == Action::Kind::kExecute) {
-        if (bindings_match(*action.plan, queue)) {
-          if (logging()) log("matched plan: " + describe(*action.plan, queue));
-          execute(action.plan, queue, context, /*explored=*/false);
-          continue;
-        }
-        if (logging())
-          log("rejected plan, size bindings changed: " + describe(*action.plan, queue));
+        // The plan's relative ops equal the segment's, and the relative form numbers sizes
+        // densely by value from the segment's first op (core/relative.h): every size id of the
+        // plan stands for one real size here, different ids for different sizes, 1 for id 0.
+        // Checked again where asserts are on (the sanitizer builds).
+        assert(bindings_match(*action.plan, queue));
+        if (logging()) log("matched plan: " + describe(*action.plan, queue));
+        execute(action.plan, queue, context, /*explored=*/false);
+        continue;
       }
       if (!store_.try_explore()) {  // past the exploration cap: run the head op as it is
         core::warn_once("fusion-exploration-cap",
