@@ -8,15 +8,28 @@ void RelativeConverter::reset() {
   next_scalar_ = 0;
 }
 
+std::uint64_t DenseNumbering::number(std::uint64_t key) {
+  if (index_.empty()) {
+    for (std::size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i] == key) return i;
+    keys_.push_back(key);
+    if (keys_.size() > kScanned)
+      for (std::size_t i = 0; i < keys_.size(); ++i) index_.emplace(keys_[i], i);
+    return keys_.size() - 1;
+  }
+  const auto [at, added] = index_.try_emplace(key, keys_.size());
+  if (added) keys_.push_back(key);
+  return at->second;
+}
+
 void RelativeConverter::convert_desc(const TensorDesc& global, TensorDesc& relative) {
-  relative.id = ids_.try_emplace(global.id, static_cast<TensorId>(ids_.size())).first->second;
+  relative.id = ids_.number(global.id);
   relative.shape = global.shape;
   for (int d = 0; d < global.shape.rank(); ++d) {
     const std::int64_t size = global.shape[d];
     relative.shape[d] =
-        size == 1
-            ? 0
-            : sizes_.try_emplace(size, static_cast<std::int64_t>(sizes_.size()) + 1).first->second;
+        size == 1 ? 0
+                  : static_cast<std::int64_t>(sizes_.number(static_cast<std::uint64_t>(size))) + 1;
   }
   relative.dtype = global.dtype;
   relative.status = global.status;

@@ -18,6 +18,26 @@ namespace streamfuse::core {
 //   broadcast pattern stays visible, while the sizes themselves drop out);
 // - scalars into positional placeholders (their kind kept, their value the position).
 // Everything else (kinds, dtypes, statuses, attrs) is kept: it is the program's structure.
+//
+// Runs for every recorded op with fusion on, so its lookups matter: a segment has few distinct
+// tensors and sizes, and scanning a few dozen numbers costs less than hashing one
+// (DenseNumbering); a long segment's are indexed by hash past that.
+class DenseNumbering {
+ public:
+  // The number of `key`: 0 for the first key seen, 1 for the next new one, and so on.
+  std::uint64_t number(std::uint64_t key);
+  std::size_t size() const { return keys_.size(); }
+  void clear() {
+    keys_.clear();  // keeps its capacity: a segment's numbering allocates nothing once warm
+    index_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kScanned = 32;  // keys past this are indexed as well
+  std::vector<std::uint64_t> keys_;            // by number
+  boost::unordered_flat_map<std::uint64_t, std::uint64_t> index_;  // empty while scanned
+};
+
 class RelativeConverter {
  public:
   // Writes the relative form of `global` into `relative` (reusing its storage).
@@ -28,8 +48,8 @@ class RelativeConverter {
  private:
   void convert_desc(const TensorDesc& global, TensorDesc& relative);
 
-  boost::unordered_flat_map<TensorId, TensorId> ids_;
-  boost::unordered_flat_map<std::int64_t, std::int64_t> sizes_;
+  DenseNumbering ids_;
+  DenseNumbering sizes_;  // of sizes other than 1 (id 0): a size's id is its number + 1
   std::int64_t next_scalar_ = 0;
 };
 

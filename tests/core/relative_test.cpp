@@ -2,6 +2,7 @@
 // for programs that differ in structure, dtype, broadcast pattern or lifetimes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include <streamfuse/streamfuse.h>
@@ -75,6 +76,50 @@ TEST(RelativeFormTest, IdsAndSizesAreDenseAndSizeOneIsPinned) {
   // Scalars are positional placeholders, numbered across the segment.
   EXPECT_EQ(ops[0].scalars[0].bits(), 0);
   EXPECT_EQ(ops[1].scalars[0].bits(), 1);
+}
+
+// Numbering scans while keys are few and indexes them past that: both number the same way,
+// first appearance first, across the switch and after a clear.
+TEST(DenseNumbering, NumbersByFirstAppearanceAcrossTheSwitchToAnIndex) {
+  core::DenseNumbering numbering;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t k = 0; k < 100; ++k) keys.push_back(k * 7919 % 1000 + 3);
+    std::vector<std::uint64_t> first_seen;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (std::uint64_t key : keys) {
+        const auto at = std::find(first_seen.begin(), first_seen.end(), key);
+        const std::uint64_t expected = static_cast<std::uint64_t>(at - first_seen.begin());
+        if (at == first_seen.end()) first_seen.push_back(key);
+        ASSERT_EQ(numbering.number(key), expected) << "round " << round << " key " << key;
+      }
+      EXPECT_EQ(numbering.size(), first_seen.size());
+    }
+    numbering.clear();
+    EXPECT_EQ(numbering.size(), 0u);
+  }
+}
+
+// A segment with more distinct tensors and sizes than the scan covers numbers them densely too.
+TEST(RelativeFormTest, ManyTensorsAndSizesStayDense) {
+  core::RelativeConverter converter;
+  std::int64_t next_size = 0, next_id = 0;
+  for (int i = 0; i < 60; ++i) {
+    core::OpDesc op;
+    op.kind = core::OpKind::kExp;
+    const sf::Shape shape{100 + i, 200 + i};
+    op.inputs.push_back({static_cast<core::TensorId>(1000 + 2 * i), shape, sf::kF32,
+                         core::TensorStatus::kReadOnly});
+    op.outputs.push_back({static_cast<core::TensorId>(1001 + 2 * i), shape, sf::kF32,
+                          core::TensorStatus::kNotInit});
+    core::OpDesc relative;
+    converter.convert(op, relative);
+    EXPECT_EQ(relative.inputs[0].id, static_cast<core::TensorId>(next_id++));
+    EXPECT_EQ(relative.outputs[0].id, static_cast<core::TensorId>(next_id++));
+    EXPECT_EQ(relative.inputs[0].shape, (sf::Shape{next_size + 1, next_size + 2}));
+    EXPECT_EQ(relative.outputs[0].shape, relative.inputs[0].shape);
+    next_size += 2;
+  }
 }
 
 TEST(RelativeFormTest, StructureDtypeBroadcastAndLifetimesShowThrough) {
