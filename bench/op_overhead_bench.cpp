@@ -1,6 +1,8 @@
 // Framework overhead: ns per op recorded and executed on 1-element tensors, in steady state.
 #include <benchmark/benchmark.h>
 
+#include <vector>
+
 #include <streamfuse/streamfuse.h>
 
 #include "runtime/device_runtime.h"
@@ -104,6 +106,38 @@ void BM_TinySoftmax(benchmark::State& state) {
   sf::set_config(saved);
 }
 
+// A small residual MLP as a user writes one: 4 layers of h + gelu(layer_norm(h) @ w + b) on
+// [4, 32] f32, then a row sum read on the host. Tiny products, normalizations and activations:
+// the time is the framework's and the products' call overhead. range(0): as BM_TinySoftmax.
+void BM_TinyMlp(benchmark::State& state) {
+  constexpr int kWidth = 32, kLayers = 4;
+  sf::Config c = sf::config();
+  const sf::Config saved = c;
+  c.fusion = state.range(0) != 0;
+  c.jit = state.range(0) == 2 ? sf::JitMode::kInterpret : sf::JitMode::kCompile;
+  sf::set_config(c);
+  sf::manual_seed(1);
+  std::vector<sf::Tensor> weights;
+  for (int l = 0; l < kLayers; ++l) {
+    weights.push_back(sf::randn({kWidth, kWidth}) * 0.2f);
+    weights.push_back(sf::randn({kWidth}) * 0.1f);
+  }
+  const sf::Tensor x = sf::randn({4, kWidth});
+  const auto mlp = [](const sf::Tensor& in, const std::vector<sf::Tensor>& w) {
+    sf::Tensor h = in;
+    for (std::size_t l = 0; l < w.size(); l += 2)
+      h = h + sf::nn::gelu(sf::matmul(sf::nn::layer_norm(h, {kWidth}), w[l]) + w[l + 1]);
+    return h.sum(-1);
+  };
+  auto replayed = sf::compile(mlp);
+  const auto run = [&] { return state.range(0) == 3 ? replayed(x, weights) : mlp(x, weights); };
+  for (int warm = 0; warm < 100; ++warm) benchmark::DoNotOptimize(run().to_vector<float>());
+  sf::wait_for_compiles();
+  for (auto _ : state) benchmark::DoNotOptimize(run().to_vector<float>());
+  state.SetLabel(state.range(0) == 3 ? "sf::compile, replayed" : mode_label(c));
+  sf::set_config(saved);
+}
+
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.
 void BM_RecordOnly(benchmark::State& state) {
   sf::Config c = sf::config();
@@ -172,5 +206,6 @@ BENCHMARK(BM_ManyPlans)
     ->Args({2000, 0})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TinySoftmax)->DenseRange(0, 3)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_TinyMlp)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RecordOnly)->Unit(benchmark::kNanosecond);
 BENCHMARK_MAIN();

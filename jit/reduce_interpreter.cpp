@@ -6,6 +6,7 @@
 #include <span>
 
 #include "backends/cpu/kernels/kernels.h"
+#include "core/hash_mix.h"
 #include "core/scalar_ops.h"
 #include "jit/interpreter.h"
 #include "jit/kernel_abi.h"
@@ -35,12 +36,12 @@ class Interpreted final : public ReduceExecutor {
         plan_(plan) {}
 
   void whole_rows(std::int64_t begin, std::int64_t end) override {
-    ReduceRunner run = runner();
+    ReduceRunner run = runner(ReduceRunner::row_span(layout_));
     for (std::int64_t row = begin; row < end; ++row) run.whole_row(row);
   }
   void stage_blocks(std::int64_t row, int stage, std::int64_t begin, std::int64_t end,
                     void* partials, const std::int64_t* results) override {
-    ReduceRunner run = runner();
+    ReduceRunner run = runner(ReduceRunner::row_span(layout_));
     run.set_row(row);
     run.row_groups(static_cast<std::size_t>(stage), results);
     for (std::int64_t b = begin; b < end; ++b)
@@ -56,11 +57,11 @@ class Interpreted final : public ReduceExecutor {
     results[stage] = f.finish(acc, layout_.n);
   }
   void column_rows(std::int64_t begin, std::int64_t end) override {
-    runner().column_rows(begin, end);
+    runner(kChunk).column_rows(begin, end);
   }
   void outputs(std::int64_t row, std::int64_t begin, std::int64_t end,
                const std::int64_t* results) override {
-    ReduceRunner run = runner();
+    ReduceRunner run = runner(ReduceRunner::row_span(layout_));
     run.set_row(row);
     run.row_groups(p_.anchor.stages.size(), results);
     run.outputs(begin, end);
@@ -68,8 +69,9 @@ class Interpreted final : public ReduceExecutor {
   }
 
  private:
-  ReduceRunner runner() const {
-    return ReduceRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk);
+  // `span`: as ReduceRunner's.
+  ReduceRunner runner(std::int64_t span) const {
+    return ReduceRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk, span);
   }
 
   const FusedProgram& p_;
@@ -93,7 +95,11 @@ const ReducePlan& plan_of(const FusedProgram& program, std::uint64_t hash,
     std::unique_ptr<ReducePlan> plan;
   };
   thread_local std::array<Entry, 64> cache;
-  Entry& e = cache[hash % cache.size()];
+  // The slot mixes the address in: plans of segments that differ only in their drops hold equal
+  // programs (one hash) in objects of their own, and a model alternating between them would
+  // otherwise make the plan again at every launch (a small MLP: a twentieth of its time).
+  const std::uint64_t slot = core::hash_mix(hash, reinterpret_cast<std::uintptr_t>(&program));
+  Entry& e = cache[slot % cache.size()];
   if (!e.plan || e.program != &program || e.hash != hash || e.kernels != &kernels) {
     e.plan = std::make_unique<ReducePlan>(make_reduce_plan(program, kernels));
     e.program = &program;

@@ -68,15 +68,17 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
 ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
                            const ReduceLayout& layout, std::span<const Operand> operands,
                            std::span<const std::int64_t> scalars,
-                           const backends::cpu::ChunkOps& chunk)
+                           const backends::cpu::ChunkOps& chunk, std::int64_t span)
     : p_(p),
       plan_(plan),
       layout_(layout),
       operands_(operands),
       chunk_(chunk),
       row_ops_(operands.begin(), operands.end()),
+      span_positions_(std::clamp<std::int64_t>(span, 1, kChunk)),
+      slot_bytes_((static_cast<std::size_t>(span_positions_) * 8 + 63) & ~std::size_t{63}),
       storage_(std::make_unique_for_overwrite<unsigned char[]>(
-          static_cast<std::size_t>(p.num_registers) * kSlotBytes + 64)) {
+          static_cast<std::size_t>(p.num_registers) * slot_bytes_ + 64)) {
   base_ = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(storage_.get()) + 63) &
                                            ~std::uintptr_t{63});
   // The rows' inner dimensions, for gathers and scatters along a row.
@@ -115,7 +117,7 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
   for (const std::vector<Instruction>* block : p.blocks())
     for (const Instruction& in : *block)
       if (in.kind == InstrKind::kScalar)
-        splat(in.out, &scalars[static_cast<std::size_t>(in.index)]);
+        splat(in.out, &scalars[static_cast<std::size_t>(in.index)], span_positions_);
 }
 
 void ReduceRunner::set_row(std::int64_t row) {
