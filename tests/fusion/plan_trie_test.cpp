@@ -185,6 +185,60 @@ TEST(PlanTrie, AWideNodeFindsEveryEdge) {
   }
 }
 
+// Random puts and removes over a small alphabet (so that runs split, join and branch often),
+// checked after each change against a plain list of the stored ops: every prefix of every
+// stored or removed sequence finds exactly the plan stored there, continues exactly when a
+// longer stored plan starts with it, and nothing else is reachable.
+TEST(PlanTrie, RandomChangesMatchAPlainListOfPlans) {
+  const std::vector<core::OpDesc> alphabet = {kA, kB, kC};
+  std::uint64_t seed = 0x2545f4914f6cdd1dull;
+  const auto draw = [&](std::uint64_t n) {
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    return seed % n;
+  };
+  Trie t;
+  std::vector<std::shared_ptr<const fu::ExecutionPlan>> stored;
+  std::vector<std::vector<core::OpDesc>> seen;
+  for (int change = 0; change < 600; ++change) {
+    if (stored.empty() || draw(3) != 0) {
+      std::vector<core::OpDesc> ops(1 + draw(6));
+      for (core::OpDesc& o : ops) o = alphabet[draw(alphabet.size())];
+      const auto plan = plan_of(ops);
+      t.put(plan);
+      std::erase_if(stored, [&](const auto& p) { return p->ops == ops; });
+      stored.push_back(plan);
+      seen.push_back(ops);
+    } else if (draw(3) == 0) {  // ops that may not be stored (a prefix, a longer run): no-op
+      std::vector<core::OpDesc> ops(1 + draw(6));
+      for (core::OpDesc& o : ops) o = alphabet[draw(alphabet.size())];
+      t.remove(ops);
+      std::erase_if(stored, [&](const auto& p) { return p->ops == ops; });
+    } else {
+      const std::size_t victim = draw(stored.size());
+      t.remove(stored[victim]->ops);
+      stored.erase(stored.begin() + static_cast<std::ptrdiff_t>(victim));
+    }
+    for (const auto& ops : seen) {
+      for (std::size_t n = 0; n <= ops.size(); ++n) {
+        const std::vector<core::OpDesc> prefix(ops.begin(), ops.begin() + static_cast<long>(n));
+        std::shared_ptr<const fu::ExecutionPlan> expected;
+        bool longer = false;
+        for (const auto& p : stored) {
+          if (p->ops == prefix) expected = p;
+          if (p->ops.size() > n && std::equal(prefix.begin(), prefix.end(), p->ops.begin()))
+            longer = true;
+        }
+        const Trie::Cursor at = walk(t, prefix);
+        ASSERT_EQ(plan_at(at), expected) << "change " << change << ", prefix of " << n;
+        ASSERT_EQ(static_cast<bool>(at), n == 0 || expected || longer)
+            << "change " << change << ", prefix of " << n;
+        ASSERT_EQ(at && at.continues(), longer) << "change " << change << ", prefix of " << n;
+      }
+    }
+  }
+  EXPECT_LE(t.num_symbols(), 3u + 64u);
+}
+
 // Through the API: 300 chains that share their first op and differ at one later op or more each
 // find their own plan (issue 18's benchmark shape), and compute what the ops do.
 TEST(PlanTrie, ManyPlansSharingAFirstOpEachMatchTheirOwn) {
