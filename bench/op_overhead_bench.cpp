@@ -83,39 +83,41 @@ void BM_Replay(benchmark::State& state) {
   state.SetLabel("sf::compile, replayed");
 }
 
-// A softmax of 8 elements per iteration, then a sync: a reduction plan whose tensors are tiny,
-// so the time is the framework's (fused plans against the five ops run one by one). range(0):
-// as BM_OpOverhead's range(1), and 3: fused and compiled, inside sf::compile (replayed).
-void BM_TinySoftmax(benchmark::State& state) {
+// The small-model rows' modes, range(0): as BM_OpOverhead's range(1), and 3: fused and
+// compiled, inside sf::compile (replayed). `step(replayed)` runs one iteration, its result read
+// or synchronized; 100 run first, then the compiles are waited for.
+template <class Step>
+void run_small(benchmark::State& state, Step step) {
   sf::Config c = sf::config();
   const sf::Config saved = c;
   c.fusion = state.range(0) != 0;
   c.jit = state.range(0) == 2 ? sf::JitMode::kInterpret : sf::JitMode::kCompile;
   sf::set_config(c);
-  const sf::Tensor x = sf::randn({1, 8});
-  auto replayed = sf::compile([](const sf::Tensor& v) { return sf::nn::softmax(v, -1); });
-  const auto softmax = [&] { return state.range(0) == 3 ? replayed(x) : sf::nn::softmax(x, -1); };
-  for (int warm = 0; warm < 100; ++warm) benchmark::DoNotOptimize(softmax().to_vector<float>());
+  const bool replayed = state.range(0) == 3;
+  for (int warm = 0; warm < 100; ++warm) step(replayed);
   sf::wait_for_compiles();
-  for (auto _ : state) {
-    sf::Tensor y = softmax();
+  for (auto _ : state) step(replayed);
+  state.SetLabel(replayed ? "sf::compile, replayed" : mode_label(c));
+  sf::set_config(saved);
+}
+
+// A softmax of 8 elements per iteration, then a sync: a reduction plan whose tensors are tiny,
+// so the time is the framework's (fused plans against the five ops run one by one).
+void BM_TinySoftmax(benchmark::State& state) {
+  const sf::Tensor x = sf::randn({1, 8});
+  auto compiled = sf::compile([](const sf::Tensor& v) { return sf::nn::softmax(v, -1); });
+  run_small(state, [&](bool replayed) {
+    sf::Tensor y = replayed ? compiled(x) : sf::nn::softmax(x, -1);
     sf::synchronize();
     benchmark::DoNotOptimize(y);
-  }
-  state.SetLabel(state.range(0) == 3 ? "sf::compile, replayed" : mode_label(c));
-  sf::set_config(saved);
+  });
 }
 
 // A small residual MLP as a user writes one: 4 layers of h + gelu(layer_norm(h) @ w + b) on
 // [4, 32] f32, then a row sum read on the host. Tiny products, normalizations and activations:
-// the time is the framework's and the products' call overhead. range(0): as BM_TinySoftmax.
+// the time is the framework's and the products' call overhead.
 void BM_TinyMlp(benchmark::State& state) {
   constexpr int kWidth = 32, kLayers = 4;
-  sf::Config c = sf::config();
-  const sf::Config saved = c;
-  c.fusion = state.range(0) != 0;
-  c.jit = state.range(0) == 2 ? sf::JitMode::kInterpret : sf::JitMode::kCompile;
-  sf::set_config(c);
   sf::manual_seed(1);
   std::vector<sf::Tensor> weights;
   for (int l = 0; l < kLayers; ++l) {
@@ -129,13 +131,11 @@ void BM_TinyMlp(benchmark::State& state) {
       h = h + sf::nn::gelu(sf::matmul(sf::nn::layer_norm(h, {kWidth}), w[l]) + w[l + 1]);
     return h.sum(-1);
   };
-  auto replayed = sf::compile(mlp);
-  const auto run = [&] { return state.range(0) == 3 ? replayed(x, weights) : mlp(x, weights); };
-  for (int warm = 0; warm < 100; ++warm) benchmark::DoNotOptimize(run().to_vector<float>());
-  sf::wait_for_compiles();
-  for (auto _ : state) benchmark::DoNotOptimize(run().to_vector<float>());
-  state.SetLabel(state.range(0) == 3 ? "sf::compile, replayed" : mode_label(c));
-  sf::set_config(saved);
+  auto compiled = sf::compile(mlp);
+  run_small(state, [&](bool replayed) {
+    benchmark::DoNotOptimize(
+        (replayed ? compiled(x, weights) : mlp(x, weights)).to_vector<float>());
+  });
 }
 
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.

@@ -49,13 +49,6 @@ std::size_t merge_successors(std::vector<core::OpDesc>& into,
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft) {
   auto plan = std::make_shared<ExecutionPlan>();
   plan->ops = std::move(draft.ops);
-  const auto list = [&](const core::TensorDesc& t) {
-    for (std::int64_t id : t.shape) plan->size_ids.push_back(static_cast<std::uint32_t>(id));
-  };
-  for (const core::OpDesc& op : plan->ops) {
-    for (const core::TensorDesc& t : op.inputs) list(t);
-    for (const core::TensorDesc& t : op.outputs) list(t);
-  }
   plan->optimization = std::move(draft.optimization);
   merge_triggers(plan->triggers, std::move(draft.triggers));
   merge_successors(plan->successors, draft.successors);
@@ -83,22 +76,22 @@ std::optional<std::string> run_plan(const ExecutionPlan& plan, ExecutionContext&
 bool bindings_match(const ExecutionPlan& plan, const SegmentQueue& queue) {
   if (queue.size() < plan.len()) return false;
   boost::container::small_vector<std::int64_t, 32> sizes;  // by size id
-  // The queue's relative ops are the plan's (the caller matched them), so its tensors have the
-  // plan's ranks, in the order size_ids lists them.
-  std::size_t next = 0;
-  const auto bound = [&](const core::TensorDesc& t) {
-    for (std::int64_t size : t.shape)
-      if (next == plan.size_ids.size() || !bind(sizes, plan.size_ids[next++], size)) return false;
+  // Each tensor of the plan's ops (whose shapes hold size ids) against the queue's.
+  const auto bound = [&](const auto& ids, const auto& real) {
+    if (ids.size() != real.size()) return false;
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      const Shape &id = ids[t].shape, &size = real[t].shape;
+      if (id.rank() != size.rank()) return false;
+      for (int d = 0; d < id.rank(); ++d)
+        if (!bind(sizes, static_cast<std::size_t>(id[d]), size[d])) return false;
+    }
     return true;
   };
   for (std::size_t i = 0; i < plan.len(); ++i) {
-    const core::OpDesc& real = queue.global(i);
-    for (const core::TensorDesc& t : real.inputs)
-      if (!bound(t)) return false;
-    for (const core::TensorDesc& t : real.outputs)
-      if (!bound(t)) return false;
+    const core::OpDesc &relative = plan.ops[i], &real = queue.global(i);
+    if (!bound(relative.inputs, real.inputs) || !bound(relative.outputs, real.outputs))
+      return false;
   }
-  if (next != plan.size_ids.size()) return false;
   // Different ids must be different sizes.
   boost::container::small_vector<std::int64_t, 32> seen;
   for (std::size_t id = 1; id < sizes.size(); ++id)

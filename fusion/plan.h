@@ -55,13 +55,10 @@ struct ExecutionPlan {
   // The first ops (relative form) of the segments that ran after this one: when the store reads
   // this plan from disk, it reads theirs ahead, off the calling thread.
   std::vector<core::OpDesc> successors;
-  // core::hash_op of each successor, in order (make_plan lists them, as it lists size_ids): what
-  // note_successor compares a segment's first op with after every run, a few bytes in the plan
-  // itself instead of the ops' hundreds each.
+  // core::hash_op of each successor, in order (make_plan lists them): what note_successor
+  // compares a segment's first op with after every run, a few bytes in the plan itself instead
+  // of the ops' hundreds each.
   boost::container::static_vector<std::uint64_t, kMaxSuccessors> successor_hashes;
-  // The size id of every dimension of every tensor of `ops`, in order (each op's inputs, then
-  // its outputs): what bindings_match reads.
-  std::vector<std::uint32_t> size_ids;
   // Use statistics for eviction (updated from any stream).
   mutable std::atomic<std::uint64_t> uses{0};
   mutable std::atomic<std::uint64_t> last_use{0};
@@ -78,8 +75,8 @@ std::size_t merge_triggers(std::vector<Trigger>& into, std::vector<Trigger> more
 std::size_t merge_successors(std::vector<core::OpDesc>& into,
                              const std::vector<core::OpDesc>& more);
 
-// The plan a draft describes (its triggers and successors deduplicated and capped, its size ids
-// listed).
+// The plan a draft describes (its triggers and successors deduplicated and capped, the
+// successors' hashes listed).
 std::shared_ptr<ExecutionPlan> make_plan(PlanDraft draft);
 
 // Runs `plan` on the segment `context` shows: its optimization, or its ops one by one when it has

@@ -64,9 +64,6 @@ class PlanStore {
   // successor replaces the stored plan with a copy that has it, and is saved. Cheap when known.
   // `hash` is core::hash_op(next) (the policy has it for a segment's first op).
   void note_successor(const PlanRef& plan, const core::OpDesc& next, std::uint64_t hash);
-  void note_successor(const PlanRef& plan, const core::OpDesc& next) {
-    note_successor(plan, next, core::hash_op(next));
-  }
 
   // Whether another exploration is allowed, counting it if so. Past the cap, streams run
   // unknown segments op by op instead of exploring them.

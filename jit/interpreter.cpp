@@ -177,17 +177,11 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
   const int num_inputs = static_cast<int>(p.inputs.size());
 
   backends::cpu::parallel_for(it.numel, kGrain, num_threads, [&](std::int64_t lo, std::int64_t hi) {
-    // Slots as wide as this range's chunks, not wider: a launch over a few elements (a small
-    // tensor, a scalar's chain) neither clears nor fills kChunk values per register. The slots
-    // are not cleared: every step writes the n values it is asked for before they are read.
+    // Slots as wide as this range's chunks (a small tensor, a scalar's chain: a few values).
     const std::int64_t width = std::min(kChunk, hi - lo);
-    const std::size_t slot_bytes = (static_cast<std::size_t>(width) * 8 + 63) & ~std::size_t{63};
-    const auto storage = std::make_unique_for_overwrite<unsigned char[]>(
-        static_cast<std::size_t>(s.num_slots) * slot_bytes + 64);
-    unsigned char* base = reinterpret_cast<unsigned char*>(
-        (reinterpret_cast<std::uintptr_t>(storage.get()) + 63) & ~std::uintptr_t{63});
+    const Slots slots(static_cast<std::size_t>(s.num_slots), width);
     auto reg = [&](std::int32_t r) {
-      return base + static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)]) * slot_bytes;
+      return slots[static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)])];
     };
     // Scalars: their slots are filled once.
     for (const Instruction& in : p.prologue) {

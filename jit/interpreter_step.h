@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernels/kernels.h"
@@ -16,11 +17,30 @@ namespace streamfuse::jit {
 inline constexpr std::int64_t kChunk = 1024;
 inline constexpr std::size_t kSlotBytes = kChunk * 8;
 
+// A launch's registers: `count` slots of `width` values each (at most kChunk), 64-byte aligned,
+// not cleared (every step writes the values it is asked for before they are read). As wide as
+// the launch's passes read, not kChunk: a launch over a few elements neither allocates nor fills
+// whole chunks.
+class Slots {
+ public:
+  Slots(std::size_t count, std::int64_t width)
+      : bytes_((static_cast<std::size_t>(width) * 8 + 63) & ~std::size_t{63}),
+        storage_(std::make_unique_for_overwrite<unsigned char[]>(count * bytes_ + 64)),
+        base_(reinterpret_cast<unsigned char*>(
+            (reinterpret_cast<std::uintptr_t>(storage_.get()) + 63) & ~std::uintptr_t{63})) {}
+  unsigned char* operator[](std::size_t slot) const { return base_ + slot * bytes_; }
+
+ private:
+  std::size_t bytes_;
+  std::unique_ptr<unsigned char[]> storage_;
+  unsigned char* base_;
+};
+
 // Bytes of one value of type t in a slot.
 inline std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
 
-// Runs `in` (not kLoad, kLoadAt, kScalar or kReduced: their values come from outside) over n values:
-// `fn` is its op's loop (kOp), reg(r) the slot of register r.
+// Runs `in` (not kLoad, kLoadAt, kScalar or kReduced: their values come from outside) over n
+// values: `fn` is its op's loop (kOp), reg(r) the slot of register r.
 template <class Reg>
 void run_step(const Instruction& in, backends::cpu::ChunkFn fn,
               const backends::cpu::ChunkOps& chunk, const std::vector<ValueType>& types,

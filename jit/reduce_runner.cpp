@@ -76,11 +76,7 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
       chunk_(chunk),
       row_ops_(operands.begin(), operands.end()),
       span_positions_(std::clamp<std::int64_t>(span, 1, kChunk)),
-      slot_bytes_((static_cast<std::size_t>(span_positions_) * 8 + 63) & ~std::size_t{63}),
-      storage_(std::make_unique_for_overwrite<unsigned char[]>(
-          static_cast<std::size_t>(p.num_registers) * slot_bytes_ + 64)) {
-  base_ = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(storage_.get()) + 63) &
-                                           ~std::uintptr_t{63});
+      slots_(static_cast<std::size_t>(p.num_registers), span_positions_) {
   // The rows' inner dimensions, for gathers and scatters along a row.
   inner_.rank = layout.inner_rank;
   inner_.num_operands = static_cast<int>(operands.size());

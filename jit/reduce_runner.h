@@ -40,9 +40,7 @@ class ReduceRunner {
   using Iteration = backends::cpu::Iteration;
   using Operand = backends::cpu::Operand;
 
-  unsigned char* reg(std::int32_t r) const {
-    return base_ + static_cast<std::size_t>(r) * slot_bytes_;
-  }
+  unsigned char* reg(std::int32_t r) const { return slots_[static_cast<std::size_t>(r)]; }
   auto reg_fn() const {
     return [this](std::int32_t r) { return reg(r); };
   }
@@ -122,12 +120,8 @@ class ReduceRunner {
   Iteration tile_;                        // a column tile's rows (its size: the tile's)
   Iteration span_;                        // steps along the axis of a tile's rows
   std::vector<std::int64_t> axis_bytes_;  // per operand: bytes of a step along the axis
-  // Registers' slots, not cleared (made at every launch and thread; each step writes the values
-  // it is asked for before they are read).
-  std::int64_t span_positions_;
-  std::size_t slot_bytes_;  // span_positions_ 8-byte values, a multiple of 64
-  std::unique_ptr<unsigned char[]> storage_;
-  unsigned char* base_ = nullptr;
+  std::int64_t span_positions_;           // the constructor's span
+  Slots slots_;                           // the registers, made at every launch and thread
 };
 
 }  // namespace streamfuse::jit

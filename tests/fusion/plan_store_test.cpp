@@ -46,7 +46,7 @@ TEST_F(PlanStoreTest, ANewSuccessorReplacesTheStoredPlanAndIsSaved) {
   store_.touch(*plan);
   ASSERT_EQ(persistence_->saved().size(), 1u);  // the new plan
 
-  store_.note_successor(plan, kB);
+  store_.note_successor(plan, kB, core::hash_op(kB));
   const auto saved = persistence_->saved();
   ASSERT_EQ(saved.size(), 2u);
   EXPECT_EQ(names(saved.back()->successors), std::vector<std::string>{"log"});
@@ -63,21 +63,21 @@ TEST_F(PlanStoreTest, ANewSuccessorReplacesTheStoredPlanAndIsSaved) {
 
 TEST_F(PlanStoreTest, AKnownSuccessorIsNotSavedAgain) {
   const fu::PlanRef plan = store_.add(draft(kA));
-  store_.note_successor(plan, kB);
+  store_.note_successor(plan, kB, core::hash_op(kB));
   ASSERT_EQ(persistence_->saved().size(), 2u);
   // Known to the stored plan (the caller's fresh copy has it).
-  store_.note_successor(only(kA), kB);
+  store_.note_successor(only(kA), kB, core::hash_op(kB));
   EXPECT_EQ(persistence_->saved().size(), 2u);
   // Known to the stored plan, though not to the caller's older copy.
-  store_.note_successor(plan, kB);
+  store_.note_successor(plan, kB, core::hash_op(kB));
   EXPECT_EQ(persistence_->saved().size(), 2u);
   EXPECT_EQ(names(only(kA)->successors), std::vector<std::string>{"log"});
 }
 
 TEST_F(PlanStoreTest, SuccessorsAccumulateNewestLast) {
   store_.add(draft(kA));
-  store_.note_successor(only(kA), kB);
-  store_.note_successor(only(kA), kC);
+  store_.note_successor(only(kA), kB, core::hash_op(kB));
+  store_.note_successor(only(kA), kC, core::hash_op(kC));
   EXPECT_EQ(names(only(kA)->successors), (std::vector<std::string>{"log", "sin"}));
   const auto saved = persistence_->saved();
   ASSERT_EQ(saved.size(), 3u);
@@ -86,10 +86,11 @@ TEST_F(PlanStoreTest, SuccessorsAccumulateNewestLast) {
 
 TEST_F(PlanStoreTest, APlanWithAllTheSuccessorsItKeepsLearnsNoMore) {
   store_.add(draft(kA));
-  for (const core::OpDesc& next : {kB, kC, kD, kE}) store_.note_successor(only(kA), next);
+  for (const core::OpDesc& next : {kB, kC, kD, kE})
+    store_.note_successor(only(kA), next, core::hash_op(next));
   ASSERT_EQ(persistence_->saved().size(), 5u);
   const fu::PlanRef full = only(kA);
-  store_.note_successor(full, kF);
+  store_.note_successor(full, kF, core::hash_op(kF));
   EXPECT_EQ(persistence_->saved().size(), 5u);
   EXPECT_EQ(only(kA), full);  // not replaced
   EXPECT_EQ(names(full->successors), (std::vector<std::string>{"log", "sin", "cos", "tanh"}));
@@ -102,9 +103,11 @@ TEST_F(PlanStoreTest, APlanWithAllTheSuccessorsItKeepsLearnsNoMore) {
 // churn the cap is there to prevent.
 TEST_F(PlanStoreTest, AFullPlanLearnsNoMoreFromACallerHoldingAnOlderCopy) {
   const fu::PlanRef old = store_.add(draft(kA));
-  for (const core::OpDesc& next : {kB, kC, kD, kE}) store_.note_successor(only(kA), next);
+  for (const core::OpDesc& next : {kB, kC, kD, kE})
+    store_.note_successor(only(kA), next, core::hash_op(next));
   ASSERT_EQ(persistence_->saved().size(), 5u);
-  store_.note_successor(old, kF);  // `old` has no successors; the stored plan has four
+  store_.note_successor(old, kF,
+                        core::hash_op(kF));  // `old` has no successors; the stored plan has four
   EXPECT_EQ(persistence_->saved().size(), 5u);
   EXPECT_EQ(names(only(kA)->successors), (std::vector<std::string>{"log", "sin", "cos", "tanh"}));
 }
@@ -116,7 +119,7 @@ TEST_F(PlanStoreTest, APlanEvictedMeanwhileLearnsNothing) {
   small.add(draft(kB));  // full: A goes
   ASSERT_EQ(small.size(), 1u);
   const std::size_t saves = persistence_->saved().size();
-  small.note_successor(a, kC);
+  small.note_successor(a, kC, core::hash_op(kC));
   EXPECT_EQ(persistence_->saved().size(), saves);
   EXPECT_EQ(small.size(), 1u);
   fu::PlanRefs out;
@@ -135,7 +138,7 @@ TEST_F(PlanStoreTest, APlanEvictedFromASharedBucketLearnsNothing) {
   small.touch(*two);
   small.add(draft(kC));  // full: `one` (least recently used) goes
   const std::size_t saves = persistence_->saved().size();
-  small.note_successor(one, kD);
+  small.note_successor(one, kD, core::hash_op(kD));
   EXPECT_EQ(persistence_->saved().size(), saves);
   fu::PlanRefs out;
   small.starting_with(kA, out);
