@@ -5,7 +5,9 @@
 // outputs do not read again is folded as it is computed, without the row buffer. The same text runs
 // a whole row or, for long rows, the part of one that a call's mode asks for; rows strided along
 // the axis run by column tiles (jit/cpp_reduce_columns.cpp).
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jit/cpp_codegen.h"
@@ -94,13 +96,22 @@ class CppRowSource final : public CppReduceSource {
     return true;
   }
 
-  // The stage whose values (kept in its row buffer) register r is, or -1: a stage input the
-  // program computes and the outputs read.
-  int cached_stage(std::int32_t r) const {
-    for (std::size_t k = 0; k < p_.anchor.stages.size(); ++k)
+  // The stage below `before` whose values (kept in its row buffer) register r is, or -1: a stage
+  // input the program computes and the outputs read.
+  int cached_stage(std::int32_t r, std::size_t before) const {
+    for (std::size_t k = 0; k < std::min(before, p_.anchor.stages.size()); ++k)
       if (p_.anchor.stages[k].input == r && stage_input_load(p_, k) < 0 && !folds_directly(k))
         return static_cast<int>(k);
     return -1;
+  }
+
+  // The registers kept in the row buffers of stages below `before` (1 each), and whether any is.
+  std::pair<std::vector<char>, bool> buffered(std::size_t before) const {
+    std::vector<char> leaves(static_cast<std::size_t>(p_.num_registers), 0);
+    bool any = false;
+    for (std::size_t r = 0; r < leaves.size(); ++r)
+      if (cached_stage(static_cast<std::int32_t>(r), before) >= 0) leaves[r] = 1, any = true;
+    return {leaves, any};
   }
 
   // A walk over elements [j0, j1) of the row, as runs along the innermost dimension: `body` is
@@ -160,13 +171,14 @@ class CppRowSource final : public CppReduceSource {
     return "q" + std::to_string(j) + "[i]";
   }
 
-  // The instructions' lines; with `from_rows`, a stage input reads the stage's row buffer at the
-  // element's index in the row (t + i) instead of being computed again.
+  // The instructions' lines. With a row of one chunk (whose stages' values are all in their
+  // buffers), a stage input of a stage below `buffers_before` reads the stage's row buffer at the
+  // element's index in the row (`at`) instead of being computed again.
   std::string lines(const std::vector<const Instruction*>& code, const std::string& indent,
-                    bool from_rows = false) const {
+                    std::size_t buffers_before = 0, const std::string& at = {}) const {
     return CppReduceSource::lines(code, indent, [&](std::int32_t r) -> std::string {
-      const int k = from_rows ? cached_stage(r) : -1;
-      return k < 0 ? std::string() : "tmp" + std::to_string(k) + "[t + i]";
+      const int k = cached_stage(r, buffers_before);
+      return k < 0 ? std::string() : "tmp" + std::to_string(k) + "[" + at + "]";
     });
   }
 
@@ -180,10 +192,25 @@ class CppRowSource final : public CppReduceSource {
            ";\n          (void)q" + js + ";\n";
     }
     const std::int32_t input = p_.anchor.stages[k].input;
-    s += "          f.push([&](long long i) -> Op" + std::to_string(k) + "::value {\n";
-    s += lines(closure({input}), "            ");
-    s += "            return " + register_name(input) + ";\n";
-    s += "          }, blen);\n        }\n";
+    const auto push = [&](const std::vector<const Instruction*>& code, std::size_t buffers_before,
+                          const std::string& indent) {
+      std::string p = indent + "f.push([&](long long i) -> Op" + std::to_string(k) + "::value {\n";
+      p += lines(code, indent + "  ", buffers_before, "start + i");
+      p += indent + "  return " + register_name(input) + ";\n";
+      return p + indent + "}, blen);\n";
+    };
+    // In a row of one chunk, what earlier stages computed is read from their buffers (a layer
+    // norm's variance reads the mean's input instead of computing a GELU again).
+    const auto [leaves, any_buffered] = buffered(k);
+    const std::vector<const Instruction*> computed = closure({input});
+    const std::vector<const Instruction*> from_buffers = closure({input}, leaves);
+    if (any_buffered && from_buffers.size() < computed.size())
+      s += "          if (L->mode == 0 && n <= " + std::to_string(kChunk) + ")\n" +
+           push(from_buffers, k, "            ") + "          else\n" +
+           push(computed, 0, "            ");
+    else
+      s += push(computed, 0, "          ");
+    s += "        }\n";
     return s;
   }
 
@@ -261,16 +288,15 @@ class CppRowSource final : public CppReduceSource {
                                    : "q" + std::to_string(k) + "[i]";
         stores += "          " + store_line(out, at);
       }
-      std::vector<char> leaves(static_cast<std::size_t>(p_.num_registers), 0);
-      bool any_cached = false;
-      for (std::size_t r = 0; r < leaves.size(); ++r)
-        if (cached_stage(static_cast<std::int32_t>(r)) >= 0) leaves[r] = 1, any_cached = true;
+      const auto [leaves, any_cached] = buffered(p_.anchor.stages.size());
       if (any_cached) {
         // A whole row of one chunk, whose stages' values are all in their buffers.
         s += "      if (L->mode == 0 && n <= " + std::to_string(kChunk) + ") {\n";
         s += "        long long t = 0;\n";
-        s += walk("j0", "j1", lines(closure(roots, leaves), "          ", true) + stores,
-                  "          t += len;\n", "        ");
+        s += walk(
+            "j0", "j1",
+            lines(closure(roots, leaves), "          ", p_.anchor.stages.size(), "t + i") + stores,
+            "          t += len;\n", "        ");
         s += "      } else\n";
       }
       s += walk("j0", "j1", lines(closure(roots), "          ") + stores, "", "      ");

@@ -59,6 +59,17 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
   for (const ProgramOutput& o : p.outputs)
     if (!o.per_row) outs.push_back(o.reg);
   plan.output_code = prologue_closure(p, outs);
+  std::vector<char> computed(p.prologue.size(), 0);
+  const auto not_yet = [&](const std::vector<std::size_t>& code) {
+    std::vector<std::size_t> fresh;
+    for (std::size_t i : code)
+      if (!computed[i]) fresh.push_back(i);
+    for (std::size_t i : code) computed[i] = 1;
+    return fresh;
+  };
+  for (const std::vector<std::size_t>& code : plan.stage_code)
+    plan.stage_code_one_pass.push_back(not_yet(code));
+  plan.output_code_one_pass = not_yet(plan.output_code);
   plan.row_code.resize(p.anchor.stages.size() + 1);
   for (std::size_t i = 0; i < p.epilogue.size(); ++i)
     plan.row_code[plan.needs[static_cast<std::size_t>(p.epilogue[i].out)]].push_back(i);
@@ -160,8 +171,12 @@ void ReduceRunner::row_groups(std::size_t upto, const std::int64_t* results) {
   for (std::size_t g = 0; g <= upto; ++g) row_group(g, results);
 }
 
-// Stage k's accumulator of block b of the row (the row's code up to stage k has run).
 void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc) {
+  fold_block(k, b, acc, plan_.stage_code[k]);
+}
+
+void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc,
+                              const std::vector<std::size_t>& code) {
   const FoldFns& f = *plan_.folds[k];
   const std::int64_t start = b * SF_REDUCE_BLOCK, len = sf_reduce_block_len(layout_.n, b);
   alignas(64) unsigned char state[kFoldBytes];
@@ -169,30 +184,34 @@ void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc) {
   const std::int32_t input = p_.anchor.stages[k].input;
   for (std::int64_t c = 0; c < len; c += kChunk) {
     const std::int64_t m = std::min(kChunk, len - c);
-    pass(plan_.stage_code[k], start + c, m);
+    pass(code, start + c, m);
     f.push(state, reg(input), m);
   }
   f.result(state, acc);
 }
 
-// Stage k of the row, every block, into results[k].
-void ReduceRunner::stage(std::size_t k, std::int64_t* results) {
+void ReduceRunner::stage(std::size_t k, std::int64_t* results,
+                         const std::vector<std::size_t>& code) {
   const FoldFns& f = *plan_.folds[k];
   alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
   f.identity(acc);
   for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
-    fold_block(k, b, part);
+    fold_block(k, b, part, code);
     f.merge(acc, part);
   }
   results[k] = f.finish(acc, layout_.n);
 }
 
-// Per-element outputs of elements [begin, end) of the row (every row group has run).
 void ReduceRunner::outputs(std::int64_t begin, std::int64_t end) {
+  outputs(begin, end, plan_.output_code);
+}
+
+void ReduceRunner::outputs(std::int64_t begin, std::int64_t end,
+                           const std::vector<std::size_t>& code) {
   const std::size_t ni = p_.inputs.size();
   for (std::int64_t j = begin; j < end; j += kChunk) {
     const std::int64_t m = std::min(kChunk, end - j);
-    pass(plan_.output_code, j, m);
+    pass(code, j, m);
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       if (p_.outputs[o].per_row) continue;
       const int k = static_cast<int>(ni + o);
@@ -218,12 +237,15 @@ void ReduceRunner::whole_row(std::int64_t row) {
   set_row(row);
   std::int64_t results[kMaxReduceStages] = {};
   const std::size_t stages = p_.anchor.stages.size();
+  // A row of one pass (one block, one chunk) keeps what each pass computed in its registers.
+  static_assert(SF_REDUCE_BLOCK >= kChunk);
+  const bool one_pass = layout_.n <= kChunk;
   for (std::size_t k = 0; k < stages; ++k) {
     row_group(k, results);
-    stage(k, results);
+    stage(k, results, one_pass ? plan_.stage_code_one_pass[k] : plan_.stage_code[k]);
   }
   row_group(stages, results);
-  outputs(0, layout_.n);
+  outputs(0, layout_.n, one_pass ? plan_.output_code_one_pass : plan_.output_code);
   row_outputs();
 }
 

@@ -28,6 +28,12 @@ struct ReducePlan {
   std::vector<backends::cpu::ChunkFn> epilogue_fns;  // per epilogue instruction (kOp)
   std::vector<std::vector<std::size_t>> stage_code;  // per stage: prologue instructions
   std::vector<std::size_t> output_code;              // prologue instructions of the outputs
+  // The same for a row that one pass covers (at most kChunk elements: one block, one chunk),
+  // where every value an earlier pass computed is still in its register: each pass runs only
+  // what no earlier one ran (a layer norm after a GELU computes erf once per element, not three
+  // times).
+  std::vector<std::vector<std::size_t>> stage_code_one_pass;
+  std::vector<std::size_t> output_code_one_pass;
   std::vector<std::vector<std::size_t>> row_code;    // per group g: epilogue instructions
   std::vector<const backends::cpu::FoldFns*> folds;  // per stage
 };
@@ -65,14 +71,18 @@ class ReduceRunner {
   void row_group(std::size_t group, const std::int64_t* results);
   void row_groups(std::size_t upto, const std::int64_t* results);
 
-  // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
+  // Stage k's accumulator of block b of the row (the row's code up to stage k has run), its
+  // values computed by `code` (plan_.stage_code[k] unless the row is one pass).
   void fold_block(std::size_t k, std::int64_t b, void* acc);
+  void fold_block(std::size_t k, std::int64_t b, void* acc, const std::vector<std::size_t>& code);
 
   // Stage k of the row, every block, into results[k].
-  void stage(std::size_t k, std::int64_t* results);
+  void stage(std::size_t k, std::int64_t* results, const std::vector<std::size_t>& code);
 
-  // Per-element outputs of elements [begin, end) of the row (every row group has run).
+  // Per-element outputs of elements [begin, end) of the row (every row group has run), computed
+  // by `code` (plan_.output_code unless the row is one pass).
   void outputs(std::int64_t begin, std::int64_t end);
+  void outputs(std::int64_t begin, std::int64_t end, const std::vector<std::size_t>& code);
   void row_outputs();
 
   // Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,

@@ -105,6 +105,29 @@ TEST_F(ReduceFusionTest, NormalizationsAreOneKernel) {
       {x});
 }
 
+// A layer norm of a computed value (a GELU and a residual add, as an MLP block ends) is one
+// kernel. In a row of at most one chunk (2048 elements) the variance and the outputs read the
+// values the mean's pass computed (the compiled kernel from its row buffer, the interpreter from
+// its registers) instead of computing the GELU again; longer rows compute them again. The same
+// bits either way, at the chunk's edge and across it.
+TEST_F(ReduceFusionTest, LaterPassesReuseWhatTheFirstComputed) {
+  const auto block_end = [](const std::vector<Tensor>& in) {
+    const Tensor h = in[0] + sf::nn::gelu(in[1]);
+    return std::vector<Tensor>{h, sf::nn::layer_norm(h, {in[0].size(-1)})};
+  };
+  const auto centered_squares = [](const std::vector<Tensor>& in) {
+    const Tensor e = sf::exp(in[1] * 0.25f) - in[0];
+    const Tensor c = e - sf::mean(e, -1, true);
+    return std::vector<Tensor>{sf::sum(c * c, -1), sf::max(c * e, -1)};
+  };
+  for (std::int64_t n : {1, 32, 2047, 2048, 2049, 5000}) {
+    const Tensor x = random_tensor({5, n}, sf::kF32, -3, 3, 20 + n);
+    const Tensor y = random_tensor({5, n}, sf::kF32, -3, 3, 30 + n);
+    check("h and layer_norm(h), rows of " + std::to_string(n), block_end, {x, y});
+    check("three stages over a computed row of " + std::to_string(n), centered_squares, {x, y});
+  }
+}
+
 // Along the last axis (or one with only size-1 dimensions after it) a chain is one kernel; along
 // an inner axis the reduction stays unfused (a row-by-row kernel would read a cache line per
 // element), and the element-wise ops around it fuse on their own. Same bits either way.
