@@ -1,5 +1,6 @@
 // The interpreter of programs with a reduction anchor: a launch's rows (or column tiles of rows)
 // over the threads, each run by a ReduceRunner (jit/reduce_runner.h) as the program says.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,12 @@ class Interpreted final : public ReduceExecutor {
         plan_(plan) {}
 
   void whole_rows(std::int64_t begin, std::int64_t end) override {
+    if (const std::int64_t batch = ReduceRunner::batch_rows(layout_, end - begin); batch > 1) {
+      ReduceRunner run = runner(batch * layout_.n);
+      for (std::int64_t row = begin; row < end; row += batch)
+        run.row_batch(row, std::min(batch, end - row));
+      return;
+    }
     ReduceRunner run = runner(ReduceRunner::row_span(layout_));
     for (std::int64_t row = begin; row < end; ++row) run.whole_row(row);
   }

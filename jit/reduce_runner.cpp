@@ -71,8 +71,12 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
     plan.stage_code_one_pass.push_back(not_yet(code));
   plan.output_code_one_pass = not_yet(plan.output_code);
   plan.row_code.resize(p.anchor.stages.size() + 1);
-  for (std::size_t i = 0; i < p.epilogue.size(); ++i)
-    plan.row_code[plan.needs[static_cast<std::size_t>(p.epilogue[i].out)]].push_back(i);
+  plan.row_code_loads.resize(plan.row_code.size(), 0);
+  for (std::size_t i = 0; i < p.epilogue.size(); ++i) {
+    const std::size_t group = plan.needs[static_cast<std::size_t>(p.epilogue[i].out)];
+    plan.row_code[group].push_back(i);
+    if (p.epilogue[i].kind == InstrKind::kLoad) plan.row_code_loads[group] = 1;
+  }
   return plan;
 }
 
@@ -249,30 +253,109 @@ void ReduceRunner::whole_row(std::int64_t row) {
   row_outputs();
 }
 
-// Register r holds `value` (of its type) in its first `count` positions.
-void ReduceRunner::splat(std::int32_t r, const void* value, std::int64_t count) {
+void ReduceRunner::row_batch(std::int64_t row, std::int64_t count) {
+  const std::int64_t n = layout_.n;
+  const std::size_t stages = p_.anchor.stages.size();
+  std::int64_t results[kBatchRows][kMaxReduceStages] = {};
+  const auto groups = [&](std::size_t g) {
+    for (std::int64_t t = 0; t < count; ++t) {
+      if (plan_.row_code_loads[g]) set_row(row + t);
+      batch_group(g, results[t], t);
+    }
+  };
+  for (std::size_t k = 0; k < stages; ++k) {
+    groups(k);
+    pass(plan_.stage_code_one_pass[k], layout_.it, operands_, row * n, count * n);
+    // Each row's fold, as stage() folds a row of one block and one chunk.
+    const FoldFns& f = *plan_.folds[k];
+    const std::int32_t input = p_.anchor.stages[k].input;
+    const std::size_t bytes = value_size(plan_.types[static_cast<std::size_t>(input)]);
+    for (std::int64_t t = 0; t < count; ++t) {
+      alignas(64) unsigned char state[kFoldBytes];
+      alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
+      f.identity(acc);
+      f.begin(state, layout_.lanes[k], n, 0);
+      f.push(state, reg(input) + static_cast<std::size_t>(t * n) * bytes, n);
+      f.result(state, part);
+      f.merge(acc, part);
+      results[t][k] = f.finish(acc, n);
+    }
+  }
+  groups(stages);
+  pass(plan_.output_code_one_pass, layout_.it, operands_, row * n, count * n);
+  const std::size_t ni = p_.inputs.size();
+  for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+    const std::int32_t r = p_.outputs[o].reg;
+    const DType from = storage_dtype_of(plan_.types[static_cast<std::size_t>(r)]);
+    const int k = static_cast<int>(ni + o);
+    if (!p_.outputs[o].per_row) {
+      chunk_.scatter(layout_.it, operands_[static_cast<std::size_t>(k)], k, from, row * n,
+                     count * n, reg(r));
+      continue;
+    }
+    for (std::int64_t t = 0; t < count; ++t) {
+      set_row(row + t);
+      chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k, from, 0, 1,
+                     reg(r) + static_cast<std::size_t>(t * n) * element_size(from));
+    }
+  }
+}
+
+void ReduceRunner::batch_group(std::size_t group, const std::int64_t* results, std::int64_t t) {
+  const std::int64_t n = layout_.n, from = t * n;
+  const auto at = [&](std::int32_t r) {
+    return reg(r) +
+           static_cast<std::size_t>(from) * value_size(plan_.types[static_cast<std::size_t>(r)]);
+  };
+  for (std::size_t i : plan_.row_code[group]) {
+    const Instruction& in = p_.epilogue[i];
+    switch (in.kind) {
+      case InstrKind::kScalar:
+        break;
+      case InstrKind::kReduced:
+        splat(in.out, &results[in.index], n, from);
+        break;
+      case InstrKind::kLoad:
+        chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+                      storage_dtype_of(in.type), 0, 1, at(in.out));
+        splat(in.out, at(in.out), n, from);
+        break;
+      default:
+        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, at, 1);
+        splat(in.out, at(in.out), n, from);
+        break;
+    }
+  }
+}
+
+// Register r holds `value` (of its type) in positions [from, from + count).
+void ReduceRunner::splat(std::int32_t r, const void* value, std::int64_t count, std::int64_t from) {
   switch (value_size(plan_.types[static_cast<std::size_t>(r)])) {
     case 1:
-      fill<std::uint8_t>(r, value, count);
+      fill<std::uint8_t>(r, value, count, from);
       break;
     case 2:
-      fill<std::uint16_t>(r, value, count);
+      fill<std::uint16_t>(r, value, count, from);
       break;
     case 4:
-      fill<std::uint32_t>(r, value, count);
+      fill<std::uint32_t>(r, value, count, from);
       break;
     default:
-      fill<std::uint64_t>(r, value, count);
+      fill<std::uint64_t>(r, value, count, from);
       break;
   }
 }
 
-// Per-element instructions `code` for elements [j, j + m) of the row.
 void ReduceRunner::pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m) {
+  pass(code, inner_, row_ops_, j, m);
+}
+
+void ReduceRunner::pass(const std::vector<std::size_t>& code, const Iteration& it,
+                        std::span<const Operand> operands, std::int64_t j, std::int64_t m) {
   for (std::size_t i : code) {
     const Instruction& in = p_.prologue[i];
     if (in.kind == InstrKind::kLoad)
-      chunk_.gather(inner_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
+      chunk_.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,
                     storage_dtype_of(in.type), j, m, reg(in.out));
     else if (in.kind != InstrKind::kScalar)
       run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), m);

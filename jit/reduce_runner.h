@@ -35,6 +35,7 @@ struct ReducePlan {
   std::vector<std::vector<std::size_t>> stage_code_one_pass;
   std::vector<std::size_t> output_code_one_pass;
   std::vector<std::vector<std::size_t>> row_code;    // per group g: epilogue instructions
+  std::vector<char> row_code_loads;                  // per group g: whether it loads a value
   std::vector<const backends::cpu::FoldFns*> folds;  // per stage
 };
 
@@ -65,6 +66,19 @@ class ReduceRunner {
     return std::min(kChunk, std::max<std::int64_t>(layout.n, 1));
   }
 
+  // How many of `rows` rows (ReduceWalk::kRows) row_batch runs at once: rows short enough that
+  // several fit in a pass (at most kBatchRows), else 1. A pass's registers then hold
+  // batch_rows * n positions.
+  static std::int64_t batch_rows(const ReduceLayout& layout, std::int64_t rows) {
+    if (layout.outer_rank == 0 || layout.n < 1 || layout.n > kChunk / 2) return 1;
+    return std::clamp<std::int64_t>(std::min(kChunk / layout.n, rows), 1, kBatchRows);
+  }
+  // Rows [row, row + count) of a ReduceWalk::kRows launch, count <= batch_rows(): every pass of
+  // per-element code runs over all of them at once (each instruction's loop over count * n
+  // values instead of count loops over n: a [4, 32] layer norm dispatched every instruction
+  // per row), and each row's values fold on their own, as whole_row folds them.
+  void row_batch(std::int64_t row, std::int64_t count);
+
   void set_row(std::int64_t row);
 
   // The per-row code that needs exactly `group` stages, given their results.
@@ -92,16 +106,21 @@ class ReduceRunner {
   void whole_row(std::int64_t row);
 
  private:
-  // Register r holds `value` (of its type) in its first `count` positions.
-  void splat(std::int32_t r, const void* value, std::int64_t count);
+  static constexpr std::int64_t kBatchRows = 64;
+
+  // Register r holds `value` (of its type) in positions [from, from + count).
+  void splat(std::int32_t r, const void* value, std::int64_t count, std::int64_t from = 0);
+  // The per-row code of group g for row t of a batch, whose per-row values are at positions
+  // [t * n, (t + 1) * n) of their registers (row_ops_: the row's operands).
+  void batch_group(std::size_t group, const std::int64_t* results, std::int64_t t);
   // The positions a pass over a row reads (a per-row value is splatted once per row; filling a
   // whole slot for a short row had cost 23 stores per element of a softmax of rows of 128).
   std::int64_t row_span() const { return row_span(layout_); }
   template <class Bits>
-  void fill(std::int32_t r, const void* value, std::int64_t count) {
+  void fill(std::int32_t r, const void* value, std::int64_t count, std::int64_t from) {
     Bits v;
     std::memcpy(&v, value, sizeof v);
-    std::fill_n(reinterpret_cast<Bits*>(reg(r)), count, v);
+    std::fill_n(reinterpret_cast<Bits*>(reg(r)) + from, count, v);
   }
   // The per-row code of group g over a tile of tlen rows: a per-row register holds its value
   // for each row, repeated for each step of a span (so that element code reads it by position).
@@ -118,6 +137,9 @@ class ReduceRunner {
 
   // Per-element instructions `code` for elements [j, j + m) of the row.
   void pass(const std::vector<std::size_t>& code, std::int64_t j, std::int64_t m);
+  // The same for flat elements [j, j + m) of iteration `it` over `operands`.
+  void pass(const std::vector<std::size_t>& code, const Iteration& it,
+            std::span<const Operand> operands, std::int64_t j, std::int64_t m);
 
   const FusedProgram& p_;
   const ReducePlan& plan_;

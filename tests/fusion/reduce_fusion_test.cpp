@@ -128,6 +128,24 @@ TEST_F(ReduceFusionTest, LaterPassesReuseWhatTheFirstComputed) {
   }
 }
 
+// Short rows run several at a time in the interpreter (each instruction over a batch of rows,
+// each row folded on its own): rows that fill batches and rows left over, per-row inputs (a
+// value per row, read by the code between the stages) and per-row outputs, each row's own.
+TEST_F(ReduceFusionTest, ShortRowsInBatches) {
+  const auto scaled = [](const std::vector<Tensor>& in) {
+    const Tensor v = sf::sum(in[0] * in[0], -1, true) * in[1];
+    return std::vector<Tensor>{v, in[0] / (v + 1.0f) - sf::max(in[0], -1, true)};
+  };
+  for (const sf::Shape& shape : {sf::Shape{1, 3}, sf::Shape{7, 1}, sf::Shape{67, 16},
+                                 sf::Shape{3, 50, 20}, sf::Shape{130, 512}}) {
+    sf::Shape per_row = shape;
+    per_row[per_row.rank() - 1] = 1;
+    const Tensor x = random_tensor(shape, sf::kF32, -2, 2, 40 + shape.numel());
+    const Tensor s = random_tensor(per_row, sf::kF32, 0.5, 2, 50 + shape.numel());
+    check("per-row scale and outputs of " + shape.to_string(), scaled, {x, s});
+  }
+}
+
 // Along the last axis (or one with only size-1 dimensions after it) a chain is one kernel; along
 // an inner axis the reduction stays unfused (a row-by-row kernel would read a cache line per
 // element), and the element-wise ops around it fuse on their own. Same bits either way.
