@@ -1,5 +1,8 @@
 #include "core/relative.h"
 
+#include <algorithm>
+#include <cassert>
+
 namespace streamfuse::core {
 
 void RelativeConverter::reset() {
@@ -10,20 +13,28 @@ void RelativeConverter::reset() {
 
 std::uint64_t DenseNumbering::number(std::uint64_t key) {
   if (index_.empty()) {
-    for (std::size_t i = 0; i < keys_.size(); ++i)
+    for (std::size_t i = keys_.size(); i-- > 0;)
       if (keys_[i] == key) return i;
-    keys_.push_back(key);
-    if (keys_.size() > kScanned)
-      for (std::size_t i = 0; i < keys_.size(); ++i) index_.emplace(keys_[i], i);
-    return keys_.size() - 1;
+    return add_new(key);
   }
   const auto [at, added] = index_.try_emplace(key, keys_.size());
   if (added) keys_.push_back(key);
   return at->second;
 }
 
-void RelativeConverter::convert_desc(const TensorDesc& global, TensorDesc& relative) {
-  relative.id = ids_.number(global.id);
+std::uint64_t DenseNumbering::add_new(std::uint64_t key) {
+  assert(std::find(keys_.begin(), keys_.end(), key) == keys_.end());
+  keys_.push_back(key);
+  if (!index_.empty()) {
+    index_.emplace(key, keys_.size() - 1);
+  } else if (keys_.size() > kScanned) {
+    for (std::size_t i = 0; i < keys_.size(); ++i) index_.emplace(keys_[i], i);
+  }
+  return keys_.size() - 1;
+}
+
+void RelativeConverter::convert_desc(const TensorDesc& global, TensorDesc& relative, bool output) {
+  relative.id = output ? ids_.add_new(global.id) : ids_.number(global.id);
   relative.shape = global.shape;
   for (int d = 0; d < global.shape.rank(); ++d) {
     const std::int64_t size = global.shape[d];
@@ -40,10 +51,10 @@ void RelativeConverter::convert(const OpDesc& global, OpDesc& relative) {
   relative.attrs = global.attrs;
   relative.inputs.resize(global.inputs.size());
   for (std::size_t i = 0; i < global.inputs.size(); ++i)
-    convert_desc(global.inputs[i], relative.inputs[i]);
+    convert_desc(global.inputs[i], relative.inputs[i], false);
   relative.outputs.resize(global.outputs.size());
   for (std::size_t i = 0; i < global.outputs.size(); ++i)
-    convert_desc(global.outputs[i], relative.outputs[i]);
+    convert_desc(global.outputs[i], relative.outputs[i], true);
   relative.scalars.resize(global.scalars.size());
   for (std::size_t i = 0; i < global.scalars.size(); ++i)
     relative.scalars[i] = Scalar::from_bits(global.scalars[i].kind(), next_scalar_++);

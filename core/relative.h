@@ -24,8 +24,12 @@ namespace streamfuse::core {
 // (DenseNumbering); a long segment's are indexed by hash past that.
 class DenseNumbering {
  public:
-  // The number of `key`: 0 for the first key seen, 1 for the next new one, and so on.
+  // The number of `key`: 0 for the first key seen, 1 for the next new one, and so on. The scan
+  // runs from the newest key: an op mostly reads what the ops just before it made.
   std::uint64_t number(std::uint64_t key);
+  // The number of `key`, which the caller knows is new (an op's output: a tensor the stream
+  // has just made), with no scan.
+  std::uint64_t add_new(std::uint64_t key);
   std::size_t size() const { return keys_.size(); }
   void clear() {
     keys_.clear();  // keeps its capacity: a segment's numbering allocates nothing once warm
@@ -46,7 +50,8 @@ class RelativeConverter {
   void reset();
 
  private:
-  void convert_desc(const TensorDesc& global, TensorDesc& relative);
+  // `output`: the tensor is new (every recorded output is a tensor made by its op).
+  void convert_desc(const TensorDesc& global, TensorDesc& relative, bool output);
 
   DenseNumbering ids_;
   DenseNumbering sizes_;  // of sizes other than 1 (id 0): a size's id is its number + 1
