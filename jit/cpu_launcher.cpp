@@ -9,6 +9,7 @@
 #include "backends/cpu/views.h"
 #include "jit/interpreter.h"
 #include "jit/launch_key.h"
+#include "jit/reduce_launch_memo.h"
 #include "jit/reduce_layout.h"
 #include "streamfuse/error.h"
 
@@ -93,13 +94,13 @@ void CpuLauncher::launch_reduce(const FusedProgram& program, const ProgramFacts&
                                 std::span<const LaunchOperand> inputs,
                                 std::span<const LaunchOperand> outputs,
                                 std::span<const std::int64_t> scalars) {
-  const ReduceLayout layout = make_reduce_layout(program, shape, ops);
+  const ReduceLayout& layout = ReduceLaunchMemo::layout(program, facts.hash, shape, ops);
   if (layout.rows == 0) return;
   const int threads =
       backends::cpu::threads_beside_background(num_threads_.load(std::memory_order_relaxed));
   if (cache_ && compile_.load(std::memory_order_relaxed)) {
-    const SpecializationKey key =
-        launch_key(program, facts, layout.it, ops, inputs, outputs, scalars);
+    const SpecializationKey& key =
+        ReduceLaunchMemo::key(program, facts, ops, inputs, outputs, scalars);
     if (std::optional<ReadyKernel> kernel = cache_->find_or_request(facts.hash, program, key)) {
       CompiledReduce executor(kernel->cpu_reduce(), layout, ops, scalars);
       run_reduce(layout, program.anchor.stages.size(), threads, executor);

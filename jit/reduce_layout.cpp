@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/reduce_ops.h"
 #include "backends/cpu/views.h"
 #include "jit/kernel_abi.h"
+#include "jit/reduce_launch_memo.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::jit {
@@ -117,7 +118,7 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
   return layout;
 }
 
-bool reduce_walks_well(const FusedProgram& program, const Shape& shape,
+bool reduce_walks_well(const FusedProgram& program, std::uint64_t hash, const Shape& shape,
                        std::span<const LaunchOperand> inputs) {
   boost::container::small_vector<Operand, 16> ops;
   for (const LaunchOperand& in : inputs)
@@ -133,7 +134,7 @@ bool reduce_walks_well(const FusedProgram& program, const Shape& shape,
       if (out.per_row && rows[d] != shape[d]) o.strides[static_cast<std::size_t>(d)] = 0;
     ops.push_back(o);
   }
-  return make_reduce_layout(program, shape, ops).walk != ReduceWalk::kStrided;
+  return ReduceLaunchMemo::layout(program, hash, shape, ops).walk != ReduceWalk::kStrided;
 }
 
 void run_reduce(const ReduceLayout& layout, std::size_t num_stages, int num_threads,

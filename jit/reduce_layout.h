@@ -49,7 +49,9 @@ ReduceLayout make_reduce_layout(const FusedProgram& program, const Shape& shape,
 // Whether `program` over `shape` walks memory as well as its ops run one by one would
 // (ReduceWalk::kRows or kColumns) with these inputs and its outputs laid out as the reduce
 // optimization allocates them (contiguous; per-row ones as the reduced shape).
-bool reduce_walks_well(const FusedProgram& program, const Shape& shape,
+// `hash`: the program's (ProgramFacts::hash); the layout is the one the launch then finds made
+// (jit/reduce_launch_memo.h).
+bool reduce_walks_well(const FusedProgram& program, std::uint64_t hash, const Shape& shape,
                        std::span<const LaunchOperand> inputs);
 
 // The input whose load stage k reduces as it is (the unfused reduction reads that tensor in its

@@ -71,6 +71,14 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
     plan.stage_code_one_pass.push_back(not_yet(code));
   plan.output_code_one_pass = not_yet(plan.output_code);
   plan.row_code.resize(p.anchor.stages.size() + 1);
+  plan.element_read.resize(static_cast<std::size_t>(p.num_registers), 0);
+  for (const Instruction& in : p.prologue)
+    for (std::int32_t a : in.args)
+      if (a >= 0) plan.element_read[static_cast<std::size_t>(a)] = 1;
+  for (const ReduceStage& st : p.anchor.stages)
+    plan.element_read[static_cast<std::size_t>(st.input)] = 1;
+  for (const ProgramOutput& o : p.outputs)
+    if (!o.per_row) plan.element_read[static_cast<std::size_t>(o.reg)] = 1;
   plan.row_code_loads.resize(plan.row_code.size(), 0);
   for (std::size_t i = 0; i < p.epilogue.size(); ++i) {
     const std::size_t group = plan.needs[static_cast<std::size_t>(p.epilogue[i].out)];
@@ -152,20 +160,21 @@ void ReduceRunner::set_row(std::int64_t row) {
 void ReduceRunner::row_group(std::size_t group, const std::int64_t* results) {
   for (std::size_t i : plan_.row_code[group]) {
     const Instruction& in = p_.epilogue[i];
+    const std::int64_t span = plan_.element_read[static_cast<std::size_t>(in.out)] ? row_span() : 1;
     switch (in.kind) {
       case InstrKind::kScalar:
         break;
       case InstrKind::kReduced:
-        splat(in.out, &results[in.index], row_span());
+        splat(in.out, &results[in.index], span);
         break;
       case InstrKind::kLoad:
         chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
                       storage_dtype_of(in.type), 0, 1, reg(in.out));
-        splat(in.out, reg(in.out), row_span());
+        splat(in.out, reg(in.out), span);
         break;
       default:
         run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), 1);
-        splat(in.out, reg(in.out), row_span());
+        splat(in.out, reg(in.out), span);
         break;
     }
   }
@@ -309,20 +318,21 @@ void ReduceRunner::batch_group(std::size_t group, const std::int64_t* results, s
   };
   for (std::size_t i : plan_.row_code[group]) {
     const Instruction& in = p_.epilogue[i];
+    const std::int64_t span = plan_.element_read[static_cast<std::size_t>(in.out)] ? n : 1;
     switch (in.kind) {
       case InstrKind::kScalar:
         break;
       case InstrKind::kReduced:
-        splat(in.out, &results[in.index], n, from);
+        splat(in.out, &results[in.index], span, from);
         break;
       case InstrKind::kLoad:
         chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
                       storage_dtype_of(in.type), 0, 1, at(in.out));
-        splat(in.out, at(in.out), n, from);
+        splat(in.out, at(in.out), span, from);
         break;
       default:
         run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, at, 1);
-        splat(in.out, at(in.out), n, from);
+        splat(in.out, at(in.out), span, from);
         break;
     }
   }

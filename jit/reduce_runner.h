@@ -34,8 +34,12 @@ struct ReducePlan {
   // times).
   std::vector<std::vector<std::size_t>> stage_code_one_pass;
   std::vector<std::size_t> output_code_one_pass;
-  std::vector<std::vector<std::size_t>> row_code;    // per group g: epilogue instructions
-  std::vector<char> row_code_loads;                  // per group g: whether it loads a value
+  std::vector<std::vector<std::size_t>> row_code;  // per group g: epilogue instructions
+  std::vector<char> row_code_loads;                // per group g: whether it loads a value
+  // Per register: whether per-element code reads it (a prologue instruction, a stage or an
+  // element output). Only such per-row values are repeated along the row; the rest are read
+  // at their row's first position only (by per-row code and per-row outputs).
+  std::vector<char> element_read;
   std::vector<const backends::cpu::FoldFns*> folds;  // per stage
 };
 

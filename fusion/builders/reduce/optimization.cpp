@@ -73,7 +73,7 @@ void ReduceOptimization::execute(ExecutionContext& context) {
   // along an axis, the kernel must walk memory by rows or by column tiles
   // (jit::reduce_walks_well): a layout that is neither would be read a cache line per element,
   // many times slower than unfused.
-  if (!failed && !jit::reduce_walks_well(p, shape, ins)) {
+  if (!failed && !jit::reduce_walks_well(p, kernel_.facts.hash, shape, ins)) {
     for (std::size_t i = 0; i < len_; ++i) context.run_operation(i);
     return;
   }
