@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -151,8 +152,23 @@ struct Window {
   bool ceil_mode = false;         // pools: a last, partial window where floor would drop it
   bool count_include_pad = true;  // AvgPool2d: padding positions count in the divisor
 
-  friend bool operator==(const Window&, const Window&) = default;
+  // Every field, as eight-byte words where they pack: matching compares a recorded op's
+  // attributes with a plan's at every op, and the defaulted compare called memcmp per array.
+  friend bool operator==(const Window& a, const Window& b) {
+    return pair_bits(a.kernel) == pair_bits(b.kernel) &&
+           pair_bits(a.stride) == pair_bits(b.stride) &&
+           pair_bits(a.padding) == pair_bits(b.padding) &&
+           pair_bits(a.dilation) == pair_bits(b.dilation) && a.groups == b.groups &&
+           a.ceil_mode == b.ceil_mode && a.count_include_pad == b.count_include_pad;
+  }
+
+ private:
+  static std::uint64_t pair_bits(const std::array<std::int32_t, 2>& p) {
+    return std::bit_cast<std::uint64_t>(p);
+  }
 };
+// A field added to Window must be added to its operator== (and to hash_op).
+static_assert(sizeof(Window) == 40);
 
 // The [N, C, H, W] output shape of window op `kind` over `input` ([N, C, H, W]) with `window`
 // (Conv2d: `weight` [O, C / groups, kH, kW] gives kernel and O), or nullopt with `why` saying
@@ -175,8 +191,17 @@ struct OpAttrs {
   // kWindow ops.
   Window window;
 
-  friend bool operator==(const OpAttrs&, const OpAttrs&) = default;
+  // As Window's: the permutation as one word, not a memcmp call.
+  friend bool operator==(const OpAttrs& a, const OpAttrs& b) {
+    static_assert(sizeof(a.perm) == sizeof(std::uint64_t));
+    return a.dtype == b.dtype && a.scalar_side == b.scalar_side && a.axis == b.axis &&
+           a.keepdim == b.keepdim &&
+           std::bit_cast<std::uint64_t>(a.perm) == std::bit_cast<std::uint64_t>(b.perm) &&
+           a.window == b.window;
+  }
 };
+// A field added to OpAttrs must be added to its operator== (and to hash_op).
+static_assert(sizeof(OpAttrs) == 52);
 
 struct TensorDesc {
   TensorId id = 0;

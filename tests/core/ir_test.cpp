@@ -48,7 +48,26 @@ TEST(IrTest, EqualityAndHashCoverEveryField) {
   differs([](core::OpDesc& c) { c.scalars[0] = 2; });  // same value, other kind
   differs([](core::OpDesc& c) { c.attrs.scalar_side = core::ScalarSide::kLhs; });
   differs([](core::OpDesc& c) { c.attrs.perm[3] = 1; });
+  differs([](core::OpDesc& c) { c.attrs.perm[7] = -1; });
+  differs([](core::OpDesc& c) { c.attrs.dtype = streamfuse::kI32; });
+  differs([](core::OpDesc& c) { c.attrs.axis = 1; });
+  differs([](core::OpDesc& c) { c.attrs.keepdim = true; });
   EXPECT_EQ(core::to_string(a), "mul(t1:[2, 3]:f32:ro, 2)[scalar rhs] -> t2:[2, 3]:f32");
+
+  // A window op's every window field (operator== compares them by hand, as words).
+  a.kind = core::OpKind::kAvgPool2d;
+  a.scalars.clear();
+  a.attrs.scalar_side = core::ScalarSide::kNone;
+  b = a;
+  EXPECT_EQ(a, b);
+  differs([](core::OpDesc& c) { c.attrs.window.kernel[0] = 3; });
+  differs([](core::OpDesc& c) { c.attrs.window.kernel[1] = 3; });
+  differs([](core::OpDesc& c) { c.attrs.window.stride[1] = 2; });
+  differs([](core::OpDesc& c) { c.attrs.window.padding[0] = 1; });
+  differs([](core::OpDesc& c) { c.attrs.window.dilation[1] = 2; });
+  differs([](core::OpDesc& c) { c.attrs.window.groups = 2; });
+  differs([](core::OpDesc& c) { c.attrs.window.ceil_mode = true; });
+  differs([](core::OpDesc& c) { c.attrs.window.count_include_pad = false; });
 }
 
 // Plans are relative: their numbers are ids and placeholders, and print as such (a placeholder's
