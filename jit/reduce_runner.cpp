@@ -255,7 +255,14 @@ void ReduceRunner::whole_row(std::int64_t row) {
   const bool one_pass = layout_.n <= kChunk;
   for (std::size_t k = 0; k < stages; ++k) {
     row_group(k, results);
-    stage(k, results, one_pass ? plan_.stage_code_one_pass[k] : plan_.stage_code[k]);
+    if (one_pass && layout_.n > 0) {  // the row's values in one pass, folded by one call
+      // (an empty row has no block to fold: its results are the identity's, as stage() gives)
+      pass(plan_.stage_code_one_pass[k], 0, layout_.n);
+      plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), 1, layout_.n, layout_.lanes[k],
+                           &results[k], 1);
+    } else {
+      stage(k, results, plan_.stage_code[k]);
+    }
   }
   row_group(stages, results);
   outputs(0, layout_.n, one_pass ? plan_.output_code_one_pass : plan_.output_code);
@@ -276,19 +283,8 @@ void ReduceRunner::row_batch(std::int64_t row, std::int64_t count) {
     groups(k);
     pass(plan_.stage_code_one_pass[k], layout_.it, operands_, row * n, count * n);
     // Each row's fold, as stage() folds a row of one block and one chunk.
-    const FoldFns& f = *plan_.folds[k];
-    const std::int32_t input = p_.anchor.stages[k].input;
-    const std::size_t bytes = value_size(plan_.types[static_cast<std::size_t>(input)]);
-    for (std::int64_t t = 0; t < count; ++t) {
-      alignas(64) unsigned char state[kFoldBytes];
-      alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
-      f.identity(acc);
-      f.begin(state, layout_.lanes[k], n, 0);
-      f.push(state, reg(input) + static_cast<std::size_t>(t * n) * bytes, n);
-      f.result(state, part);
-      f.merge(acc, part);
-      results[t][k] = f.finish(acc, n);
-    }
+    plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), count, n, layout_.lanes[k], &results[0][k],
+                         kMaxReduceStages);
   }
   groups(stages);
   pass(plan_.output_code_one_pass, layout_.it, operands_, row * n, count * n);

@@ -66,9 +66,20 @@ struct Folds {
     for (std::int64_t t = 0; t < count; ++t) out[t] = bits(a[t], n);
   }
 
-  static constexpr FoldFns kFns{begin,        push,         result,          identity,
-                                merge,        finish,       column_identity, column_step,
-                                column_merge, column_finish};
+  static void rows(const void* values, std::int64_t count, std::int64_t n, int lanes,
+                   std::int64_t* results, std::int64_t stride) {
+    for (std::int64_t t = 0; t < count; ++t) {
+      const S* x = static_cast<const S*>(values) + t * n;
+      Fold f;
+      f.begin(lanes, n, 0);
+      f.push([x](long long i) { return reduce_ops::value_of<Op>(x[i]); }, n);
+      results[t * stride] = bits(Op::merge(Op::identity(), f.result()), n);
+    }
+  }
+
+  static constexpr FoldFns kFns{
+      begin,           push,        result,       identity,      merge, finish,
+      column_identity, column_step, column_merge, column_finish, rows};
 };
 
 template <core::OpKind K, class Op, class S>

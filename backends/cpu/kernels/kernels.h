@@ -140,6 +140,12 @@ struct FoldFns {
   void (*column_step)(void* accs, const void* values, std::int64_t count, std::int64_t index);
   void (*column_merge)(void* accs, const void* parts, std::int64_t count);
   void (*column_finish)(const void* accs, std::int64_t count, std::int64_t n, std::int64_t* out);
+  // `count` rows of n values each (n at most a block), one after another in `values`, each
+  // folded on its own as a row of one block is (begin with `lanes`, push, result, merged into
+  // the identity, finish): results[t * stride] is row t's result. One call for a batch of
+  // short rows instead of six per row.
+  void (*rows)(const void* values, std::int64_t count, std::int64_t n, int lanes,
+               std::int64_t* results, std::int64_t stride);
 };
 
 // The pieces of the eager element-wise kernel, for the fused interpreter: the same loops, so
