@@ -184,12 +184,8 @@ void ReduceRunner::row_groups(std::size_t upto, const std::int64_t* results) {
   for (std::size_t g = 0; g <= upto; ++g) row_group(g, results);
 }
 
+// Stage k's accumulator of block b of the row (the row's code up to stage k has run).
 void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc) {
-  fold_block(k, b, acc, plan_.stage_code[k]);
-}
-
-void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc,
-                              const std::vector<std::size_t>& code) {
   const FoldFns& f = *plan_.folds[k];
   const std::int64_t start = b * SF_REDUCE_BLOCK, len = sf_reduce_block_len(layout_.n, b);
   alignas(64) unsigned char state[kFoldBytes];
@@ -197,19 +193,19 @@ void ReduceRunner::fold_block(std::size_t k, std::int64_t b, void* acc,
   const std::int32_t input = p_.anchor.stages[k].input;
   for (std::int64_t c = 0; c < len; c += kChunk) {
     const std::int64_t m = std::min(kChunk, len - c);
-    pass(code, start + c, m);
+    pass(plan_.stage_code[k], start + c, m);
     f.push(state, reg(input), m);
   }
   f.result(state, acc);
 }
 
-void ReduceRunner::stage(std::size_t k, std::int64_t* results,
-                         const std::vector<std::size_t>& code) {
+// Stage k of the row, every block, into results[k].
+void ReduceRunner::stage(std::size_t k, std::int64_t* results) {
   const FoldFns& f = *plan_.folds[k];
   alignas(16) unsigned char acc[kCpuReduceAccBytes], part[kCpuReduceAccBytes];
   f.identity(acc);
   for (std::int64_t b = 0, blocks = sf_reduce_blocks(layout_.n); b < blocks; ++b) {
-    fold_block(k, b, part, code);
+    fold_block(k, b, part);
     f.merge(acc, part);
   }
   results[k] = f.finish(acc, layout_.n);
@@ -261,7 +257,7 @@ void ReduceRunner::whole_row(std::int64_t row) {
       plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), 1, layout_.n, layout_.lanes[k],
                            &results[k], 1);
     } else {
-      stage(k, results, plan_.stage_code[k]);
+      stage(k, results);
     }
   }
   row_group(stages, results);

@@ -89,13 +89,11 @@ class ReduceRunner {
   void row_group(std::size_t group, const std::int64_t* results);
   void row_groups(std::size_t upto, const std::int64_t* results);
 
-  // Stage k's accumulator of block b of the row (the row's code up to stage k has run), its
-  // values computed by `code` (plan_.stage_code[k] unless the row is one pass).
+  // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
   void fold_block(std::size_t k, std::int64_t b, void* acc);
-  void fold_block(std::size_t k, std::int64_t b, void* acc, const std::vector<std::size_t>& code);
 
   // Stage k of the row, every block, into results[k].
-  void stage(std::size_t k, std::int64_t* results, const std::vector<std::size_t>& code);
+  void stage(std::size_t k, std::int64_t* results);
 
   // Per-element outputs of elements [begin, end) of the row (every row group has run), computed
   // by `code` (plan_.output_code unless the row is one pass).
