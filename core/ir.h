@@ -249,8 +249,13 @@ struct OpDesc {
   friend bool operator==(const OpDesc&, const OpDesc&) = default;
 };
 
-// A hash of everything operator== compares.
+// A hash of everything operator== compares, for tables in memory (the plan tree, the plan
+// store's index, plans' successors): quick, as the policy hashes every segment's first op. It
+// may change between versions; nothing stored on disk derives from it.
 std::uint64_t hash_op(const OpDesc& op);
+// The same fields hashed for what names files (fusion/plan_codec.h: the folders and names of
+// cached plans, which bundles keep): it must not change, or every cached plan goes unused.
+std::uint64_t stable_hash_op(const OpDesc& op);
 
 // Which form an op is in (core/relative.h): the form decides what its numbers mean, and
 // nothing in the op itself tells (a relative scalar placeholder is a valid value).

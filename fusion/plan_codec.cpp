@@ -85,11 +85,11 @@ fusion::PlanDraft decode_plan(std::string_view bytes) {
   return cache::decode_with(bytes, [](cache::InArchive& in) { return get_plan(in); });
 }
 
-std::uint64_t first_op_hash(const core::OpDesc& first) { return core::hash_op(first); }
+std::uint64_t first_op_hash(const core::OpDesc& first) { return core::stable_hash_op(first); }
 
 std::uint64_t plan_hash(std::span<const core::OpDesc> ops) {
   std::uint64_t h = ops.size();
-  for (const core::OpDesc& op : ops) h = core::hash_mix(h, core::hash_op(op));
+  for (const core::OpDesc& op : ops) h = core::hash_mix(h, core::stable_hash_op(op));
   return h;
 }
 

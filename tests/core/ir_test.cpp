@@ -70,6 +70,22 @@ TEST(IrTest, EqualityAndHashCoverEveryField) {
   differs([](core::OpDesc& c) { c.attrs.window.count_include_pad = false; });
 }
 
+// stable_hash_op names cached plans' files (fusion/plan_codec.h), and bundles keep those
+// names: its value for a given op must never change. hash_op, for tables in memory, may.
+TEST(IrTest, TheStableHashKeepsItsValue) {
+  core::OpDesc op;
+  op.kind = core::OpKind::kMul;
+  op.inputs.push_back({0, {1, 2}, streamfuse::kF32, core::TensorStatus::kReadOnly});
+  op.outputs.push_back({1, {1, 2}, streamfuse::kF32, core::TensorStatus::kNotInit});
+  op.scalars.push_back(streamfuse::Scalar::from_bits(streamfuse::Scalar::Kind::kFloat, 0));
+  op.attrs.scalar_side = core::ScalarSide::kRhs;
+  EXPECT_EQ(core::stable_hash_op(op), 8419170909037757974ull);  // as every version so far
+  core::OpDesc other = op;
+  other.inputs[0].shape = {1, 3};
+  EXPECT_NE(core::hash_op(op), core::hash_op(other));
+  EXPECT_NE(core::stable_hash_op(op), core::stable_hash_op(other));
+}
+
 // Plans are relative: their numbers are ids and placeholders, and print as such (a placeholder's
 // bits read as a double are a denormal: 9.88131e-324 for $2).
 TEST(IrTest, TheRelativeFormPrintsPlaceholdersNotValues) {
