@@ -13,7 +13,8 @@ constexpr OpInfo kOpInfos[] = {
 #undef STREAMFUSE_X
 };
 
-// 64-bit mix (splitmix64 finalizer): cheap and good enough to spread plan-store buckets.
+// 64-bit mix (splitmix64 finalizer): stable_hash_op's step per field (what names plan files,
+// so it must not change), and hash_op's one final spread.
 constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   h ^= h >> 30;
