@@ -37,7 +37,8 @@ class Interpreted final : public ReduceExecutor {
         plan_(plan) {}
 
   void whole_rows(std::int64_t begin, std::int64_t end) override {
-    if (const std::int64_t batch = ReduceRunner::batch_rows(layout_, end - begin); batch > 1) {
+    if (ReduceRunner::batches(layout_)) {
+      const std::int64_t batch = ReduceRunner::batch_rows(layout_, end - begin);
       ReduceRunner run = runner(batch * layout_.n);
       for (std::int64_t row = begin; row < end; row += batch)
         run.row_batch(row, std::min(batch, end - row));

@@ -156,25 +156,29 @@ void ReduceRunner::set_row(std::int64_t row) {
   }
 }
 
-// The per-row code that needs exactly `group` stages, given their results.
-void ReduceRunner::row_group(std::size_t group, const std::int64_t* results) {
+void ReduceRunner::row_code(std::size_t group, const std::int64_t* results, std::int64_t from,
+                            std::int64_t len) {
+  const auto at = [&](std::int32_t r) {
+    return reg(r) +
+           static_cast<std::size_t>(from) * value_size(plan_.types[static_cast<std::size_t>(r)]);
+  };
   for (std::size_t i : plan_.row_code[group]) {
     const Instruction& in = p_.epilogue[i];
-    const std::int64_t span = plan_.element_read[static_cast<std::size_t>(in.out)] ? row_span() : 1;
+    const std::int64_t span = plan_.element_read[static_cast<std::size_t>(in.out)] ? len : 1;
     switch (in.kind) {
       case InstrKind::kScalar:
         break;
       case InstrKind::kReduced:
-        splat(in.out, &results[in.index], span);
+        splat(in.out, &results[in.index], span, from);
         break;
       case InstrKind::kLoad:
         chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
-                      storage_dtype_of(in.type), 0, 1, reg(in.out));
-        splat(in.out, reg(in.out), span);
+                      storage_dtype_of(in.type), 0, 1, at(in.out));
+        splat(in.out, at(in.out), span, from);
         break;
       default:
-        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, reg_fn(), 1);
-        splat(in.out, reg(in.out), span);
+        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, at, 1);
+        splat(in.out, at(in.out), span, from);
         break;
     }
   }
@@ -211,34 +215,31 @@ void ReduceRunner::stage(std::size_t k, std::int64_t* results) {
   results[k] = f.finish(acc, layout_.n);
 }
 
-void ReduceRunner::outputs(std::int64_t begin, std::int64_t end) {
-  outputs(begin, end, plan_.output_code);
-}
-
-void ReduceRunner::outputs(std::int64_t begin, std::int64_t end,
-                           const std::vector<std::size_t>& code) {
+void ReduceRunner::outputs(const std::vector<std::size_t>& code, const Iteration& it,
+                           std::span<const Operand> operands, std::int64_t begin,
+                           std::int64_t end) {
   const std::size_t ni = p_.inputs.size();
   for (std::int64_t j = begin; j < end; j += kChunk) {
     const std::int64_t m = std::min(kChunk, end - j);
-    pass(code, j, m);
+    pass(code, it, operands, j, m);
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       if (p_.outputs[o].per_row) continue;
-      const int k = static_cast<int>(ni + o);
-      chunk_.scatter(inner_, row_ops_[static_cast<std::size_t>(k)], k,
+      const auto k = ni + o;
+      chunk_.scatter(it, operands[k], static_cast<int>(k),
                      storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), j,
                      m, reg(p_.outputs[o].reg));
     }
   }
 }
 
-void ReduceRunner::row_outputs() {
+void ReduceRunner::row_outputs(std::int64_t from) {
   const std::size_t ni = p_.inputs.size();
   for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
     if (!p_.outputs[o].per_row) continue;
     const int k = static_cast<int>(ni + o);
-    chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k,
-                   storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0, 1,
-                   reg(p_.outputs[o].reg));
+    const DType dtype = storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]);
+    chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k, dtype, 0, 1,
+                   reg(p_.outputs[o].reg) + static_cast<std::size_t>(from) * element_size(dtype));
   }
 }
 
@@ -246,87 +247,37 @@ void ReduceRunner::whole_row(std::int64_t row) {
   set_row(row);
   std::int64_t results[kMaxReduceStages] = {};
   const std::size_t stages = p_.anchor.stages.size();
-  // A row of one pass (one block, one chunk) keeps what each pass computed in its registers.
-  static_assert(SF_REDUCE_BLOCK >= kChunk);
-  const bool one_pass = layout_.n <= kChunk;
   for (std::size_t k = 0; k < stages; ++k) {
     row_group(k, results);
-    if (one_pass && layout_.n > 0) {  // the row's values in one pass, folded by one call
-      // (an empty row has no block to fold: its results are the identity's, as stage() gives)
-      pass(plan_.stage_code_one_pass[k], 0, layout_.n);
-      plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), 1, layout_.n, layout_.lanes[k],
-                           &results[k], 1);
-    } else {
-      stage(k, results);
-    }
+    stage(k, results);
   }
   row_group(stages, results);
-  outputs(0, layout_.n, one_pass ? plan_.output_code_one_pass : plan_.output_code);
+  outputs(0, layout_.n);
   row_outputs();
 }
 
 void ReduceRunner::row_batch(std::int64_t row, std::int64_t count) {
+  static_assert(SF_REDUCE_BLOCK >= kChunk);  // a row that batches() is one block
   const std::int64_t n = layout_.n;
   const std::size_t stages = p_.anchor.stages.size();
   std::int64_t results[kBatchRows][kMaxReduceStages] = {};
-  const auto groups = [&](std::size_t g) {
+  const auto rows_code = [&](std::size_t g) {
     for (std::int64_t t = 0; t < count; ++t) {
       if (plan_.row_code_loads[g]) set_row(row + t);
-      batch_group(g, results[t], t);
+      row_code(g, results[t], t * n, n);
     }
   };
   for (std::size_t k = 0; k < stages; ++k) {
-    groups(k);
+    rows_code(k);
     pass(plan_.stage_code_one_pass[k], layout_.it, operands_, row * n, count * n);
-    // Each row's fold, as stage() folds a row of one block and one chunk.
     plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), count, n, layout_.lanes[k], &results[0][k],
                          kMaxReduceStages);
   }
-  groups(stages);
-  pass(plan_.output_code_one_pass, layout_.it, operands_, row * n, count * n);
-  const std::size_t ni = p_.inputs.size();
-  for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
-    const std::int32_t r = p_.outputs[o].reg;
-    const DType from = storage_dtype_of(plan_.types[static_cast<std::size_t>(r)]);
-    const int k = static_cast<int>(ni + o);
-    if (!p_.outputs[o].per_row) {
-      chunk_.scatter(layout_.it, operands_[static_cast<std::size_t>(k)], k, from, row * n,
-                     count * n, reg(r));
-      continue;
-    }
-    for (std::int64_t t = 0; t < count; ++t) {
-      set_row(row + t);
-      chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k, from, 0, 1,
-                     reg(r) + static_cast<std::size_t>(t * n) * element_size(from));
-    }
-  }
-}
-
-void ReduceRunner::batch_group(std::size_t group, const std::int64_t* results, std::int64_t t) {
-  const std::int64_t n = layout_.n, from = t * n;
-  const auto at = [&](std::int32_t r) {
-    return reg(r) +
-           static_cast<std::size_t>(from) * value_size(plan_.types[static_cast<std::size_t>(r)]);
-  };
-  for (std::size_t i : plan_.row_code[group]) {
-    const Instruction& in = p_.epilogue[i];
-    const std::int64_t span = plan_.element_read[static_cast<std::size_t>(in.out)] ? n : 1;
-    switch (in.kind) {
-      case InstrKind::kScalar:
-        break;
-      case InstrKind::kReduced:
-        splat(in.out, &results[in.index], span, from);
-        break;
-      case InstrKind::kLoad:
-        chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
-                      storage_dtype_of(in.type), 0, 1, at(in.out));
-        splat(in.out, at(in.out), span, from);
-        break;
-      default:
-        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, at, 1);
-        splat(in.out, at(in.out), span, from);
-        break;
-    }
+  rows_code(stages);
+  outputs(plan_.output_code_one_pass, layout_.it, operands_, row * n, (row + count) * n);
+  for (std::int64_t t = 0; t < count; ++t) {
+    set_row(row + t);
+    row_outputs(t * n);
   }
 }
 

@@ -28,10 +28,9 @@ struct ReducePlan {
   std::vector<backends::cpu::ChunkFn> epilogue_fns;  // per epilogue instruction (kOp)
   std::vector<std::vector<std::size_t>> stage_code;  // per stage: prologue instructions
   std::vector<std::size_t> output_code;              // prologue instructions of the outputs
-  // The same for a row that one pass covers (at most kChunk elements: one block, one chunk),
-  // where every value an earlier pass computed is still in its register: each pass runs only
-  // what no earlier one ran (a layer norm after a GELU computes erf once per element, not three
-  // times).
+  // The same for row_batch, whose rows one pass covers, so every value an earlier pass
+  // computed is still in its register: each pass runs only what no earlier one ran (a layer
+  // norm after a GELU computes erf once per element, not three times).
   std::vector<std::vector<std::size_t>> stage_code_one_pass;
   std::vector<std::size_t> output_code_one_pass;
   std::vector<std::vector<std::size_t>> row_code;  // per group g: epilogue instructions
@@ -70,23 +69,29 @@ class ReduceRunner {
     return std::min(kChunk, std::max<std::int64_t>(layout.n, 1));
   }
 
-  // How many of `rows` rows (ReduceWalk::kRows) row_batch runs at once: rows short enough that
-  // several fit in a pass (at most kBatchRows), else 1. A pass's registers then hold
-  // batch_rows * n positions.
+  // Whether row_batch runs this launch's rows (ReduceWalk::kRows): rows of one pass (one block,
+  // one chunk, not empty), whose values stay in their registers from pass to pass. Longer or
+  // empty rows run by whole_row.
+  static bool batches(const ReduceLayout& layout) { return layout.n >= 1 && layout.n <= kChunk; }
+  // How many of `rows` rows row_batch runs at once (batches() holds): up to kBatchRows, as many
+  // as fit in a chunk. Registers then hold batch_rows * n positions.
   static std::int64_t batch_rows(const ReduceLayout& layout, std::int64_t rows) {
-    if (layout.outer_rank == 0 || layout.n < 1 || layout.n > kChunk / 2) return 1;
     return std::clamp<std::int64_t>(std::min(kChunk / layout.n, rows), 1, kBatchRows);
   }
-  // Rows [row, row + count) of a ReduceWalk::kRows launch, count <= batch_rows(): every pass of
+  // Rows [row, row + count) of a launch that batches(), count <= batch_rows(): every pass of
   // per-element code runs over all of them at once (each instruction's loop over count * n
   // values instead of count loops over n: a [4, 32] layer norm dispatched every instruction
-  // per row), and each row's values fold on their own, as whole_row folds them.
+  // per row), each pass runs only what earlier passes did not (a layer norm after a GELU
+  // computes erf once per element), and each stage's rows fold by one call, each on its own as
+  // stage() folds a row of one block.
   void row_batch(std::int64_t row, std::int64_t count);
 
   void set_row(std::int64_t row);
 
   // The per-row code that needs exactly `group` stages, given their results.
-  void row_group(std::size_t group, const std::int64_t* results);
+  void row_group(std::size_t group, const std::int64_t* results) {
+    row_code(group, results, 0, row_span(layout_));
+  }
   void row_groups(std::size_t upto, const std::int64_t* results);
 
   // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
@@ -95,11 +100,12 @@ class ReduceRunner {
   // Stage k of the row, every block, into results[k].
   void stage(std::size_t k, std::int64_t* results);
 
-  // Per-element outputs of elements [begin, end) of the row (every row group has run), computed
-  // by `code` (plan_.output_code unless the row is one pass).
-  void outputs(std::int64_t begin, std::int64_t end);
-  void outputs(std::int64_t begin, std::int64_t end, const std::vector<std::size_t>& code);
-  void row_outputs();
+  // Per-element outputs of elements [begin, end) of the row (every row group has run).
+  void outputs(std::int64_t begin, std::int64_t end) {
+    outputs(plan_.output_code, inner_, row_ops_, begin, end);
+  }
+  // The row's per-row outputs, from register position `from`.
+  void row_outputs(std::int64_t from = 0);
 
   // Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,
   // each of a tile's rows folding its values in order.
@@ -112,12 +118,15 @@ class ReduceRunner {
 
   // Register r holds `value` (of its type) in positions [from, from + count).
   void splat(std::int32_t r, const void* value, std::int64_t count, std::int64_t from = 0);
-  // The per-row code of group g for row t of a batch, whose per-row values are at positions
-  // [t * n, (t + 1) * n) of their registers (row_ops_: the row's operands).
-  void batch_group(std::size_t group, const std::int64_t* results, std::int64_t t);
-  // The positions a pass over a row reads (a per-row value is splatted once per row; filling a
-  // whole slot for a short row had cost 23 stores per element of a softmax of rows of 128).
-  std::int64_t row_span() const { return row_span(layout_); }
+  // The per-row code of group g, its values at register positions [from, from + len) (for
+  // registers that per-element code reads; at `from` only otherwise), row_ops_ the row's
+  // operands.
+  void row_code(std::size_t group, const std::int64_t* results, std::int64_t from,
+                std::int64_t len);
+  // The outputs computed by `code` for flat elements [begin, end) of iteration `it` over
+  // `operands`.
+  void outputs(const std::vector<std::size_t>& code, const Iteration& it,
+               std::span<const Operand> operands, std::int64_t begin, std::int64_t end);
   template <class Bits>
   void fill(std::int32_t r, const void* value, std::int64_t count, std::int64_t from) {
     Bits v;
