@@ -138,6 +138,18 @@ void BM_TinyMlp(benchmark::State& state) {
   });
 }
 
+// Ops no builder takes: a reshape, a permute and a slice of a [16, 64] tensor, then a sync. Each
+// view (and each drop of the one before) runs as a segment of its own, so the time is what a
+// segment of one op costs fused (matching, its plan's bookkeeping) against running it directly.
+void BM_ViewOps(benchmark::State& state) {
+  const sf::Tensor x = sf::randn({16, 64});
+  run_small(state, [&](bool) {
+    sf::Tensor y = x.reshape({16, 4, 16}).permute({1, 0, 2}).slice(2, 0, 8);
+    sf::synchronize();
+    benchmark::DoNotOptimize(y);
+  });
+}
+
 // Recording alone: ops queued against a huge bound, the sync outside the timed region.
 void BM_RecordOnly(benchmark::State& state) {
   sf::Config c = sf::config();
@@ -207,5 +219,6 @@ BENCHMARK(BM_ManyPlans)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TinySoftmax)->DenseRange(0, 3)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyMlp)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ViewOps)->DenseRange(0, 1)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_RecordOnly)->Unit(benchmark::kNanosecond);
 BENCHMARK_MAIN();

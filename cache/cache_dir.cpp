@@ -66,6 +66,9 @@ fs::path handed_on_folder(const fs::path& root, std::string_view fingerprint) {
   return root / "kernels" / "cpu" / "handed-on" / core::hex16(core::fnv1a(fingerprint));
 }
 fs::path scratch_base(const fs::path& root) { return root / "scratch"; }
+fs::path plan_entries_path(const fs::path& root, std::string_view device) {
+  return root / "plans" / (std::string(device) + ".entries");
+}
 fs::path prepared_ops_path(const fs::path& root, std::string_view device) {
   return root / "prepared" / (std::string(device) + ".ops");
 }
@@ -77,6 +80,7 @@ std::optional<FileKind> kind_by_extension(const fs::path& path) {
   if (ext == ".lib") return FileKind::kCpuLibrary;
   if (ext == ".ops") return FileKind::kPreparedOps;
   if (ext == ".pending") return FileKind::kHandedOn;
+  if (ext == ".entries") return FileKind::kPlanEntries;
   return std::nullopt;
 }
 

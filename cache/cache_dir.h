@@ -4,6 +4,8 @@
 // the least recently used files.
 //
 //   <root>/plans/<device>/<first op hash>/<plan hash>.plan   one plan (portable)
+//   <root>/plans/<device>.entries                            first ops of the segments that
+//                                                            processes started with (portable)
 //   <root>/kernels/cpu/<program hash>/<kernel hash>.kernel   one compiled kernel's record
 //   <root>/kernels/cpu/<library name>.lib                    a kernel library: source and .so
 //   <root>/kernels/cpu/handed-on/<fp hash>/<name>.pending    kernels a process could not
@@ -44,6 +46,7 @@ std::filesystem::path plan_path(const std::filesystem::path& root, std::string_v
                                 std::uint64_t first_op_hash, std::uint64_t plan_hash);
 std::filesystem::path plan_folder(const std::filesystem::path& root, std::string_view device,
                                   std::uint64_t first_op_hash);
+std::filesystem::path plan_entries_path(const std::filesystem::path& root, std::string_view device);
 // The kernels of one program (under every key and fingerprint) share a folder, so that they can
 // be read ahead knowing only the program.
 std::filesystem::path kernel_folder(const std::filesystem::path& root, std::uint64_t program_hash);
@@ -57,7 +60,7 @@ std::filesystem::path handed_on_folder(const std::filesystem::path& root,
                                        std::string_view fingerprint);
 std::filesystem::path scratch_base(const std::filesystem::path& root);
 // The kind of file the layout keeps under `path`'s extension (.plan, .kernel, .lib, .ops,
-// .pending), or nullopt.
+// .pending, .entries), or nullopt.
 std::optional<FileKind> kind_by_extension(const std::filesystem::path& path);
 
 // Reading a file marks it used (its modification time, which pruning orders by) only when the

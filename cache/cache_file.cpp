@@ -266,6 +266,8 @@ const char* file_kind_name(FileKind kind) {
       return "prepared ops";
     case FileKind::kHandedOn:
       return "handed-on kernels";
+    case FileKind::kPlanEntries:
+      return "plan entries";
   }
   return "unknown";
 }

@@ -31,7 +31,8 @@ enum class FileKind : std::uint32_t {
   kBundle = 3,
   kCpuLibrary = 4,
   kPreparedOps = 5,
-  kHandedOn = 6,  // kernels a process could not compile before it exited
+  kHandedOn = 6,     // kernels a process could not compile before it exited
+  kPlanEntries = 7,  // where reading plans ahead starts (fusion/plan_files.h)
 };
 
 // Why a file was not used. kMissing is the ordinary miss; every other reason is worth a warning.

@@ -20,6 +20,11 @@ class OptimizationBuilder {
   // accepts it, or closes and ignores it and every later op.
   virtual void register_op(const core::OpDesc& relative, const core::OpDesc& global) = 0;
   virtual BuilderStatus status() const = 0;
+  // Whether this builder may take an op of `kind` as a segment's first op. An op of a kind no
+  // builder may start with runs on its own when it reaches the head of the queue, without
+  // matching or a plan (fusion/processor.h). Drops never start one: at the head, every op that
+  // read the dropped tensor has run, so a kernel gains nothing from freeing it.
+  virtual bool may_start_with(core::OpKind kind) const = 0;
   // Ops accepted: the optimization covers the segment's first len() ops.
   virtual std::size_t len() const = 0;
   // Memory traffic saved, in bytes: read and written unfused minus read and written fused,

@@ -1,9 +1,16 @@
 #include "fusion/explorer.h"
 
+#include <algorithm>
+
 namespace streamfuse::fusion {
 
 Explorer::Explorer(std::vector<std::unique_ptr<OptimizationBuilder>> builders, std::size_t max_ops)
-    : builders_(std::move(builders)), max_ops_(max_ops) {}
+    : builders_(std::move(builders)), max_ops_(max_ops) {
+  for (unsigned k = 0; k < core::kNumOpKinds; ++k)
+    runs_alone_[k] = std::none_of(builders_.begin(), builders_.end(), [&](const auto& b) {
+      return b->may_start_with(static_cast<core::OpKind>(k));
+    });
+}
 
 void Explorer::reset() {
   builders_reset_ = false;

@@ -2,6 +2,7 @@
 // OptimizationBuilder and keeping the best.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -35,6 +36,9 @@ class Explorer {
   // Starts over (a new segment).
   void reset();
   std::size_t explored() const { return explored_; }
+  // Whether no builder may take an op of `kind` as a segment's first op: such an op at the
+  // queue's head runs on its own (the plan explore() would make for it is always that).
+  bool runs_alone(core::OpKind kind) const { return runs_alone_[static_cast<std::size_t>(kind)]; }
 
  private:
   bool any_open() const;
@@ -45,6 +49,7 @@ class Explorer {
   // The builders are reset when a segment is first explored, not at every segment's start: most
   // segments match a stored plan and never reach them.
   bool builders_reset_ = false;
+  std::array<bool, core::kNumOpKinds> runs_alone_{};  // by kind, from the builders
 };
 
 }  // namespace streamfuse::fusion

@@ -3,11 +3,23 @@
 #include <algorithm>
 
 #include "cache/cache_log.h"
+#include "cache/op_codec.h"
 #include "core/log.h"
 #include "fusion/plan_codec.h"
 
 namespace streamfuse::fusion {
 namespace fs = std::filesystem;
+namespace {
+
+bool contains(const std::vector<core::OpDesc>& ops, const core::OpDesc& op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// The writer's key for the entries file (plans are keyed by their hash; one that equals this
+// would have its write merged with the entries' one: 2^-64).
+constexpr std::uint64_t kEntriesJob = ~std::uint64_t{0};
+
+}  // namespace
 
 PlanFiles::PlanFiles(std::shared_ptr<cache::CacheDir> dir, std::string device)
     : dir_(std::move(dir)), device_(std::move(device)) {}
@@ -84,6 +96,73 @@ void PlanFiles::write(const fusion::ExecutionPlan& plan) {
                 encode_plan(*fusion::make_plan(std::move(*merged))));
   } catch (const cache::FormatError& e) {
     core::warn_once("cache-encode", std::string("cache: a plan was not persisted: ") + e.what());
+  }
+}
+
+std::vector<core::OpDesc> PlanFiles::entries() {
+  const fs::path path = cache::plan_entries_path(dir_->root(), device_);
+  std::vector<core::OpDesc> ops;
+  // Another version's file is stale, not broken: a quiet miss, rewritten as processes start.
+  if (std::optional<std::string> payload =
+          dir_->read(path, cache::FileKind::kPlanEntries, cache::portable_fingerprint(),
+                     cache::CacheDir::Foreign::kMiss)) {
+    try {
+      ops = cache::decode_ops(*payload);
+    } catch (const cache::FormatError& e) {
+      dir_->reject_payload(path, e.what());
+    }
+  }
+  if (cache::cache_logging())
+    cache::cache_log(ops.empty() ? "miss: no plan entries for " + device_
+                                 : "hit: " + std::to_string(ops.size()) + " plan entr" +
+                                       (ops.size() == 1 ? "y" : "ies") + " for " + device_);
+  std::lock_guard lock(entries_mutex_);
+  for (const core::OpDesc& op : ops)
+    if (!contains(known_entries_, op)) known_entries_.push_back(op);
+  return ops;
+}
+
+void PlanFiles::save_entry(const core::OpDesc& first) {
+  if (!dir_->writable()) return;
+  {
+    std::lock_guard lock(entries_mutex_);
+    if (contains(known_entries_, first) || contains(my_entries_, first) ||
+        my_entries_.size() >= kMaxEntries)
+      return;
+    my_entries_.push_back(first);
+  }
+  writer_.submit(kEntriesJob, [this] { write_entries(); });
+}
+
+void PlanFiles::write_entries() {
+  std::vector<core::OpDesc> ops;
+  {
+    std::lock_guard lock(entries_mutex_);
+    if (entries_written_ == my_entries_.size()) return;  // an earlier job wrote them
+    ops = my_entries_;
+    entries_written_ = my_entries_.size();
+  }
+  // This process's entries first; then what the file holds (earlier processes', or another's
+  // written since this one read it).
+  const fs::path path = cache::plan_entries_path(dir_->root(), device_);
+  if (const cache::ReadResult existing = cache::read_cache_file(path, cache::FileKind::kPlanEntries,
+                                                                cache::portable_fingerprint())) {
+    try {
+      for (core::OpDesc& op : cache::decode_ops(existing.payload))
+        if (!contains(ops, op)) ops.push_back(std::move(op));
+    } catch (const cache::FormatError&) {  // replaced by ours
+    }
+  }
+  if (ops.size() > kMaxEntries) ops.resize(kMaxEntries);
+  try {
+    if (dir_->write(path, cache::FileKind::kPlanEntries, cache::portable_fingerprint(),
+                    cache::encode_ops(ops))) {
+      std::lock_guard lock(entries_mutex_);
+      for (const core::OpDesc& op : ops)
+        if (!contains(known_entries_, op)) known_entries_.push_back(op);
+    }
+  } catch (const cache::FormatError& e) {
+    core::warn_once("cache-encode", std::string("cache: plan entries not persisted: ") + e.what());
   }
 }
 

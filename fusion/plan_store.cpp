@@ -219,6 +219,29 @@ void PlanStore::note_successor(const PlanRef& plan, const core::OpDesc& next, st
   if (changed && persistence) persistence->save(std::move(changed));
 }
 
+void PlanStore::note_entry(const core::OpDesc& first) {
+  std::shared_ptr<PlanPersistence> persistence;
+  {
+    std::shared_lock lock(mutex_);
+    persistence = persistence_;
+  }
+  if (persistence) persistence->save_entry(first);
+}
+
+void PlanStore::read_ahead_entries() {
+  std::shared_ptr<PlanPersistence> persistence;
+  {
+    std::shared_lock lock(mutex_);
+    if (!background_) return;
+    persistence = persistence_;
+  }
+  if (!persistence) return;
+  background_([this, persistence] {
+    for (const core::OpDesc& first : persistence->entries())
+      consult(first, core::hash_op(first), /*ahead=*/true);
+  });
+}
+
 bool PlanStore::try_explore() {
   std::unique_lock lock(mutex_);
   if (explorations_ >= max_explorations_) return false;

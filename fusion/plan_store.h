@@ -5,7 +5,8 @@
 // with an op are read from it the first time a segment starts with that op (never in bulk), and
 // every new plan is handed to it to be saved. Plans remember which segments followed them; reading
 // a plan from disk reads theirs ahead on a background thread (given by set_background), so a
-// program's later segments find their plans in memory.
+// program's later segments find their plans in memory; reading ahead starts, when the device
+// starts, at the persistence's entries (the segments earlier processes started with).
 #pragma once
 
 #include <atomic>
@@ -64,6 +65,13 @@ class PlanStore {
   // successor replaces the stored plan with a copy that has it, and is saved. Cheap when known.
   // `hash` is core::hash_op(next) (the policy has it for a segment's first op).
   void note_successor(const PlanRef& plan, const core::OpDesc& next, std::uint64_t hash);
+  // Records that a stream's first segment with a plan started with `first` (relative form): the
+  // persistence keeps it among its entries (plan_persistence.h).
+  void note_entry(const core::OpDesc& first);
+  // Reads ahead, in the background, the plans that start with the persistence's entries, and
+  // on along their successors. Called once, after set_persistence and set_background, when the
+  // device starts; without either it does nothing.
+  void read_ahead_entries();
 
   // Whether another exploration is allowed, counting it if so. Past the cap, streams run
   // unknown segments op by op instead of exploring them.

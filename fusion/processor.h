@@ -1,7 +1,8 @@
 // Processor: the loop that turns a stream's queued ops into executions. After each recorded op
 // (lazy mode) or at a sync, it asks the Policy what to do with the segment at the head of the
 // queue, explores when nothing stored matches, runs the chosen plan on the head, drains the ops
-// it ran, and goes on with the rest.
+// it ran, and goes on with the rest. An op at the head that no builder may start a segment with
+// (a view, a drop) runs on its own without being matched.
 //
 // Invariants:
 // - ops run in recorded order, each exactly once;
@@ -26,8 +27,9 @@ namespace streamfuse::fusion {
 class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
-  // The queue's first `len` ops ran as `plan` (null: one op run on its own past the exploration
-  // cap); `explored`: the plan was made for this segment, so the next call may match another.
+  // The queue's first `len` ops ran as `plan` (null: one op run on its own, one that no plan
+  // starts with or one past the exploration cap); `explored`: the plan was made for this segment,
+  // so the next call may match another.
   virtual void executed(const PlanRef& plan, const SegmentQueue& queue, std::size_t len,
                         bool explored) = 0;
 };
@@ -51,13 +53,18 @@ class Processor {
   // Runs `plan` on the head of the queue and starts a new segment after it.
   void execute(const PlanRef& plan, SegmentQueue& queue, ExecutionContext& context, bool explored);
   void start_segment();
+  // Runs the queue's head op on its own (`why` prefixes its log line) and drains it; the
+  // segment after it has not started yet, and the plan that ran before it is still previous_
+  // (its successor is the next segment that has a plan).
+  void run_alone(SegmentQueue& queue, ExecutionContext& context, const char* why);
 
   PlanStore& store_;
   Policy policy_;
   Explorer explorer_;
   std::size_t fed_ = 0;
   bool exploring_ = false;
-  PlanRef previous_;  // the plan that ran last, until the next segment's first op is seen
+  PlanRef previous_;      // the plan that ran last, until the next segment's first op is seen
+  bool entered_ = false;  // a plan ran: its segment's first op was noted as an entry
   ExecutionObserver* observer_ = nullptr;
 };
 

@@ -60,6 +60,12 @@ Trace::Value& Trace::value(core::TensorId id, const core::TensorDesc& real, Tens
   return it->second;
 }
 
+bool Trace::may_start_with(core::OpKind kind) const {
+  if (kind == core::OpKind::kIndexSelect || kind == core::OpKind::kGather)
+    return limits_.indexed_reads;
+  return kind == core::OpKind::kFull || core::is_elementwise(kind);
+}
+
 bool Trace::take(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index) {
   const core::OpCategory category = core::op_category(rel.kind);
   if (category == core::OpCategory::kLifetime) {

@@ -112,6 +112,9 @@ class Trace {
   // whose operands are in memory (not values of the block its result joins). False, and nothing
   // changed, for any other op or one that would pass the limits.
   bool take(const core::OpDesc& rel, const core::OpDesc& real, std::uint32_t index);
+  // Whether take() may take an op of `kind` as a segment's first op (fusion/builder.h: never a
+  // drop).
+  bool may_start_with(core::OpKind kind) const;
   // Memory traffic saved, in bytes, at the sizes seen: read and written by the ops unfused minus
   // read and written by the blocks.
   std::int64_t saved_bytes() const;

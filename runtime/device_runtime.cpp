@@ -122,6 +122,7 @@ DeviceRuntime::DeviceRuntime(Device device, const jit::DeviceFactory& factory, c
       [kernels = parts_.kernel_cache.get()](const fusion::ExecutionPlan& plan) {
         if (plan.optimization && kernels) plan.optimization->read_ahead(*kernels);
       });
+  plan_store_.read_ahead_entries();  // after the prepared ops, on the same thread
   streams_ = std::make_unique<stream::DeviceStreams>(stream::StreamDevice{
       device, parts_.backend.get(), &handles_, &plan_store_, parts_.launcher.get()});
 }

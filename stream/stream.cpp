@@ -96,7 +96,7 @@ void Stream::replay(std::span<const core::OpDesc> ops, std::span<const CapturedS
   fusion::PlanStore& store = *device_.device().plans;
   for (const CapturedStep& step : steps) {
     context.set_first(step.first);
-    if (!step.plan) {  // one op run on its own past the exploration cap
+    if (!step.plan) {  // one op run on its own (fusion/processor.h)
       context.run_operation(0);
       continue;
     }

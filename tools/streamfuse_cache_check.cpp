@@ -11,6 +11,7 @@
 
 #include "backends/prepared_op_codec.h"
 #include "cache/cache_dir.h"
+#include "cache/op_codec.h"
 #include "cache/scratch_area.h"
 #include "fusion/plan_codec.h"
 #include "tools/streamfuse_cache.h"
@@ -113,6 +114,9 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
     case cache::FileKind::kHandedOn:
       check_handed_on(file, r.payload);
       break;
+    case cache::FileKind::kPlanEntries:
+      check_entries(file, r.payload);
+      break;
     default: {  // a library: named by its contents, read under its kernels' fingerprint
       const std::string name = entry.path.stem().string();
       if (!same_path(entry.path, cache::library_path(root_, name)))
@@ -178,6 +182,26 @@ void CacheChecker::check_prepared(CheckedFile& file, const std::string& payload)
   }
   file.device = device;
   file.prepared = std::move(ops);
+}
+
+void CacheChecker::check_entries(CheckedFile& file, const std::string& payload) {
+  if (!check_portable_fingerprint(file)) return;
+  try {
+    cache::decode_ops(payload);
+  } catch (const std::exception& e) {
+    file.problem = e.what();
+    return;
+  }
+  // plans/<device>.entries: the runtime of a device reads that one file and no other.
+  const std::string device = file.path.stem().string();
+  if (!valid_device_folder(device)) {
+    file.problem = "in the wrong place: plan entries belong at plans/<device>.entries, and '" +
+                   device + "' is not a device name";
+    return;
+  }
+  const fs::path expected = cache::plan_entries_path(root_, device);
+  if (!same_path(file.path, expected))
+    file.problem = "in the wrong place: plan entries belong at " + relative_name(root_, expected);
 }
 
 void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {

@@ -61,6 +61,7 @@ class CacheChecker {
   void check_prepared(CheckedFile& file, const std::string& payload);
   void check_kernel(CheckedFile& file, const std::string& payload);
   void check_handed_on(CheckedFile& file, const std::string& payload);
+  void check_entries(CheckedFile& file, const std::string& payload);
 
   std::filesystem::path root_;
   bool keep_libraries_;

@@ -7,6 +7,7 @@
 #include "backends/prepared_op_codec.h"
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
+#include "cache/op_codec.h"
 #include "fusion/plan_codec.h"
 #include "jit/kernel_codec.h"
 #include "runtime/bundle.h"
@@ -147,6 +148,14 @@ void print_prepared_file(const std::string& payload) {
   print_prepared_ops(ops, "  ");
 }
 
+void print_entries(const std::string& payload) {
+  const std::vector<core::OpDesc> ops = cache::decode_ops(payload);
+  std::cout << "plan entries (" << ops.size()
+            << "; most recent first, plans read ahead from them at start-up):\n";
+  for (const core::OpDesc& op : ops)
+    std::cout << "  " << core::to_string(op, core::OpForm::kRelative) << '\n';
+}
+
 void print_bundle(const std::string& payload) {
   const std::vector<runtime::BundleSection> sections = runtime::decode_bundle(payload);
   std::cout << "sections (" << sections.size() << "):\n";
@@ -178,9 +187,11 @@ int info_command(const fs::path& root, const std::string& file, bool print_sourc
   if (print_source && r.kind != cache::FileKind::kCpuLibrary)
     throw ToolError(kExitUsage, "info: --source shows a library's source; " + path.string() +
                                     " is a " + cache::file_kind_name(r.kind) + " file");
-  // Plans, bundles and prepared ops are portable: under the plan fingerprint, not a machine's.
+  // Plans, bundles, prepared ops and entries are portable: under the plan fingerprint, not a
+  // machine's.
   const bool plans = r.kind == cache::FileKind::kPlan || r.kind == cache::FileKind::kBundle ||
-                     r.kind == cache::FileKind::kPreparedOps;
+                     r.kind == cache::FileKind::kPreparedOps ||
+                     r.kind == cache::FileKind::kPlanEntries;
   std::cout << "file:         " << path.string() << '\n'
             << "kind:         " << cache::file_kind_name(r.kind) << '\n'
             << "fingerprint:  " << r.fingerprint << " ("
@@ -202,6 +213,9 @@ int info_command(const fs::path& root, const std::string& file, bool print_sourc
         break;
       case cache::FileKind::kPreparedOps:
         print_prepared_file(r.payload);
+        break;
+      case cache::FileKind::kPlanEntries:
+        print_entries(r.payload);
         break;
       default:
         std::cout << "contents:     of a kind this streamfuse does not know\n";

@@ -197,6 +197,8 @@ struct CountingPersistence final : fusion::PlanPersistence {
     return stored;
   }
   void save(std::shared_ptr<const fusion::ExecutionPlan>) override { ++saves; }
+  std::vector<core::OpDesc> entries() override { return {}; }
+  void save_entry(const core::OpDesc&) override {}
 };
 
 TEST(PlanStore, ReadsPersistedPlansTheFirstTimeAnOpStartsASegmentOnly) {

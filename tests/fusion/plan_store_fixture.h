@@ -65,8 +65,8 @@ inline fu::PlanDraft draft(const core::OpDesc& first, std::vector<core::OpDesc> 
   return d;
 }
 
-// Plans by first op, counting load() calls per first op and recording saves. load() of the op
-// set by block() waits until release().
+// Plans by first op, counting load() calls per first op and recording saves; entries in memory.
+// load() of the op set by block() waits until release().
 class FakePersistence final : public fu::PlanPersistence {
  public:
   void put(fu::PlanDraft d) {
@@ -90,6 +90,14 @@ class FakePersistence final : public fu::PlanPersistence {
   void save(std::shared_ptr<const fu::ExecutionPlan> plan) override {
     std::lock_guard lock(mutex_);
     saved_.push_back(std::move(plan));
+  }
+  std::vector<core::OpDesc> entries() override {
+    std::lock_guard lock(mutex_);
+    return entries_;
+  }
+  void save_entry(const core::OpDesc& first) override {
+    std::lock_guard lock(mutex_);
+    entries_.insert(entries_.begin(), first);
   }
 
   int loads(const core::OpDesc& first) const {
@@ -131,6 +139,7 @@ class FakePersistence final : public fu::PlanPersistence {
   std::condition_variable cv_;
   std::vector<fu::PlanDraft> drafts_;
   std::vector<core::OpDesc> loads_;
+  std::vector<core::OpDesc> entries_;  // most recent first
   std::vector<std::shared_ptr<const fu::ExecutionPlan>> saved_;
   std::optional<core::OpDesc> throw_on_, block_;
   bool blocked_ = false, released_ = false;

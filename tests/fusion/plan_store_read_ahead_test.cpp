@@ -54,6 +54,32 @@ TEST_F(PlanStoreTest, StartingWithReadsTheChainAheadEachFirstOpOnce) {
   EXPECT_TRUE(persistence_->saved().empty());
 }
 
+TEST_F(PlanStoreTest, ReadingAheadStartsAtTheEntriesWhenTheDeviceStarts) {
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB));
+  persistence_->put(draft(kC));
+  persistence_->save_entry(kA);
+  store_.read_ahead_entries();  // no background yet: nothing to do it with
+  EXPECT_EQ(persistence_->total_loads(), 0u);
+  background_.attach(store_);
+  store_.read_ahead_entries();
+  EXPECT_EQ(persistence_->total_loads(), 0u) << "off the calling thread";
+  EXPECT_EQ(background_.run_all(), 2);  // the entries (A), then B, which A's plan names
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_EQ(persistence_->loads(kC), 0) << "neither an entry nor a successor";
+  EXPECT_EQ(background_.read_ahead(), (std::vector<std::string>{"exp", "log"}));
+  // The first segment finds its plan in memory.
+  EXPECT_TRUE(only(kA));
+  EXPECT_EQ(persistence_->loads(kA), 1);
+}
+
+TEST_F(PlanStoreTest, NoteEntryHandsTheOpToThePersistence) {
+  store_.note_entry(kB);
+  store_.note_entry(kA);
+  EXPECT_EQ(persistence_->entries(), (std::vector<core::OpDesc>{kA, kB}));
+}
+
 TEST_F(PlanStoreTest, ACycleOfSuccessorsTerminates) {
   persistence_->put(draft(kA, {kB}));
   persistence_->put(draft(kB, {kA}));

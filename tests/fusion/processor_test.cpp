@@ -42,7 +42,8 @@ class MockOptimization final : public fu::Optimization {
 };
 
 // Accepts add and mul (and drops), closes on anything else; each accepted op saves 10 bytes
-// beyond the first.
+// beyond the first. May start with add, mul and sum (a sum it then refuses: a segment of one op
+// that is matched and gets a plan); any other op at the head of the queue runs on its own.
 class MockBuilder final : public fu::OptimizationBuilder {
  public:
   MockBuilder(Log& log, int& builds, bool fail = false) : log_(log), builds_(builds), fail_(fail) {}
@@ -56,6 +57,9 @@ class MockBuilder final : public fu::OptimizationBuilder {
   }
   fu::BuilderStatus status() const override {
     return closed_ ? fu::BuilderStatus::kClosed : fu::BuilderStatus::kOpen;
+  }
+  bool may_start_with(core::OpKind kind) const override {
+    return kind == core::OpKind::kAdd || kind == core::OpKind::kMul || kind == core::OpKind::kSum;
   }
   std::size_t len() const override { return len_; }
   std::int64_t score() const override {
@@ -127,6 +131,16 @@ class Program {
     op.inputs.push_back(desc(a, core::TensorStatus::kReadOnly));
     const core::TensorId out = next_++;
     op.outputs.push_back({out, Shape{batch_}, streamfuse::kF32, core::TensorStatus::kNotInit});
+    ops.push_back(op);
+    return out;
+  }
+  // A reshape to the same shape: an op the builder may not start with.
+  core::TensorId view(core::TensorId a) {
+    core::OpDesc op;
+    op.kind = core::OpKind::kReshape;
+    op.inputs.push_back(desc(a, core::TensorStatus::kReadOnly));
+    const core::TensorId out = next_++;
+    op.outputs.push_back(desc(out, core::TensorStatus::kNotInit));
     ops.push_back(op);
     return out;
   }
@@ -354,6 +368,67 @@ TEST_F(ProcessorTest, AlwaysTriggerForOpsNoBuilderTakes) {
   p->process(queue_, context_, fu::ExecutionMode::kLazy);
   EXPECT_EQ(log_, (Log{"op:sum"}));
   EXPECT_EQ(store_.size(), 1u);
+}
+
+TEST_F(ProcessorTest, OpsNoBuilderMayStartWithRunAloneUnmatched) {
+  auto p = make();
+  const auto program = [](std::int64_t batch) {
+    Program prog(batch);
+    const core::TensorId x = prog.input();
+    const core::TensorId a = prog.binary(core::OpKind::kAdd, x, x);
+    const core::TensorId b = prog.binary(core::OpKind::kMul, a, 0, 2.0f);
+    prog.drop(a);                           // inside a segment: the builder takes it
+    const core::TensorId v = prog.view(b);  // ends that segment, then runs on its own
+    prog.drop(b);                           // at the head: on its own
+    prog.binary(core::OpKind::kMul, prog.binary(core::OpKind::kAdd, v, v), 0, 0.5f);
+    return prog;
+  };
+  // Lazily: the view and the drop run as soon as they reach the head, with no plan.
+  run(*p, program(4).ops, /*sync=*/false);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:reshape", "op:drop"}));
+  p->process(queue_, context_, fu::ExecutionMode::kSync);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:reshape", "op:drop", "opt:addx2"}));
+  EXPECT_EQ(store_.size(), 2u) << "plans for the two segments only";
+  // The first plan's successor is the next segment with a plan, past the ops that ran alone.
+  st::OperationQueue q;
+  for (const core::OpDesc& op : program(4).ops) q.push(core::OpDesc(op));
+  fu::PlanRefs starting;  // both plans start with an add of a tensor to itself
+  store_.starting_with(q.relative(0), starting);
+  ASSERT_EQ(starting.size(), 2u);
+  const fu::PlanRef& first = starting[0]->len() == 3 ? starting[0] : starting[1];
+  ASSERT_EQ(first->len(), 3u);
+  ASSERT_EQ(first->successors.size(), 1u);
+  EXPECT_EQ(first->successors[0].kind, core::OpKind::kAdd);
+  // Again at another batch size: the same, matched, nothing explored.
+  log_.clear();
+  run(*p, program(16).ops, /*sync=*/true);
+  EXPECT_EQ(log_, (Log{"opt:addx3", "op:reshape", "op:drop", "opt:addx2"}));
+  EXPECT_EQ(store_.size(), 2u);
+  EXPECT_EQ(builds_, 2);
+}
+
+// Records the entries a store notes; holds no plans.
+class EntriesPersistence final : public fu::PlanPersistence {
+ public:
+  std::vector<fu::PlanDraft> load(const core::OpDesc&) override { return {}; }
+  void save(std::shared_ptr<const fu::ExecutionPlan>) override {}
+  std::vector<core::OpDesc> entries() override { return noted; }
+  void save_entry(const core::OpDesc& first) override { noted.push_back(first); }
+  std::vector<core::OpDesc> noted;
+};
+
+TEST_F(ProcessorTest, TheFirstSegmentThatRunsAPlanIsNotedAsAnEntryOnce) {
+  auto persistence = std::make_shared<EntriesPersistence>();
+  store_.set_persistence(persistence);
+  auto p = make();
+  Program prog(4);
+  const core::TensorId v = prog.view(prog.input());  // runs on its own: no plan, no entry
+  const core::TensorId a = prog.binary(core::OpKind::kMul, v, v);
+  prog.reduce(prog.binary(core::OpKind::kAdd, a, 0));
+  run(*p, prog.ops, /*sync=*/true);
+  run(*p, prog.ops, /*sync=*/true);
+  ASSERT_EQ(persistence->noted.size(), 1u);
+  EXPECT_EQ(persistence->noted[0].kind, core::OpKind::kMul);
 }
 
 TEST_F(ProcessorTest, CandidatesAreInvalidatedByTheFirstDifferingOp) {

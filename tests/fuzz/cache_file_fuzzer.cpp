@@ -8,6 +8,7 @@
 #include "backends/prepared_op_codec.h"
 #include "cache/cache_file.h"
 #include "cache/crc32.h"
+#include "cache/op_codec.h"
 #include "fusion/plan_codec.h"
 #include "jit/kernel_codec.h"
 #include "runtime/bundle.h"
@@ -24,6 +25,7 @@ std::vector<std::string> seeds() {
       {cache::FileKind::kPlan, fusion::encode_plan(*sample_plans().front())},
       {cache::FileKind::kBundle, runtime::encode_bundle(sample_bundle())},
       {cache::FileKind::kPreparedOps, backends::encode_prepared_ops(sample_prepared_ops())},
+      {cache::FileKind::kPlanEntries, cache::encode_ops(sample_plans().front()->ops)},
   };
   const jit::KernelRecord& k = sample_kernels().front();
   payloads.emplace_back(
@@ -70,6 +72,10 @@ void use_payload(cache::FileKind kind, const std::string& payload) {
       case cache::FileKind::kHandedOn:
         for (const jit::KernelRequest& r : jit::decode_kernel_requests(payload))
           use_kernel(r.program, r.key);
+        break;
+      case cache::FileKind::kPlanEntries:  // each is looked up as a segment's first op
+        for (const core::OpDesc& op : cache::decode_ops(payload))
+          (void)core::hash_op(op), (void)fusion::first_op_hash(op);
         break;
     }  // no default: a new kind warns (-Wswitch) until it is fuzzed here too
   } catch (const cache::FormatError&) {

@@ -133,11 +133,14 @@ TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
   EXPECT_GT(warm["plans_loaded"], 0);
   EXPECT_EQ(warm["checksum"], cold["checksum"]);
   EXPECT_NE(warm.err.find("[streamfuse:cache] hit: "), std::string::npos) << warm.err;
-  // The matmul's primitive was prepared while the process started, and the plans of the
-  // iteration were read ahead along the segments that followed the set-up's last time.
+  // The matmul's primitive was prepared while the process started, and every plan of the
+  // iteration was read ahead, from the entry the cold run wrote (the segment it started with;
+  // the set-up's ops ran on their own) along its successors.
   EXPECT_EQ(cold["prepared"], 0);
   EXPECT_EQ(warm["prepared"], 1) << warm.err;
-  EXPECT_GT(warm["plans_ahead"], 3) << warm.err;
+  EXPECT_NE(warm.err.find("hit: 1 plan entry for cpu"), std::string::npos) << warm.err;
+  EXPECT_GE(warm["plans_ahead"], 2) << warm.err;
+  EXPECT_EQ(warm["plans_ahead"], warm["plans_loaded"]) << warm.err;
   if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to persist";
   EXPECT_GT(warm["kernels_ahead"], 0) << warm.err;  // loaded before the iteration needed them
   EXPECT_GT(cold["compiled"], 0);

@@ -186,6 +186,24 @@ TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsOfAnotherStreamfuseVersion) {
       << r.out;
 }
 
+TEST_F(StreamfuseCacheTool, PlanEntriesAreShownAndVerifiedInTheirPlace) {
+  // The runtime of a device reads plans/<device>.entries and nothing else.
+  const fs::path root(dir_.path());
+  ASSERT_TRUE(fs::exists(root / "plans/cpu.entries"));
+  const Result info = run("info " + quoted((root / "plans/cpu.entries").string()));
+  ASSERT_EQ(info.code, 0) << describe(info);
+  EXPECT_NE(info.out.find("kind:         plan entries\n"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("plan entries (1; most recent first"), std::string::npos) << info.out;
+  fs::copy_file(root / "plans/cpu.entries", root / "prepared/cpu.entries");
+  const Result r = run("verify");
+  expect_failure(r, 1);
+  EXPECT_NE(r.out.find("prepared/cpu.entries: in the wrong place: plan entries belong at "
+                       "plans/cpu.entries\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find(": verify: 1 of "), std::string::npos) << r.err;
+}
+
 TEST_F(StreamfuseCacheTool, VerifyNamesPreparedOpsInTheWrongPlace) {
   // The runtime of a device reads prepared/<device>.ops and nothing else.
   const fs::path root(dir_.path());

@@ -22,6 +22,7 @@ class ElementwiseBuilder final : public OptimizationBuilder {
 
   void register_op(const core::OpDesc& relative, const core::OpDesc& global) override;
   BuilderStatus status() const override { return status_; }
+  bool may_start_with(core::OpKind kind) const override { return trace_.may_start_with(kind); }
   std::size_t len() const override { return len_; }
   std::int64_t score() const override { return trace_.saved_bytes(); }
   std::unique_ptr<Optimization> build() const override;

@@ -29,6 +29,7 @@ class MatmulBuilder final : public OptimizationBuilder {
  public:
   void register_op(const core::OpDesc& relative, const core::OpDesc& global) override;
   BuilderStatus status() const override { return status_; }
+  bool may_start_with(core::OpKind kind) const override { return kind == core::OpKind::kMatmul; }
   std::size_t len() const override { return len_; }
   // The chain's intermediate values, each written and read once unfused.
   std::int64_t score() const override {

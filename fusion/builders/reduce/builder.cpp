@@ -47,6 +47,11 @@ void ReduceBuilder::register_op(const core::OpDesc& relative, const core::OpDesc
   ++len_;
 }
 
+bool ReduceBuilder::may_start_with(core::OpKind kind) const {
+  return core::op_category(kind) == core::OpCategory::kReduce || kind == core::OpKind::kFull ||
+         core::is_elementwise(kind);
+}
+
 bool ReduceBuilder::take(const core::OpDesc& rel, const core::OpDesc& real) {
   const auto index = static_cast<std::uint32_t>(len_);
   switch (core::op_category(rel.kind)) {

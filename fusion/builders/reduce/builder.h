@@ -30,6 +30,7 @@ class ReduceBuilder final : public OptimizationBuilder {
  public:
   void register_op(const core::OpDesc& relative, const core::OpDesc& global) override;
   BuilderStatus status() const override { return status_; }
+  bool may_start_with(core::OpKind kind) const override;
   std::size_t len() const override { return len_; }
   std::int64_t score() const override;
   std::unique_ptr<Optimization> build() const override;

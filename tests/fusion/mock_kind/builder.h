@@ -9,6 +9,7 @@ class MockBuilder final : public fusion::OptimizationBuilder {
  public:
   void register_op(const core::OpDesc& relative, const core::OpDesc& global) override;
   fusion::BuilderStatus status() const override { return status_; }
+  bool may_start_with(core::OpKind kind) const override { return kind == core::OpKind::kAbs; }
   std::size_t len() const override { return len_; }
   // More than any real builder saves: when it has ops, exploration picks it.
   std::int64_t score() const override { return len_ > 0 ? std::int64_t{1} << 40 : 0; }
