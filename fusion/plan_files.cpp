@@ -145,14 +145,24 @@ void PlanFiles::write_entries() {
   // This process's entries first; then what the file holds (earlier processes', or another's
   // written since this one read it).
   const fs::path path = cache::plan_entries_path(dir_->root(), device_);
+  std::vector<core::OpDesc> theirs;
   if (const cache::ReadResult existing = cache::read_cache_file(path, cache::FileKind::kPlanEntries,
                                                                 cache::portable_fingerprint())) {
     try {
-      for (core::OpDesc& op : cache::decode_ops(existing.payload))
-        if (!contains(ops, op)) ops.push_back(std::move(op));
+      theirs = cache::decode_ops(existing.payload);
     } catch (const cache::FormatError&) {  // replaced by ours
     }
   }
+  // The file has them all (this process noted its entry before it read the file): nothing new.
+  if (std::all_of(ops.begin(), ops.end(),
+                  [&](const core::OpDesc& op) { return contains(theirs, op); })) {
+    std::lock_guard lock(entries_mutex_);
+    for (const core::OpDesc& op : theirs)
+      if (!contains(known_entries_, op)) known_entries_.push_back(op);
+    return;
+  }
+  for (core::OpDesc& op : theirs)
+    if (!contains(ops, op)) ops.push_back(std::move(op));
   if (ops.size() > kMaxEntries) ops.resize(kMaxEntries);
   try {
     if (dir_->write(path, cache::FileKind::kPlanEntries, cache::portable_fingerprint(),

@@ -3,6 +3,7 @@
 // a miss with one warning; and a device runtime reads its plans ahead from them when it starts.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <vector>
 
@@ -61,7 +62,12 @@ TEST(PlanEntries, EachProcessesEntriesComeFirstThenTheFilesUpToTheCap) {
     files.flush();
     EXPECT_FALSE(fs::exists(d.path)) << "known: not written again";
   }
+  // One that saves its entries before it reads the file writes nothing the file has.
   d.process_saves({entry(2), entry(1), entry(0)});
+  const fs::file_time_type written = fs::last_write_time(d.path);
+  fs::last_write_time(d.path, written - std::chrono::hours(1));
+  d.process_saves({entry(1)});
+  EXPECT_EQ(fs::last_write_time(d.path), written - std::chrono::hours(1)) << "not written again";
 
   std::vector<core::OpDesc> many;
   for (int k = 10; k < 10 + 2 * static_cast<int>(fusion::PlanFiles::kMaxEntries); ++k)
