@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "jit/interpreter_step.h"
@@ -175,14 +177,34 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
     }
   }
   const int num_inputs = static_cast<int>(p.inputs.size());
+  // Per instruction: a load read in place (its input dense in the iteration's order, in the
+  // dtype the load reads) instead of copied into a slot. A register is written by its
+  // instruction only (jit/program_check.h), so nothing writes through one that points at an
+  // input, and every read of it comes before the chunk's outputs are stored (one of which may be
+  // over that input's memory); a load that is itself an output is copied, as that output is
+  // stored after others that may be over its input.
+  boost::container::small_vector<char, 64> in_place(p.prologue.size(), 0);
+  for (std::size_t i = 0; i < p.prologue.size(); ++i) {
+    const Instruction& in = p.prologue[i];
+    in_place[i] = in.kind == InstrKind::kLoad &&
+                  operands[static_cast<std::size_t>(in.index)].dtype == storage_dtype_of(in.type) &&
+                  backends::cpu::dense_in(it, in.index) &&
+                  std::none_of(p.outputs.begin(), p.outputs.end(),
+                               [&](const ProgramOutput& o) { return o.reg == in.out; });
+  }
 
   backends::cpu::parallel_for(it.numel, kGrain, num_threads, [&](std::int64_t lo, std::int64_t hi) {
     // Slots as wide as this range's chunks (a small tensor, a scalar's chain: a few values).
     const std::int64_t width = std::min(kChunk, hi - lo);
     const Slots slots(static_cast<std::size_t>(s.num_slots), width);
-    auto reg = [&](std::int32_t r) {
+    const auto slot = [&](std::int32_t r) {
       return slots[static_cast<std::size_t>(s.slot[static_cast<std::size_t>(r)])];
     };
+    // Where each register's values are: its slot, or an input read in place.
+    boost::container::small_vector<unsigned char*, 32> at(
+        static_cast<std::size_t>(p.num_registers));
+    for (std::int32_t r = 0; r < p.num_registers; ++r) at[static_cast<std::size_t>(r)] = slot(r);
+    auto reg = [&](std::int32_t r) { return at[static_cast<std::size_t>(r)]; };
     // Scalars: their slots are filled once.
     for (const Instruction& in : p.prologue) {
       if (in.kind != InstrKind::kScalar) continue;
@@ -197,10 +219,17 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
       for (std::size_t i = 0; i < p.prologue.size(); ++i) {
         const Instruction& in = p.prologue[i];
         switch (in.kind) {
-          case InstrKind::kLoad:
-            chunk.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,
-                         storage_dtype_of(in.type), start, n, reg(in.out));
+          case InstrKind::kLoad: {
+            const Operand& operand = operands[static_cast<std::size_t>(in.index)];
+            const DType as = storage_dtype_of(in.type);
+            if (in_place[i])
+              at[static_cast<std::size_t>(in.out)] =
+                  reinterpret_cast<unsigned char*>(operand.data) +
+                  start * static_cast<std::int64_t>(element_size(as));
+            else
+              chunk.gather(it, operand, in.index, as, start, n, reg(in.out));
             break;
+          }
           case InstrKind::kLoadAt:
             load_at(it, operands[static_cast<std::size_t>(in.index)], in.index, in, s.types,
                     reg(in.args[0]), reg(in.args[1]), run_constant[i] != 0, start, n, reg(in.out),

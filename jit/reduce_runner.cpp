@@ -77,8 +77,11 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
       if (a >= 0) plan.element_read[static_cast<std::size_t>(a)] = 1;
   for (const ReduceStage& st : p.anchor.stages)
     plan.element_read[static_cast<std::size_t>(st.input)] = 1;
-  for (const ProgramOutput& o : p.outputs)
+  plan.is_output.resize(static_cast<std::size_t>(p.num_registers), 0);
+  for (const ProgramOutput& o : p.outputs) {
     if (!o.per_row) plan.element_read[static_cast<std::size_t>(o.reg)] = 1;
+    plan.is_output[static_cast<std::size_t>(o.reg)] = 1;
+  }
   plan.row_code_loads.resize(plan.row_code.size(), 0);
   for (std::size_t i = 0; i < p.epilogue.size(); ++i) {
     const std::size_t group = plan.needs[static_cast<std::size_t>(p.epilogue[i].out)];
@@ -100,6 +103,8 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
       row_ops_(operands.begin(), operands.end()),
       span_positions_(std::clamp<std::int64_t>(span, 1, kChunk)),
       slots_(static_cast<std::size_t>(p.num_registers), span_positions_) {
+  for (std::int32_t r = 0; r < p.num_registers; ++r)
+    regs_.push_back(slots_[static_cast<std::size_t>(r)]);
   // The rows' inner dimensions, for gathers and scatters along a row.
   inner_.rank = layout.inner_rank;
   inner_.num_operands = static_cast<int>(operands.size());
@@ -307,10 +312,24 @@ void ReduceRunner::pass(const std::vector<std::size_t>& code, const Iteration& i
                         std::span<const Operand> operands, std::int64_t j, std::int64_t m) {
   for (std::size_t i : code) {
     const Instruction& in = p_.prologue[i];
-    if (in.kind == InstrKind::kLoad)
-      chunk_.gather(it, operands[static_cast<std::size_t>(in.index)], in.index,
-                    storage_dtype_of(in.type), j, m, reg(in.out));
-    else if (in.kind != InstrKind::kScalar)
+    if (in.kind == InstrKind::kLoad) {
+      const Operand& operand = operands[static_cast<std::size_t>(in.index)];
+      const DType as = storage_dtype_of(in.type);
+      unsigned char*& at = regs_[static_cast<std::size_t>(in.out)];
+      if (operand.dtype == as && !plan_.is_output[static_cast<std::size_t>(in.out)] &&
+          backends::cpu::dense_in(it, in.index)) {
+        // Read in place instead of copied: every register is written by its instruction only
+        // (jit/program_check.h), so nothing writes through this one, and every read of it comes
+        // before the outputs of the positions it covers are stored (one may be over this
+        // input's memory). A load that is itself an output is copied: it is stored after
+        // others, which may be over its input.
+        at = reinterpret_cast<unsigned char*>(operand.data) +
+             j * static_cast<std::int64_t>(element_size(as));
+      } else {
+        at = slots_[static_cast<std::size_t>(in.out)];
+        chunk_.gather(it, operand, in.index, as, j, m, at);
+      }
+    } else if (in.kind != InstrKind::kScalar)
       run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), m);
   }
 }

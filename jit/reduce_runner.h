@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/layout.h"
 #include "jit/interpreter_step.h"
@@ -39,6 +41,7 @@ struct ReducePlan {
   // element output). Only such per-row values are repeated along the row; the rest are read
   // at their row's first position only (by per-row code and per-row outputs).
   std::vector<char> element_read;
+  std::vector<char> is_output;                       // per register: whether an output stores it
   std::vector<const backends::cpu::FoldFns*> folds;  // per stage
 };
 
@@ -50,7 +53,7 @@ class ReduceRunner {
   using Iteration = backends::cpu::Iteration;
   using Operand = backends::cpu::Operand;
 
-  unsigned char* reg(std::int32_t r) const { return slots_[static_cast<std::size_t>(r)]; }
+  unsigned char* reg(std::int32_t r) const { return regs_[static_cast<std::size_t>(r)]; }
   auto reg_fn() const {
     return [this](std::int32_t r) { return reg(r); };
   }
@@ -165,6 +168,9 @@ class ReduceRunner {
   std::vector<std::int64_t> axis_bytes_;  // per operand: bytes of a step along the axis
   std::int64_t span_positions_;           // the constructor's span
   Slots slots_;                           // the registers, made at every launch and thread
+  // Where each register's values are: its slot, or, for a load of an operand that lies in the
+  // pass's order in its own dtype, the operand's memory itself (pass()).
+  boost::container::small_vector<unsigned char*, 32> regs_;
 };
 
 }  // namespace streamfuse::jit

@@ -80,6 +80,19 @@ inline bool is_splat(const Iteration& it, int k) {
   return true;
 }
 
+// Whether operand k's element at flat position j of `it` is at element offset j: its strides are
+// those of a dense tensor shaped like `it` (along dimensions of size 1 any stride will do). Then
+// positions [lo, hi) are one run of its memory, which an interpreter may read in place.
+inline bool dense_in(const Iteration& it, int k) {
+  std::int64_t dense = 1;
+  for (int d = it.rank - 1; d >= 0; --d) {
+    const auto u = static_cast<std::size_t>(d);
+    if (it.sizes[u] != 1 && it.strides[static_cast<std::size_t>(k)][u] != dense) return false;
+    dense *= it.sizes[u];
+  }
+  return true;
+}
+
 // Calls f(offsets, length) for each run of [lo, hi) along the innermost merged dimension, where
 // offsets[k] is operand k's element offset at the run's start.
 template <class F>
