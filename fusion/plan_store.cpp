@@ -236,9 +236,13 @@ void PlanStore::read_ahead_entries() {
     persistence = persistence_;
   }
   if (!persistence) return;
+  // The file is read off the calling thread too; each entry is then a job of its own, as each
+  // successor is (a failed read is warned about by the job and stops no other).
   background_([this, persistence] {
-    for (const core::OpDesc& first : persistence->entries())
-      consult(first, core::hash_op(first), /*ahead=*/true);
+    for (core::OpDesc& first : persistence->entries())
+      background_([this, first = std::move(first)] {
+        consult(first, core::hash_op(first), /*ahead=*/true);
+      });
   });
 }
 

@@ -64,7 +64,8 @@ TEST_F(PlanStoreTest, ReadingAheadStartsAtTheEntriesWhenTheDeviceStarts) {
   background_.attach(store_);
   store_.read_ahead_entries();
   EXPECT_EQ(persistence_->total_loads(), 0u) << "off the calling thread";
-  EXPECT_EQ(background_.run_all(), 2);  // the entries (A), then B, which A's plan names
+  // The entries' file, then its one entry (A), then B, which A's plan names.
+  EXPECT_EQ(background_.run_all(), 3);
   EXPECT_EQ(persistence_->loads(kA), 1);
   EXPECT_EQ(persistence_->loads(kB), 1);
   EXPECT_EQ(persistence_->loads(kC), 0) << "neither an entry nor a successor";
