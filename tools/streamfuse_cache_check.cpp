@@ -168,20 +168,28 @@ void CacheChecker::check_prepared(CheckedFile& file, const std::string& payload)
     file.problem = e.what();
     return;
   }
-  // prepared/<device>.ops: the runtime of a device reads that one file and no other.
+  if (!check_device_file(file, "prepared ops", "prepared/<device>.ops", cache::prepared_ops_path))
+    return;
+  file.prepared = std::move(ops);
+}
+
+bool CacheChecker::check_device_file(CheckedFile& file, const char* what, const char* pattern,
+                                     fs::path (*path_of)(const fs::path&, std::string_view)) {
+  // The runtime of a device reads that one file (named for the device) and no other.
   const std::string device = file.path.stem().string();
   if (!valid_device_folder(device)) {
-    file.problem = "in the wrong place: prepared ops belong at prepared/<device>.ops, and '" +
-                   device + "' is not a device name";
-    return;
+    file.problem = std::string("in the wrong place: ") + what + " belong at " + pattern +
+                   ", and '" + device + "' is not a device name";
+    return false;
   }
-  const fs::path expected = cache::prepared_ops_path(root_, device);
+  const fs::path expected = path_of(root_, device);
   if (!same_path(file.path, expected)) {
-    file.problem = "in the wrong place: prepared ops belong at " + relative_name(root_, expected);
-    return;
+    file.problem =
+        std::string("in the wrong place: ") + what + " belong at " + relative_name(root_, expected);
+    return false;
   }
   file.device = device;
-  file.prepared = std::move(ops);
+  return true;
 }
 
 void CacheChecker::check_entries(CheckedFile& file, const std::string& payload) {
@@ -192,16 +200,7 @@ void CacheChecker::check_entries(CheckedFile& file, const std::string& payload) 
     file.problem = e.what();
     return;
   }
-  // plans/<device>.entries: the runtime of a device reads that one file and no other.
-  const std::string device = file.path.stem().string();
-  if (!valid_device_folder(device)) {
-    file.problem = "in the wrong place: plan entries belong at plans/<device>.entries, and '" +
-                   device + "' is not a device name";
-    return;
-  }
-  const fs::path expected = cache::plan_entries_path(root_, device);
-  if (!same_path(file.path, expected))
-    file.problem = "in the wrong place: plan entries belong at " + relative_name(root_, expected);
+  check_device_file(file, "plan entries", "plans/<device>.entries", cache::plan_entries_path);
 }
 
 void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {

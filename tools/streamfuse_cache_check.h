@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.h"
@@ -27,7 +28,7 @@ struct CheckedFile {
                          // (one whose writer ended is bad)
   cache::FileKind kind = cache::FileKind::kPlan;  // good files
   std::string fingerprint;                        // good files
-  std::string device;  // good plans and prepared ops: the device their place names
+  std::string device;  // good plans, prepared ops, entries: the device their place names
   std::optional<fusion::PlanDraft> plan;                      // good plans
   std::optional<jit::KernelEntry> kernel;                     // good kernels
   std::optional<std::vector<backends::PreparedOp>> prepared;  // good prepared-ops files
@@ -62,6 +63,11 @@ class CacheChecker {
   void check_kernel(CheckedFile& file, const std::string& payload);
   void check_handed_on(CheckedFile& file, const std::string& payload);
   void check_entries(CheckedFile& file, const std::string& payload);
+  // A file of one device at path_of(root, device) (prepared ops, plan entries): sets its device,
+  // or its problem ("`what` belong at `pattern`") and returns false.
+  bool check_device_file(CheckedFile& file, const char* what, const char* pattern,
+                         std::filesystem::path (*path_of)(const std::filesystem::path&,
+                                                          std::string_view));
 
   std::filesystem::path root_;
   bool keep_libraries_;
