@@ -177,20 +177,16 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
     }
   }
   const int num_inputs = static_cast<int>(p.inputs.size());
-  // Per instruction: a load read in place (its input dense in the iteration's order, in the
-  // dtype the load reads) instead of copied into a slot. A register is written by its
-  // instruction only (jit/program_check.h), so nothing writes through one that points at an
-  // input, and every read of it comes before the chunk's outputs are stored (one of which may be
-  // over that input's memory); a load that is itself an output is copied, as that output is
-  // stored after others that may be over its input.
-  boost::container::small_vector<char, 64> in_place(p.prologue.size(), 0);
+  // Per instruction: where a load that reads its input in place finds position 0
+  // (in_place_values), else null.
+  boost::container::small_vector<unsigned char*, 64> in_place(p.prologue.size(), nullptr);
   for (std::size_t i = 0; i < p.prologue.size(); ++i) {
     const Instruction& in = p.prologue[i];
-    in_place[i] = in.kind == InstrKind::kLoad &&
-                  operands[static_cast<std::size_t>(in.index)].dtype == storage_dtype_of(in.type) &&
-                  backends::cpu::dense_in(it, in.index) &&
-                  std::none_of(p.outputs.begin(), p.outputs.end(),
-                               [&](const ProgramOutput& o) { return o.reg == in.out; });
+    if (in.kind != InstrKind::kLoad) continue;
+    const bool is_output = std::any_of(p.outputs.begin(), p.outputs.end(),
+                                       [&](const ProgramOutput& o) { return o.reg == in.out; });
+    in_place[i] =
+        in_place_values(in, operands[static_cast<std::size_t>(in.index)], it, is_output, 0);
   }
 
   backends::cpu::parallel_for(it.numel, kGrain, num_threads, [&](std::int64_t lo, std::int64_t hi) {
@@ -220,14 +216,13 @@ void interpret(const FusedProgram& p, const Iteration& it, std::span<const Opera
         const Instruction& in = p.prologue[i];
         switch (in.kind) {
           case InstrKind::kLoad: {
-            const Operand& operand = operands[static_cast<std::size_t>(in.index)];
             const DType as = storage_dtype_of(in.type);
             if (in_place[i])
               at[static_cast<std::size_t>(in.out)] =
-                  reinterpret_cast<unsigned char*>(operand.data) +
-                  start * static_cast<std::int64_t>(element_size(as));
+                  in_place[i] + start * static_cast<std::int64_t>(element_size(as));
             else
-              chunk.gather(it, operand, in.index, as, start, n, reg(in.out));
+              chunk.gather(it, operands[static_cast<std::size_t>(in.index)], in.index, as, start, n,
+                           reg(in.out));
             break;
           }
           case InstrKind::kLoadAt:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/layout.h"
 #include "jit/program.h"
 
 namespace streamfuse::jit {
@@ -38,6 +39,23 @@ class Slots {
 
 // Bytes of one value of type t in a slot.
 inline std::size_t value_size(ValueType t) { return element_size(storage_dtype_of(t)); }
+
+// Where load `in` (kLoad, of `operand` over `it`) finds positions [j, ...) of its values when it
+// reads them in place, or null when it copies them into its register's slot. In place when the
+// operand lies in the iteration's order (backends::cpu::dense_in) in the dtype the load reads:
+// a register is written by its instruction only (jit/program_check.h), so nothing writes
+// through one that points at an input, and every read of it comes before the outputs of the
+// positions it covers are stored (one of which may be over that input's memory, a dying
+// input's buffer reused). A load that is itself an output (`is_output`) is copied: it is stored
+// after other outputs, which may be over its input.
+inline unsigned char* in_place_values(const Instruction& in, const backends::cpu::Operand& operand,
+                                      const backends::cpu::Iteration& it, bool is_output,
+                                      std::int64_t j) {
+  const DType as = storage_dtype_of(in.type);
+  if (is_output || operand.dtype != as || !backends::cpu::dense_in(it, in.index)) return nullptr;
+  return reinterpret_cast<unsigned char*>(operand.data) +
+         j * static_cast<std::int64_t>(element_size(as));
+}
 
 // Runs `in` (not kLoad, kLoadAt, kScalar or kReduced: their values come from outside) over n
 // values: `fn` is its op's loop (kOp), reg(r) the slot of register r.

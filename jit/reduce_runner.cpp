@@ -314,20 +314,11 @@ void ReduceRunner::pass(const std::vector<std::size_t>& code, const Iteration& i
     const Instruction& in = p_.prologue[i];
     if (in.kind == InstrKind::kLoad) {
       const Operand& operand = operands[static_cast<std::size_t>(in.index)];
-      const DType as = storage_dtype_of(in.type);
       unsigned char*& at = regs_[static_cast<std::size_t>(in.out)];
-      if (operand.dtype == as && !plan_.is_output[static_cast<std::size_t>(in.out)] &&
-          backends::cpu::dense_in(it, in.index)) {
-        // Read in place instead of copied: every register is written by its instruction only
-        // (jit/program_check.h), so nothing writes through this one, and every read of it comes
-        // before the outputs of the positions it covers are stored (one may be over this
-        // input's memory). A load that is itself an output is copied: it is stored after
-        // others, which may be over its input.
-        at = reinterpret_cast<unsigned char*>(operand.data) +
-             j * static_cast<std::int64_t>(element_size(as));
-      } else {
+      at = in_place_values(in, operand, it, plan_.is_output[static_cast<std::size_t>(in.out)], j);
+      if (!at) {
         at = slots_[static_cast<std::size_t>(in.out)];
-        chunk_.gather(it, operand, in.index, as, j, m, at);
+        chunk_.gather(it, operand, in.index, storage_dtype_of(in.type), j, m, at);
       }
     } else if (in.kind != InstrKind::kScalar)
       run_step(in, plan_.prologue_fns[i], chunk_, plan_.types, reg_fn(), m);
