@@ -21,19 +21,24 @@ inline constexpr std::size_t kSlotBytes = kChunk * 8;
 // A launch's registers: `count` slots of `width` values each (at most kChunk), 64-byte aligned,
 // not cleared (every step writes the values it is asked for before they are read). As wide as
 // the launch's passes read, not kChunk: a launch over a few elements neither allocates nor fills
-// whole chunks.
+// whole chunks. Registers of up to kReusedSlotBytes come from memory the thread keeps from one
+// launch to the next (interpreter_step.cpp): a small launch (a [4, 32] layer norm) allocated and
+// freed them at every launch, about a tenth of its interpreted time. A thread holds one such
+// block at a time; Slots made while it is held, and larger ones, allocate their own.
 class Slots {
  public:
-  Slots(std::size_t count, std::int64_t width)
-      : bytes_((static_cast<std::size_t>(width) * 8 + 63) & ~std::size_t{63}),
-        storage_(std::make_unique_for_overwrite<unsigned char[]>(count * bytes_ + 64)),
-        base_(reinterpret_cast<unsigned char*>(
-            (reinterpret_cast<std::uintptr_t>(storage_.get()) + 63) & ~std::uintptr_t{63})) {}
+  static constexpr std::size_t kReusedSlotBytes = std::size_t{64} << 10;
+
+  Slots(std::size_t count, std::int64_t width);
+  ~Slots();
+  Slots(const Slots&) = delete;
+  Slots& operator=(const Slots&) = delete;
   unsigned char* operator[](std::size_t slot) const { return base_ + slot * bytes_; }
 
  private:
   std::size_t bytes_;
-  std::unique_ptr<unsigned char[]> storage_;
+  std::unique_ptr<unsigned char[]> own_;  // empty when the thread's block is used
+  bool reused_ = false;
   unsigned char* base_;
 };
 

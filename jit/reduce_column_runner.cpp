@@ -22,9 +22,28 @@ constexpr std::int64_t kColumnSteps = kChunk / kColumnTile;
 
 }  // namespace
 
+// Column tiles: up to kColumnTile consecutive rows along the innermost outer dimension (tile_:
+// one value per row), and spans of kColumnSteps steps along the axis of such a tile (span_:
+// step-major, a value per row and step).
+void ReduceRunner::prepare_columns() {
+  const auto column = static_cast<std::size_t>(layout_.outer_rank - 1);
+  const auto axis = static_cast<std::size_t>(layout_.outer_rank);
+  tile_.rank = 1;
+  span_.rank = 2;
+  tile_.num_operands = span_.num_operands = inner_.num_operands;
+  axis_bytes_.clear();
+  for (std::size_t k = 0; k < operands_.size(); ++k) {
+    tile_.strides[k][0] = span_.strides[k][1] = layout_.it.strides[k][column];
+    span_.strides[k][0] = layout_.it.strides[k][axis];
+    axis_bytes_.push_back(layout_.it.strides[k][axis] *
+                          static_cast<std::int64_t>(element_size(operands_[k].dtype)));
+  }
+}
+
 // Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,
 // each of a tile's rows folding its values in order.
 void ReduceRunner::column_rows(std::int64_t begin, std::int64_t end) {
+  prepare_columns();
   const std::int64_t columns = layout_.it.sizes[static_cast<std::size_t>(layout_.outer_rank - 1)];
   const std::size_t stages = p_.anchor.stages.size();
   std::vector<std::int64_t> results(stages * std::size_t{kColumnTile});

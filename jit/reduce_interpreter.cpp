@@ -39,7 +39,7 @@ class Interpreted final : public ReduceExecutor {
   void whole_rows(std::int64_t begin, std::int64_t end) override {
     if (ReduceRunner::batches(layout_)) {
       const std::int64_t batch = ReduceRunner::batch_rows(layout_, end - begin);
-      ReduceRunner run = runner(batch * layout_.n);
+      ReduceRunner run = runner(batch * layout_.n, /*batch=*/true);
       for (std::int64_t row = begin; row < end; row += batch)
         run.row_batch(row, std::min(batch, end - row));
       return;
@@ -78,8 +78,8 @@ class Interpreted final : public ReduceExecutor {
 
  private:
   // `span`: as ReduceRunner's.
-  ReduceRunner runner(std::int64_t span) const {
-    return ReduceRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk, span);
+  ReduceRunner runner(std::int64_t span, bool batch = false) const {
+    return ReduceRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk, span, batch);
   }
 
   const FusedProgram& p_;

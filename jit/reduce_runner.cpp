@@ -82,11 +82,12 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
     if (!o.per_row) plan.element_read[static_cast<std::size_t>(o.reg)] = 1;
     plan.is_output[static_cast<std::size_t>(o.reg)] = 1;
   }
-  plan.row_code_loads.resize(plan.row_code.size(), 0);
+  plan.row_value.resize(static_cast<std::size_t>(p.num_registers), 0);
+  for (const Instruction& in : p.epilogue)
+    if (in.kind != InstrKind::kScalar) plan.row_value[static_cast<std::size_t>(in.out)] = 1;
   for (std::size_t i = 0; i < p.epilogue.size(); ++i) {
     const std::size_t group = plan.needs[static_cast<std::size_t>(p.epilogue[i].out)];
     plan.row_code[group].push_back(i);
-    if (p.epilogue[i].kind == InstrKind::kLoad) plan.row_code_loads[group] = 1;
   }
   return plan;
 }
@@ -94,7 +95,7 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
 ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
                            const ReduceLayout& layout, std::span<const Operand> operands,
                            std::span<const std::int64_t> scalars,
-                           const backends::cpu::ChunkOps& chunk, std::int64_t span)
+                           const backends::cpu::ChunkOps& chunk, std::int64_t span, bool batch)
     : p_(p),
       plan_(plan),
       layout_(layout),
@@ -102,7 +103,7 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
       chunk_(chunk),
       row_ops_(operands.begin(), operands.end()),
       span_positions_(std::clamp<std::int64_t>(span, 1, kChunk)),
-      slots_(static_cast<std::size_t>(p.num_registers), span_positions_) {
+      slots_(static_cast<std::size_t>(p.num_registers) * (batch ? 2 : 1), span_positions_) {
   for (std::int32_t r = 0; r < p.num_registers; ++r)
     regs_.push_back(slots_[static_cast<std::size_t>(r)]);
   // The rows' inner dimensions, for gathers and scatters along a row.
@@ -122,20 +123,18 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
     for (std::size_t k = 0; k < operands.size(); ++k)
       inner_.strides[k][static_cast<std::size_t>(d)] = layout.it.strides[k][from];
   }
-  // Column tiles: up to kColumnTile consecutive rows along the innermost outer dimension
-  // (tile_: one value per row), and spans of kColumnSteps steps along the axis of such a tile
-  // (span_: step-major, a value per row and step).
-  if (layout.outer_rank > 0) {
-    const auto column = static_cast<std::size_t>(layout.outer_rank - 1);
-    const auto axis = static_cast<std::size_t>(layout.outer_rank);
-    tile_.rank = 1;
-    span_.rank = 2;
-    tile_.num_operands = span_.num_operands = inner_.num_operands;
-    for (std::size_t k = 0; k < operands.size(); ++k) {
-      tile_.strides[k][0] = span_.strides[k][1] = layout.it.strides[k][column];
-      span_.strides[k][0] = layout.it.strides[k][axis];
-      axis_bytes_.push_back(layout.it.strides[k][axis] *
-                            static_cast<std::int64_t>(element_size(operands[k].dtype)));
+  if (batch) {
+    // The rows as a flat index over the outer dimensions: row_batch's per-row loads and
+    // outputs are one gather or scatter over its rows.
+    rows_.rank = layout.outer_rank;
+    rows_.num_operands = inner_.num_operands;
+    rows_.numel = 1;
+    for (int d = 0; d < layout.outer_rank; ++d) {
+      const auto u = static_cast<std::size_t>(d);
+      rows_.sizes[u] = layout.it.sizes[u];
+      rows_.numel *= layout.it.sizes[u];
+      for (std::size_t k = 0; k < operands.size(); ++k)
+        rows_.strides[k][u] = layout.it.strides[k][u];
     }
   }
   for (const std::vector<Instruction>* block : p.blocks())
@@ -266,23 +265,55 @@ void ReduceRunner::row_batch(std::int64_t row, std::int64_t count) {
   const std::int64_t n = layout_.n;
   const std::size_t stages = p_.anchor.stages.size();
   std::int64_t results[kBatchRows][kMaxReduceStages] = {};
-  const auto rows_code = [&](std::size_t g) {
-    for (std::int64_t t = 0; t < count; ++t) {
-      if (plan_.row_code_loads[g]) set_row(row + t);
-      row_code(g, results[t], t * n, n);
-    }
-  };
   for (std::size_t k = 0; k < stages; ++k) {
-    rows_code(k);
+    batch_row_code(k, row, count, results);
     pass(plan_.stage_code_one_pass[k], layout_.it, operands_, row * n, count * n);
     plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), count, n, layout_.lanes[k], &results[0][k],
                          kMaxReduceStages);
   }
-  rows_code(stages);
+  batch_row_code(stages, row, count, results);
   outputs(plan_.output_code_one_pass, layout_.it, operands_, row * n, (row + count) * n);
-  for (std::int64_t t = 0; t < count; ++t) {
-    set_row(row + t);
-    row_outputs(t * n);
+  batch_row_outputs(row, count);
+}
+
+void ReduceRunner::batch_row_code(std::size_t g, std::int64_t row, std::int64_t count,
+                                  const std::int64_t (*results)[kMaxReduceStages]) {
+  const std::int64_t n = layout_.n;
+  const auto values = [this](std::int32_t r) { return row_values(r); };
+  for (std::size_t i : plan_.row_code[g]) {
+    const Instruction& in = p_.epilogue[i];
+    if (in.kind == InstrKind::kScalar) continue;  // its slot is filled
+    unsigned char* out = row_values(in.out);
+    // The register's type: an instruction's own is its operands' (a comparison's is not bool).
+    const std::size_t size = value_size(plan_.types[static_cast<std::size_t>(in.out)]);
+    switch (in.kind) {
+      case InstrKind::kReduced:
+        // A result's bits are the low bytes of its word (as splat() reads them).
+        for (std::int64_t t = 0; t < count; ++t)
+          std::memcpy(out + static_cast<std::size_t>(t) * size, &results[t][in.index], size);
+        break;
+      case InstrKind::kLoad:
+        chunk_.gather(rows_, operands_[static_cast<std::size_t>(in.index)], in.index,
+                      storage_dtype_of(in.type), row, count, out);
+        break;
+      default:
+        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, values, count);
+        break;
+    }
+    if (plan_.element_read[static_cast<std::size_t>(in.out)])
+      for (std::int64_t t = 0; t < count; ++t)
+        splat(in.out, out + static_cast<std::size_t>(t) * size, n, t * n);
+  }
+}
+
+void ReduceRunner::batch_row_outputs(std::int64_t row, std::int64_t count) {
+  const std::size_t ni = p_.inputs.size();
+  for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
+    if (!p_.outputs[o].per_row) continue;
+    const std::size_t k = ni + o;
+    chunk_.scatter(rows_, operands_[k], static_cast<int>(k),
+                   storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), row,
+                   count, row_values(p_.outputs[o].reg));
   }
 }
 

@@ -36,12 +36,15 @@ struct ReducePlan {
   std::vector<std::vector<std::size_t>> stage_code_one_pass;
   std::vector<std::size_t> output_code_one_pass;
   std::vector<std::vector<std::size_t>> row_code;  // per group g: epilogue instructions
-  std::vector<char> row_code_loads;                // per group g: whether it loads a value
   // Per register: whether per-element code reads it (a prologue instruction, a stage or an
   // element output). Only such per-row values are repeated along the row; the rest are read
   // at their row's first position only (by per-row code and per-row outputs).
   std::vector<char> element_read;
-  std::vector<char> is_output;                       // per register: whether an output stores it
+  std::vector<char> is_output;  // per register: whether an output stores it
+  // Per register: whether it holds a row's value of its own (an epilogue register other than a
+  // scalar). row_batch computes such values for its rows at once, one per row, in a slot of
+  // their own (ReduceRunner::row_values).
+  std::vector<char> row_value;
   std::vector<const backends::cpu::FoldFns*> folds;  // per stage
 };
 
@@ -64,9 +67,10 @@ class ReduceRunner {
   // over short rows neither allocates nor fills 8 KiB per register (a [4, 32] layer norm and
   // GELU: 19 registers, 152 KiB allocated and freed per launch, each free consolidating the
   // heap).
+  // `batch`: whether this runner runs row_batch (its per-row values get slots of their own).
   ReduceRunner(const FusedProgram& p, const ReducePlan& plan, const ReduceLayout& layout,
                std::span<const Operand> operands, std::span<const std::int64_t> scalars,
-               const backends::cpu::ChunkOps& chunk, std::int64_t span);
+               const backends::cpu::ChunkOps& chunk, std::int64_t span, bool batch = false);
   // The positions a pass along a row reads at most.
   static std::int64_t row_span(const ReduceLayout& layout) {
     return std::min(kChunk, std::max<std::int64_t>(layout.n, 1));
@@ -81,12 +85,13 @@ class ReduceRunner {
   static std::int64_t batch_rows(const ReduceLayout& layout, std::int64_t rows) {
     return std::clamp<std::int64_t>(std::min(kChunk / layout.n, rows), 1, kBatchRows);
   }
-  // Rows [row, row + count) of a launch that batches(), count <= batch_rows(): every pass of
-  // per-element code runs over all of them at once (each instruction's loop over count * n
-  // values instead of count loops over n: a [4, 32] layer norm dispatched every instruction
-  // per row), each pass runs only what earlier passes did not (a layer norm after a GELU
-  // computes erf once per element), and each stage's rows fold by one call, each on its own as
-  // stage() folds a row of one block.
+  // Rows [row, row + count) of a launch that batches(), count <= batch_rows(), by a runner
+  // made with `batch`: every pass of per-element code runs over all of them at once (each
+  // instruction's loop over count * n values instead of count loops over n: a [4, 32] layer
+  // norm dispatched every instruction per row), each pass runs only what earlier passes did not
+  // (a layer norm after a GELU computes erf once per element), each stage's rows fold by one
+  // call, each on its own as stage() folds a row of one block, and the per-row code runs each
+  // instruction once for all the rows (row_values).
   void row_batch(std::int64_t row, std::int64_t count);
 
   void set_row(std::int64_t row);
@@ -136,6 +141,21 @@ class ReduceRunner {
     std::memcpy(&v, value, sizeof v);
     std::fill_n(reinterpret_cast<Bits*>(reg(r)) + from, count, v);
   }
+  // Register r's per-row values in row_batch: one per row of the batch, in order. A scalar's
+  // are its own slot (filled by the constructor).
+  unsigned char* row_values(std::int32_t r) const {
+    return plan_.row_value[static_cast<std::size_t>(r)]
+               ? slots_[static_cast<std::size_t>(p_.num_registers + r)]
+               : reg(r);
+  }
+  // The per-row code of group g for rows [row, row + count) of row_batch, into row_values; a
+  // value that per-element code reads is then repeated along its row in its register.
+  void batch_row_code(std::size_t g, std::int64_t row, std::int64_t count,
+                      const std::int64_t (*results)[kMaxReduceStages]);
+  // The per-row outputs of rows [row, row + count) of row_batch, from row_values.
+  void batch_row_outputs(std::int64_t row, std::int64_t count);
+  // tile_, span_ and axis_bytes_, for column_rows.
+  void prepare_columns();
   // The per-row code of group g over a tile of tlen rows: a per-row register holds its value
   // for each row, repeated for each step of a span (so that element code reads it by position).
   void column_group(std::size_t g, const std::int64_t* results, std::int64_t tlen);
@@ -160,14 +180,18 @@ class ReduceRunner {
   const ReduceLayout& layout_;
   std::span<const Operand> operands_;
   const backends::cpu::ChunkOps& chunk_;
-  std::vector<Operand> row_ops_;
+  boost::container::small_vector<Operand, 8> row_ops_;
   Iteration inner_;
-  Iteration point_;                       // one element, strides 0
-  Iteration tile_;                        // a column tile's rows (its size: the tile's)
-  Iteration span_;                        // steps along the axis of a tile's rows
-  std::vector<std::int64_t> axis_bytes_;  // per operand: bytes of a step along the axis
-  std::int64_t span_positions_;           // the constructor's span
-  Slots slots_;                           // the registers, made at every launch and thread
+  Iteration rows_;   // row_batch: the launch's rows, one value each
+  Iteration point_;  // one element, strides 0
+  Iteration tile_;   // a column tile's rows (its size: the tile's)
+  Iteration span_;   // steps along the axis of a tile's rows
+  boost::container::small_vector<std::int64_t, 8> axis_bytes_;  // per operand: bytes of a step
+                                                                // along the axis
+  std::int64_t span_positions_;                                 // the constructor's span
+  // The registers (made at every launch and thread), then with `batch` a slot per register for
+  // its per-row values (row_values).
+  Slots slots_;
   // Where each register's values are: its slot, or, for a load of an operand that lies in the
   // pass's order in its own dtype, the operand's memory itself (pass()).
   boost::container::small_vector<unsigned char*, 32> regs_;
