@@ -30,7 +30,7 @@ void ReduceRunner::prepare_columns() {
   const auto axis = static_cast<std::size_t>(layout_.outer_rank);
   tile_.rank = 1;
   span_.rank = 2;
-  tile_.num_operands = span_.num_operands = inner_.num_operands;
+  tile_.num_operands = span_.num_operands = static_cast<int>(operands_.size());
   axis_bytes_.clear();
   for (std::size_t k = 0; k < operands_.size(); ++k) {
     tile_.strides[k][0] = span_.strides[k][1] = layout_.it.strides[k][column];

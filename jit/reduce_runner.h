@@ -180,12 +180,14 @@ class ReduceRunner {
   const ReduceLayout& layout_;
   std::span<const Operand> operands_;
   const backends::cpu::ChunkOps& chunk_;
+  // Without `batch`: the row's operands (set_row), the row's inner dimensions, and a per-row
+  // value's one element (strides 0). With it: the launch's rows, one value each.
   boost::container::small_vector<Operand, 8> row_ops_;
   Iteration inner_;
-  Iteration rows_;   // row_batch: the launch's rows, one value each
-  Iteration point_;  // one element, strides 0
-  Iteration tile_;   // a column tile's rows (its size: the tile's)
-  Iteration span_;   // steps along the axis of a tile's rows
+  Iteration point_;
+  Iteration rows_;
+  Iteration tile_;  // a column tile's rows (its size: the tile's)
+  Iteration span_;  // steps along the axis of a tile's rows
   boost::container::small_vector<std::int64_t, 8> axis_bytes_;  // per operand: bytes of a step
                                                                 // along the axis
   std::int64_t span_positions_;                                 // the constructor's span
