@@ -112,6 +112,26 @@ void CpuLauncher::launch_reduce(const FusedProgram& program, const ProgramFacts&
   interpreted_.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Only while compiling: with STREAMFUSE_JIT=interpret (no compiler, or asked for) the
+// interpreter runs every launch, as that mode promises (and the tests of its column walk rely on).
+bool CpuLauncher::ops_are_faster(const FusedProgram& program, const ProgramFacts& facts,
+                                 const Shape& shape, std::span<const LaunchOperand> inputs,
+                                 std::span<const LaunchOperand> outputs,
+                                 std::span<const std::int64_t> scalars) {
+  if (program.anchor.kind != AnchorKind::kReduce || !cache_ ||
+      !compile_.load(std::memory_order_relaxed) || shape.numel() < kOpsBeforeColumnKernelElements)
+    return false;
+  boost::container::small_vector<Operand, 16> ops;
+  for (std::span<const LaunchOperand> list : {inputs, outputs})
+    for (const LaunchOperand& o : list)
+      ops.push_back(backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
+  if (ReduceLaunchMemo::layout(program, facts.hash, shape, ops).walk != ReduceWalk::kColumns)
+    return false;
+  const SpecializationKey& key =
+      ReduceLaunchMemo::key(program, facts, ops, inputs, outputs, scalars);
+  return !cache_->find_or_request(facts.hash, program, key).has_value();
+}
+
 CpuLauncher::CpuLauncher(const backends::cpu::KernelTable& kernels, KernelCache* cache)
     : kernels_(kernels), cache_(cache) {}
 

@@ -19,6 +19,12 @@ class CpuLauncher final : public KernelLauncher {
               std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
               std::span<const std::int64_t> scalars) override;
 
+  // Column walks of at least this many elements run as ops until their kernel is compiled.
+  static constexpr std::int64_t kOpsBeforeColumnKernelElements = std::int64_t{1} << 16;
+  bool ops_are_faster(const FusedProgram& program, const ProgramFacts& facts, const Shape& shape,
+                      std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
+                      std::span<const std::int64_t> scalars) override;
+
   void set_num_threads(int n) { num_threads_.store(n, std::memory_order_relaxed); }
   // Off: interpret everything (STREAMFUSE_JIT=interpret), whatever the cache holds.
   void set_compile(bool on) { compile_.store(on, std::memory_order_relaxed); }

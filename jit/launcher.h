@@ -25,6 +25,20 @@ class KernelLauncher {
                       std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
                       std::span<const std::int64_t> scalars) = 0;
 
+  // Whether running the program's ops one by one is faster now than launch() with these
+  // arguments would be. The CPU's launcher says so for a reduction over an outer axis (column
+  // tiles) of at least kOpsBeforeColumnKernelElements elements while its kernel is compiling:
+  // the interpreter's column walk takes about twice the unfused ops' time (norm_bench), the
+  // other walks less than theirs. It asks for the kernel as launch() would, so a later launch
+  // finds it. Launches nothing.
+  virtual bool ops_are_faster(const FusedProgram& program, const ProgramFacts& facts,
+                              const Shape& shape, std::span<const LaunchOperand> inputs,
+                              std::span<const LaunchOperand> outputs,
+                              std::span<const std::int64_t> scalars) {
+    (void)program, (void)facts, (void)shape, (void)inputs, (void)outputs, (void)scalars;
+    return false;
+  }
+
   // True for a launcher with no fallback, whose launch() throws when a kernel cannot be built
   // (CUDA); the CPU's interprets instead and never throws for that.
   virtual bool may_fail() const { return false; }

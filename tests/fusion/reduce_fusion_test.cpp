@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device_runtime.h"
 #include "streamfuse/streamfuse.h"
 #include "tests/fusion/chain_fusion.h"
 #include "tests/own_cache_dir.h"
@@ -249,6 +250,42 @@ TEST_F(ReduceFusionTest, ColumnTiles) {
         return std::vector<Tensor>{d * sf::rsqrt(sf::mean(d * d, 0, true) + 1e-5f) * in[1]};
       },
       {random_tensor({40, 96}, sf::kF32, -3, 3, 33), w}, 1);
+}
+
+// While its kernel compiles, a large reduction over an outer axis runs as its ops (the
+// interpreter's column walk takes about twice their time); once the kernel is there, it runs.
+// Same bits every time. (With STREAMFUSE_JIT=interpret the interpreter still runs it: ColumnTiles.)
+TEST_F(ReduceFusionTest, LargeColumnWalksRunAsOpsUntilTheirKernelIsCompiled) {
+  const auto chain = [](const Tensor& x) {
+    const Tensor y = sf::exp(x * 0.25f);
+    return y - sf::mean(y, 0, true) * 1.5f;
+  };
+  const Tensor x = random_tensor({512, 160}, sf::kF32, -3, 3, 40);  // 81,920 elements
+  sf::Config c = sf::config();
+  c.fusion = false;
+  sf::set_config(c);
+  const std::vector<std::uint8_t> unfused = bytes_of(chain(x));
+
+  c.fusion = true;
+  c.jit = sf::JitMode::kCompile;
+  sf::set_config(c);
+  auto* cache = sf::runtime::DeviceRuntime::get(sf::Device::cpu()).kernel_cache();
+  ASSERT_NE(cache, nullptr);
+  for (int i = 0; i < 3; ++i) {  // the plan is explored, then matched, then runs its kernel
+    sf::synchronize();
+    const sf::FusionStats before = sf::fusion_stats();
+    const std::vector<std::uint8_t> fused = bytes_of(chain(x));
+    const sf::FusionStats after = sf::fusion_stats();
+    EXPECT_EQ(fused, unfused) << "iteration " << i;
+    EXPECT_EQ(after.interpreted_launches, before.interpreted_launches) << "iteration " << i;
+    if (after.kernels_failed > 0) {
+      GTEST_SKIP() << "no working compiler here";
+    }
+    if (i == 2) {
+      EXPECT_EQ(after.compiled_launches - before.compiled_launches, 1);
+    }
+    if (i == 1) cache->wait_idle();
+  }
 }
 
 // Floats summed in double are exact, whatever the order, unless some cancel what came before

@@ -94,6 +94,12 @@ void ReduceOptimization::execute(ExecutionContext& context) {
       const Scalar& value = context.op(kernel_.scalars[s].op).scalars[kernel_.scalars[s].slot];
       scalars.push_back(jit::scalar_bits(p.scalars[s], value));
     }
+    // While the kernel compiles, a launch the interpreter would run slower than the ops (a
+    // large column walk) runs the ops instead; the outputs just allocated go back unused.
+    if (context.launcher().ops_are_faster(p, kernel_.facts, shape, ins, outs, scalars)) {
+      for (std::size_t i = 0; i < len_; ++i) context.run_operation(i);
+      return;
+    }
     context.launcher().launch(p, kernel_.facts, shape, ins, outs, scalars);
   } else if (failed) {
     for (std::uint32_t t : kernel_.outputs) values[t].failure = failed;
