@@ -33,7 +33,9 @@ class DenseNumbering {
   std::size_t size() const { return keys_.size(); }
   void clear() {
     keys_.clear();  // keeps its capacity: a segment's numbering allocates nothing once warm
-    index_.clear();
+    // Only where used: clearing a flat map resets every group of its capacity, and a long
+    // segment once left it large.
+    if (!index_.empty()) index_.clear();
   }
 
  private:

@@ -30,8 +30,10 @@ void OperationQueue::drain_front(std::size_t n) {
   head_ += n;
   size_ -= n;
   if (size_ == 0) head_ = 0;
+  // The converter numbers the segment's ops from its first: a new segment starts it over. Ops
+  // that ran on their own were never converted (a view, a drop), and leave nothing to reset.
+  if (relative_count_ > 0) converter_.reset();
   relative_count_ = 0;
-  converter_.reset();
 }
 
 }  // namespace streamfuse::stream
