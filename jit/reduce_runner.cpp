@@ -109,7 +109,7 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
   if (batch) {
     // row_batch walks the launch's own iteration, and its rows as a flat index over the outer
     // dimensions: its per-row loads and outputs are one gather or scatter over its rows. (It
-    // needs no row operands, inner_ nor point_: setting them up was a fifth of a one-row
+    // needs no row operands, inner_ nor point_: this constructor was a fifth of a one-row
     // softmax's interpreted launch.)
     rows_.rank = layout.outer_rank;
     rows_.num_operands = num_operands;
