@@ -39,17 +39,17 @@ class Interpreted final : public ReduceExecutor {
   void whole_rows(std::int64_t begin, std::int64_t end) override {
     if (ReduceRunner::batches(layout_)) {
       const std::int64_t batch = ReduceRunner::batch_rows(layout_, end - begin);
-      ReduceRunner run = runner(batch * layout_.n, /*batch=*/true);
+      ReduceRunner run = runner(batch * layout_.n, ReduceRunner::Walk::kRowBatches);
       for (std::int64_t row = begin; row < end; row += batch)
         run.row_batch(row, std::min(batch, end - row));
       return;
     }
-    ReduceRunner run = runner(ReduceRunner::row_span(layout_));
+    ReduceRunner run = runner(ReduceRunner::row_span(layout_), ReduceRunner::Walk::kWholeRows);
     for (std::int64_t row = begin; row < end; ++row) run.whole_row(row);
   }
   void stage_blocks(std::int64_t row, int stage, std::int64_t begin, std::int64_t end,
                     void* partials, const std::int64_t* results) override {
-    ReduceRunner run = runner(ReduceRunner::row_span(layout_));
+    ReduceRunner run = runner(ReduceRunner::row_span(layout_), ReduceRunner::Walk::kWholeRows);
     run.set_row(row);
     run.row_groups(static_cast<std::size_t>(stage), results);
     for (std::int64_t b = begin; b < end; ++b)
@@ -65,11 +65,11 @@ class Interpreted final : public ReduceExecutor {
     results[stage] = f.finish(acc, layout_.n);
   }
   void column_rows(std::int64_t begin, std::int64_t end) override {
-    runner(kChunk).column_rows(begin, end);
+    runner(kChunk, ReduceRunner::Walk::kColumnTiles).column_rows(begin, end);
   }
   void outputs(std::int64_t row, std::int64_t begin, std::int64_t end,
                const std::int64_t* results) override {
-    ReduceRunner run = runner(ReduceRunner::row_span(layout_));
+    ReduceRunner run = runner(ReduceRunner::row_span(layout_), ReduceRunner::Walk::kWholeRows);
     run.set_row(row);
     run.row_groups(p_.anchor.stages.size(), results);
     run.outputs(begin, end);
@@ -78,8 +78,8 @@ class Interpreted final : public ReduceExecutor {
 
  private:
   // `span`: as ReduceRunner's.
-  ReduceRunner runner(std::int64_t span, bool batch = false) const {
-    return ReduceRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk, span, batch);
+  ReduceRunner runner(std::int64_t span, ReduceRunner::Walk walk) const {
+    return ReduceRunner(p_, plan_, layout_, operands_, scalars_, kernels_.chunk, span, walk);
   }
 
   const FusedProgram& p_;

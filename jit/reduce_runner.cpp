@@ -95,22 +95,36 @@ ReducePlan make_reduce_plan(const FusedProgram& p, const backends::cpu::KernelTa
 ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
                            const ReduceLayout& layout, std::span<const Operand> operands,
                            std::span<const std::int64_t> scalars,
-                           const backends::cpu::ChunkOps& chunk, std::int64_t span, bool batch)
+                           const backends::cpu::ChunkOps& chunk, std::int64_t span, Walk walk)
     : p_(p),
       plan_(plan),
       layout_(layout),
       operands_(operands),
       chunk_(chunk),
       span_positions_(std::clamp<std::int64_t>(span, 1, kChunk)),
-      slots_(static_cast<std::size_t>(p.num_registers) * (batch ? 2 : 1), span_positions_) {
+      slots_(static_cast<std::size_t>(p.num_registers) * (walk == Walk::kColumnTiles ? 1 : 2),
+             span_positions_) {
   for (std::int32_t r = 0; r < p.num_registers; ++r)
     regs_.push_back(slots_[static_cast<std::size_t>(r)]);
   const int num_operands = static_cast<int>(operands.size());
-  if (batch) {
-    // row_batch walks the launch's own iteration, and its rows as a flat index over the outer
-    // dimensions: its per-row loads and outputs are one gather or scatter over its rows. (It
-    // needs no row operands, inner_ nor point_: this constructor was a fifth of a one-row
-    // softmax's interpreted launch.)
+  // Row batches need no row operands nor inner iteration: setting them up was a fifth of a
+  // one-row softmax's interpreted launch.
+  if (walk != Walk::kRowBatches) row_ops_.assign(operands.begin(), operands.end());
+  if (walk == Walk::kWholeRows) {
+    // The rows' inner dimensions, for gathers and scatters along a row.
+    inner_.rank = layout.inner_rank;
+    inner_.num_operands = num_operands;
+    inner_.numel = layout.n;
+    for (int d = 0; d < layout.inner_rank; ++d) {
+      const auto from = static_cast<std::size_t>(layout.outer_rank + d);
+      inner_.sizes[static_cast<std::size_t>(d)] = layout.it.sizes[from];
+      for (std::size_t k = 0; k < operands.size(); ++k)
+        inner_.strides[k][static_cast<std::size_t>(d)] = layout.it.strides[k][from];
+    }
+  }
+  if (walk != Walk::kColumnTiles) {
+    // The rows as a flat index over the outer dimensions: per-row loads and outputs are one
+    // gather or scatter over a batch's rows (or the one row).
     rows_.rank = layout.outer_rank;
     rows_.num_operands = num_operands;
     rows_.numel = 1;
@@ -121,25 +135,6 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
       for (std::size_t k = 0; k < operands.size(); ++k)
         rows_.strides[k][u] = layout.it.strides[k][u];
     }
-  } else {
-    row_ops_.assign(operands.begin(), operands.end());
-    // The rows' inner dimensions, for gathers and scatters along a row.
-    inner_.rank = layout.inner_rank;
-    inner_.num_operands = num_operands;
-    inner_.numel = layout.n;
-    // A per-row value's one position, which the row's first element has (also where the row
-    // has none: a reduction over an empty axis still has its results to store).
-    point_.rank = 1;
-    point_.num_operands = num_operands;
-    point_.numel = 1;
-    point_.sizes[0] = 1;
-    for (std::size_t k = 0; k < operands.size(); ++k) point_.strides[k][0] = 0;
-    for (int d = 0; d < layout.inner_rank; ++d) {
-      const auto from = static_cast<std::size_t>(layout.outer_rank + d);
-      inner_.sizes[static_cast<std::size_t>(d)] = layout.it.sizes[from];
-      for (std::size_t k = 0; k < operands.size(); ++k)
-        inner_.strides[k][static_cast<std::size_t>(d)] = layout.it.strides[k][from];
-    }
   }
   for (const std::vector<Instruction>* block : p.blocks())
     for (const Instruction& in : *block)
@@ -148,6 +143,7 @@ ReduceRunner::ReduceRunner(const FusedProgram& p, const ReducePlan& plan,
 }
 
 void ReduceRunner::set_row(std::int64_t row) {
+  row_ = row;
   std::int64_t rest = row;
   std::int64_t index[kMaxRank] = {};
   for (int d = layout_.outer_rank - 1; d >= 0; --d) {
@@ -162,38 +158,6 @@ void ReduceRunner::set_row(std::int64_t row) {
     row_ops_[k].data =
         operands_[k].data + offset * static_cast<std::int64_t>(element_size(operands_[k].dtype));
   }
-}
-
-void ReduceRunner::row_code(std::size_t group, const std::int64_t* results, std::int64_t from,
-                            std::int64_t len) {
-  const auto at = [&](std::int32_t r) {
-    return reg(r) +
-           static_cast<std::size_t>(from) * value_size(plan_.types[static_cast<std::size_t>(r)]);
-  };
-  for (std::size_t i : plan_.row_code[group]) {
-    const Instruction& in = p_.epilogue[i];
-    const std::int64_t span = plan_.element_read[static_cast<std::size_t>(in.out)] ? len : 1;
-    switch (in.kind) {
-      case InstrKind::kScalar:
-        break;
-      case InstrKind::kReduced:
-        splat(in.out, &results[in.index], span, from);
-        break;
-      case InstrKind::kLoad:
-        chunk_.gather(point_, row_ops_[static_cast<std::size_t>(in.index)], in.index,
-                      storage_dtype_of(in.type), 0, 1, at(in.out));
-        splat(in.out, at(in.out), span, from);
-        break;
-      default:
-        run_step(in, plan_.epilogue_fns[i], chunk_, plan_.types, at, 1);
-        splat(in.out, at(in.out), span, from);
-        break;
-    }
-  }
-}
-
-void ReduceRunner::row_groups(std::size_t upto, const std::int64_t* results) {
-  for (std::size_t g = 0; g <= upto; ++g) row_group(g, results);
 }
 
 // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
@@ -240,28 +204,17 @@ void ReduceRunner::outputs(const std::vector<std::size_t>& code, const Iteration
   }
 }
 
-void ReduceRunner::row_outputs(std::int64_t from) {
-  const std::size_t ni = p_.inputs.size();
-  for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
-    if (!p_.outputs[o].per_row) continue;
-    const int k = static_cast<int>(ni + o);
-    const DType dtype = storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]);
-    chunk_.scatter(point_, row_ops_[static_cast<std::size_t>(k)], k, dtype, 0, 1,
-                   reg(p_.outputs[o].reg) + static_cast<std::size_t>(from) * element_size(dtype));
-  }
-}
-
 void ReduceRunner::whole_row(std::int64_t row) {
   set_row(row);
   std::int64_t results[kMaxReduceStages] = {};
   const std::size_t stages = p_.anchor.stages.size();
   for (std::size_t k = 0; k < stages; ++k) {
-    row_group(k, results);
+    row_code(k, row, 1, results, 0);
     stage(k, results);
   }
-  row_group(stages, results);
+  row_code(stages, row, 1, results, 0);
   outputs(0, layout_.n);
-  row_outputs();
+  row_outputs(row, 1);
 }
 
 void ReduceRunner::row_batch(std::int64_t row, std::int64_t count) {
@@ -272,19 +225,21 @@ void ReduceRunner::row_batch(std::int64_t row, std::int64_t count) {
   // written by the fold before any per-row code that needs stage k reads it.
   std::int64_t results[kBatchRows][kMaxReduceStages];
   for (std::size_t k = 0; k < stages; ++k) {
-    batch_row_code(k, row, count, results);
+    row_code(k, row, count, &results[0][0], kMaxReduceStages);
     pass(plan_.stage_code_one_pass[k], layout_.it, operands_, row * n, count * n);
     plan_.folds[k]->rows(reg(p_.anchor.stages[k].input), count, n, layout_.lanes[k], &results[0][k],
                          kMaxReduceStages);
   }
-  batch_row_code(stages, row, count, results);
+  row_code(stages, row, count, &results[0][0], kMaxReduceStages);
   outputs(plan_.output_code_one_pass, layout_.it, operands_, row * n, (row + count) * n);
-  batch_row_outputs(row, count);
+  row_outputs(row, count);
 }
 
-void ReduceRunner::batch_row_code(std::size_t g, std::int64_t row, std::int64_t count,
-                                  const std::int64_t (*results)[kMaxReduceStages]) {
+void ReduceRunner::row_code(std::size_t g, std::int64_t row, std::int64_t count,
+                            const std::int64_t* results, std::size_t stride) {
   const std::int64_t n = layout_.n;
+  // A batch's registers hold count * n positions; a whole row's, the span of one pass.
+  const std::int64_t repeat = std::min(n, span_positions_);
   const auto values = [this](std::int32_t r) { return row_values(r); };
   for (std::size_t i : plan_.row_code[g]) {
     const Instruction& in = p_.epilogue[i];
@@ -296,7 +251,8 @@ void ReduceRunner::batch_row_code(std::size_t g, std::int64_t row, std::int64_t 
       case InstrKind::kReduced:
         // A result's bits are the low bytes of its word (as splat() reads them).
         for (std::int64_t t = 0; t < count; ++t)
-          std::memcpy(out + static_cast<std::size_t>(t) * size, &results[t][in.index], size);
+          std::memcpy(out + static_cast<std::size_t>(t) * size,
+                      results + static_cast<std::size_t>(t) * stride + in.index, size);
         break;
       case InstrKind::kLoad:
         chunk_.gather(rows_, operands_[static_cast<std::size_t>(in.index)], in.index,
@@ -308,11 +264,11 @@ void ReduceRunner::batch_row_code(std::size_t g, std::int64_t row, std::int64_t 
     }
     if (plan_.element_read[static_cast<std::size_t>(in.out)])
       for (std::int64_t t = 0; t < count; ++t)
-        splat(in.out, out + static_cast<std::size_t>(t) * size, n, t * n);
+        splat(in.out, out + static_cast<std::size_t>(t) * size, repeat, t * n);
   }
 }
 
-void ReduceRunner::batch_row_outputs(std::int64_t row, std::int64_t count) {
+void ReduceRunner::row_outputs(std::int64_t row, std::int64_t count) {
   const std::size_t ni = p_.inputs.size();
   for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
     if (!p_.outputs[o].per_row) continue;

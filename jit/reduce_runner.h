@@ -67,10 +67,12 @@ class ReduceRunner {
   // over short rows neither allocates nor fills 8 KiB per register (a [4, 32] layer norm and
   // GELU: 19 registers, 152 KiB allocated and freed per launch, each free consolidating the
   // heap).
-  // `batch`: whether this runner runs row_batch (its per-row values get slots of their own).
+  // What a runner runs, which decides what it sets up: batches of short rows (row_batch), whole
+  // rows or their blocks (whole_row, set_row), or column tiles (column_rows).
+  enum class Walk : unsigned char { kRowBatches, kWholeRows, kColumnTiles };
   ReduceRunner(const FusedProgram& p, const ReducePlan& plan, const ReduceLayout& layout,
                std::span<const Operand> operands, std::span<const std::int64_t> scalars,
-               const backends::cpu::ChunkOps& chunk, std::int64_t span, bool batch = false);
+               const backends::cpu::ChunkOps& chunk, std::int64_t span, Walk walk);
   // The positions a pass along a row reads at most.
   static std::int64_t row_span(const ReduceLayout& layout) {
     return std::min(kChunk, std::max<std::int64_t>(layout.n, 1));
@@ -86,7 +88,7 @@ class ReduceRunner {
     return std::clamp<std::int64_t>(std::min(kChunk / layout.n, rows), 1, kBatchRows);
   }
   // Rows [row, row + count) of a launch that batches(), count <= batch_rows(), by a runner
-  // made with `batch`: every pass of per-element code runs over all of them at once (each
+  // made for kRowBatches: every pass of per-element code runs over all of them at once (each
   // instruction's loop over count * n values instead of count loops over n: a [4, 32] layer
   // norm dispatched every instruction per row), each pass runs only what earlier passes did not
   // (a layer norm after a GELU computes erf once per element), each stage's rows fold by one
@@ -96,11 +98,11 @@ class ReduceRunner {
 
   void set_row(std::int64_t row);
 
-  // The per-row code that needs exactly `group` stages, given their results.
-  void row_group(std::size_t group, const std::int64_t* results) {
-    row_code(group, results, 0, row_span(layout_));
+  // The per-row code of groups 0 .. upto of the row set_row() chose, given its stage results
+  // (kWholeRows).
+  void row_groups(std::size_t upto, const std::int64_t* results) {
+    for (std::size_t g = 0; g <= upto; ++g) row_code(g, row_, 1, results, 0);
   }
-  void row_groups(std::size_t upto, const std::int64_t* results);
 
   // Stage k's accumulator of block b of the row (the row's code up to stage k has run).
   void fold_block(std::size_t k, std::int64_t b, void* acc);
@@ -112,8 +114,8 @@ class ReduceRunner {
   void outputs(std::int64_t begin, std::int64_t end) {
     outputs(plan_.output_code, inner_, row_ops_, begin, end);
   }
-  // The row's per-row outputs, from register position `from`.
-  void row_outputs(std::int64_t from = 0);
+  // The per-row outputs of the row set_row() chose (kWholeRows).
+  void row_outputs() { row_outputs(row_, 1); }
 
   // Rows [begin, end) by column tiles (ReduceWalk::kColumns): a step along the axis at a time,
   // each of a tile's rows folding its values in order.
@@ -126,11 +128,6 @@ class ReduceRunner {
 
   // Register r holds `value` (of its type) in positions [from, from + count).
   void splat(std::int32_t r, const void* value, std::int64_t count, std::int64_t from = 0);
-  // The per-row code of group g, its values at register positions [from, from + len) (for
-  // registers that per-element code reads; at `from` only otherwise), row_ops_ the row's
-  // operands.
-  void row_code(std::size_t group, const std::int64_t* results, std::int64_t from,
-                std::int64_t len);
   // The outputs computed by `code` for flat elements [begin, end) of iteration `it` over
   // `operands`.
   void outputs(const std::vector<std::size_t>& code, const Iteration& it,
@@ -141,19 +138,21 @@ class ReduceRunner {
     std::memcpy(&v, value, sizeof v);
     std::fill_n(reinterpret_cast<Bits*>(reg(r)) + from, count, v);
   }
-  // Register r's per-row values in row_batch: one per row of the batch, in order. A scalar's
+  // Register r's per-row values: one per row of a batch (or the one row), in order. A scalar's
   // are its own slot (filled by the constructor).
   unsigned char* row_values(std::int32_t r) const {
     return plan_.row_value[static_cast<std::size_t>(r)]
                ? slots_[static_cast<std::size_t>(p_.num_registers + r)]
                : reg(r);
   }
-  // The per-row code of group g for rows [row, row + count) of row_batch, into row_values; a
-  // value that per-element code reads is then repeated along its row in its register.
-  void batch_row_code(std::size_t g, std::int64_t row, std::int64_t count,
-                      const std::int64_t (*results)[kMaxReduceStages]);
-  // The per-row outputs of rows [row, row + count) of row_batch, from row_values.
-  void batch_row_outputs(std::int64_t row, std::int64_t count);
+  // The per-row code of group g for rows [row, row + count), each instruction once for all of
+  // them, into row_values; row t's stage results are at results + t * stride. A value that
+  // per-element code reads is then repeated along its row (register positions t * n on, as far
+  // as a pass reads).
+  void row_code(std::size_t g, std::int64_t row, std::int64_t count, const std::int64_t* results,
+                std::size_t stride);
+  // The per-row outputs of rows [row, row + count), from row_values.
+  void row_outputs(std::int64_t row, std::int64_t count);
   // tile_, span_ and axis_bytes_, for column_rows.
   void prepare_columns();
   // The per-row code of group g over a tile of tlen rows: a per-row register holds its value
@@ -180,19 +179,20 @@ class ReduceRunner {
   const ReduceLayout& layout_;
   std::span<const Operand> operands_;
   const backends::cpu::ChunkOps& chunk_;
-  // Without `batch`: the row's operands (set_row), the row's inner dimensions, and a per-row
-  // value's one element (strides 0). With it: the launch's rows, one value each.
+  // kWholeRows and kColumnTiles: the row set_row() chose, its operands and (kWholeRows) its
+  // inner dimensions. kRowBatches and kWholeRows: the launch's rows, one value each (per-row
+  // loads and outputs).
+  std::int64_t row_ = 0;
   boost::container::small_vector<Operand, 8> row_ops_;
   Iteration inner_;
-  Iteration point_;
   Iteration rows_;
   Iteration tile_;  // a column tile's rows (its size: the tile's)
   Iteration span_;  // steps along the axis of a tile's rows
   boost::container::small_vector<std::int64_t, 8> axis_bytes_;  // per operand: bytes of a step
                                                                 // along the axis
   std::int64_t span_positions_;                                 // the constructor's span
-  // The registers (made at every launch and thread), then with `batch` a slot per register for
-  // its per-row values (row_values).
+  // The registers (made at every launch and thread), then, but for kColumnTiles, a slot per
+  // register for its per-row values (row_values).
   Slots slots_;
   // Where each register's values are: its slot, or, for a load of an operand that lies in the
   // pass's order in its own dtype, the operand's memory itself (pass()).
