@@ -116,10 +116,14 @@ std::vector<core::OpDesc> PlanFiles::entries() {
     cache::cache_log(ops.empty() ? "miss: no plan entries for " + device_
                                  : "hit: " + std::to_string(ops.size()) + " plan entr" +
                                        (ops.size() == 1 ? "y" : "ies") + " for " + device_);
+  know_entries(ops);
+  return ops;
+}
+
+void PlanFiles::know_entries(const std::vector<core::OpDesc>& ops) {
   std::lock_guard lock(entries_mutex_);
   for (const core::OpDesc& op : ops)
     if (!contains(known_entries_, op)) known_entries_.push_back(op);
-  return ops;
 }
 
 void PlanFiles::save_entry(const core::OpDesc& first) {
@@ -156,9 +160,7 @@ void PlanFiles::write_entries() {
   // The file has them all (this process noted its entry before it read the file): nothing new.
   if (std::all_of(ops.begin(), ops.end(),
                   [&](const core::OpDesc& op) { return contains(theirs, op); })) {
-    std::lock_guard lock(entries_mutex_);
-    for (const core::OpDesc& op : theirs)
-      if (!contains(known_entries_, op)) known_entries_.push_back(op);
+    know_entries(theirs);
     return;
   }
   for (core::OpDesc& op : theirs)
@@ -166,11 +168,8 @@ void PlanFiles::write_entries() {
   if (ops.size() > kMaxEntries) ops.resize(kMaxEntries);
   try {
     if (dir_->write(path, cache::FileKind::kPlanEntries, cache::portable_fingerprint(),
-                    cache::encode_ops(ops))) {
-      std::lock_guard lock(entries_mutex_);
-      for (const core::OpDesc& op : ops)
-        if (!contains(known_entries_, op)) known_entries_.push_back(op);
-    }
+                    cache::encode_ops(ops)))
+      know_entries(ops);
   } catch (const cache::FormatError& e) {
     core::warn_once("cache-encode", std::string("cache: plan entries not persisted: ") + e.what());
   }

@@ -47,6 +47,8 @@ class PlanFiles final : public fusion::PlanPersistence {
  private:
   void write(const fusion::ExecutionPlan& plan);
   void write_entries();
+  // Adds `ops` to known_entries_ (they are in the file).
+  void know_entries(const std::vector<core::OpDesc>& ops);
 
   std::shared_ptr<cache::CacheDir> dir_;
   std::string device_;
