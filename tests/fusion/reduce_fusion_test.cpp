@@ -147,6 +147,40 @@ TEST_F(ReduceFusionTest, ShortRowsInBatches) {
   }
 }
 
+// The compiled kernel runs whole rows of at most one chunk (2048 elements) in groups of up to 4,
+// stage by stage, each row's values at its own place in the stage buffers: 4 rows of at most 512,
+// 2 of at most 1,024, 1 above, and the group a launch's rows leave over. Each row's stages, its
+// per-row input and outputs, and argmax's index are its own, as the row walk computes them (rows
+// of 2,049 elements).
+TEST_F(ReduceFusionTest, RowGroupsKeepEachRowsValues) {
+  const auto softmax = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sf::nn::softmax(in[0] * in[1], -1)};
+  };
+  const auto scaled = [](const std::vector<Tensor>& in) {
+    const Tensor v = sf::sum(in[0] * in[0], -1, true) * in[1];
+    return std::vector<Tensor>{v, in[0] / (v + 1.0f) - sf::max(in[0], -1, true)};
+  };
+  const auto argmax = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sf::argmax(sf::exp(in[0]) - in[0] * in[1], -1)};
+  };
+  for (std::int64_t n : {1, 5, 511, 512, 513, 1024, 1025, 2048, 2049})
+    for (std::int64_t rows : {1, 3, 4, 9}) {
+      const std::string shape = std::to_string(rows) + " rows of " + std::to_string(n);
+      const Tensor x = random_tensor({rows, n}, sf::kF32, -2, 2, 60 + rows * n);
+      const Tensor s = random_tensor({rows, 1}, sf::kF32, 0.5, 2, 70 + rows * n);
+      check("softmax, " + shape, softmax, {x, s});
+      // A single element launches no kernel for this program (-1: results checked, not kernels).
+      check("per-row scale and outputs, " + shape, scaled, {x, s}, rows * n == 1 ? -1 : 1);
+      check("argmax, " + shape, argmax, {x, s});
+    }
+  const Tensor h = random_tensor({7, 300}, sf::kF16, -2, 2, 80);
+  check("layer_norm of f16 rows",
+        [](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{sf::nn::layer_norm(in[0], {300})};
+        },
+        {h});
+}
+
 // Along the last axis (or one with only size-1 dimensions after it) a chain is one kernel; along
 // an inner axis the reduction stays unfused (a row-by-row kernel would read a cache line per
 // element), and the element-wise ops around it fuse on their own. Same bits either way.
