@@ -14,6 +14,7 @@
 // floats in 0.6 of the time).
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -113,9 +114,10 @@ class CppRowSource final : public CppReduceSource {
   // stage (kGroupRows above). A row's part of a stage buffer starts at go = g * n, g its place
   // in the group. Each loop over the group's rows computes the rows' pointers and the per-row
   // code its stage needs again (a few scalar operations a row; what it does not read, the
-  // compiler drops). A row is one block, pushed to its fold in one piece, and its accumulator
-  // that fold merged into the identity, as the row walk computes it. (sf_reduce_run is the same
-  // fold, but out of line: 1.05x the time here.) Separate from the kernel's other walks: in one
+  // compiler drops). A row is one block: its values folded in one piece (an array of them by
+  // sf_reduce_contiguous, others pushed to sf_reduce_fold as computed), and its accumulator that
+  // fold merged into the identity, as the row walk computes it. (sf_reduce_run is the same fold,
+  // but out of line: 1.05x the time here.) Separate from the kernel's other walks: in one
   // function with them, GCC kept this code's values on the stack (1.07x its time).
   std::string group_function() const {
     const std::size_t stages = p_.anchor.stages.size();
@@ -154,25 +156,40 @@ class CppRowSource final : public CppReduceSource {
            " " + op + ";\n";
       s += row_loop(k);
       const std::vector<const Instruction*> code = closure({st.input}, buffered(k));
-      std::string load;
-      if (folds_directly(k)) {
-        for (std::size_t j = 0; j < key_.inputs.size(); ++j)
-          s += "      const auto q" + std::to_string(j) + " = b" + std::to_string(j) +
-               ";\n      (void)q" + std::to_string(j) + ";\n";
-        load = "[&](long long i) -> " + op + "::value {\n" + lines(code, "        ", k, "go + i") +
-               "        return " + register_name(st.input) + ";\n      }";
-      } else {
+      // The stage's values as an array, where they are one: its input as it is stored, or its
+      // row buffer. sf_reduce_contiguous folds an array as the fold would (float max and min
+      // as vectors of keys); other values are pushed to the fold as computed.
+      std::string array;
+      const int load = stage_input_load(p_, k);
+      const ValueType vt = types_[static_cast<std::size_t>(st.input)];
+      if (!folds_directly(k)) {
         s += "      long long t = 0;\n";
         s += walk("0", "n",
                   lines(code, "          ", k, "go + t + i") + "          tmp" + ks +
                       "[go + t + i] = " + register_name(st.input) + ";\n",
                   "          t += len;\n", "      ");
-        load = "[&](long long i) -> " + op + "::value { return tmp" + ks + "[go + i]; }";
+        array = "tmp" + ks + " + go";
+      } else if (load >= 0 &&
+                 cls(static_cast<std::size_t>(load), rank_ - 1) == StrideClass::kContiguous &&
+                 std::string_view(storage_c_type(p_.inputs[static_cast<std::size_t>(load)])) ==
+                     c_type(vt)) {
+        array = "b" + std::to_string(load);
       }
-      s += "      sf_reduce_fold<" + op + "> f;\n      f.begin(L->lanes[" + ks + "], n, 0);\n";
-      s += "      f.push(" + load + ", n);\n";
-      s += "      const " + op + "::acc acc = " + op + "::merge(" + op +
-           "::identity(), f.result());\n";
+      std::string fold;
+      if (!array.empty()) {
+        fold = "sf_reduce_contiguous<" + op + ">(" + array + ", n, L->lanes[" + ks + "], 0)";
+      } else {
+        for (std::size_t j = 0; j < key_.inputs.size(); ++j)
+          s += "      const auto q" + std::to_string(j) + " = b" + std::to_string(j) +
+               ";\n      (void)q" + std::to_string(j) + ";\n";
+        s += "      sf_reduce_fold<" + op + "> f;\n      f.begin(L->lanes[" + ks + "], n, 0);\n";
+        s += "      f.push([&](long long i) -> " + op + "::value {\n" +
+             lines(code, "        ", k, "go + i") + "        return " + register_name(st.input) +
+             ";\n      }, n);\n";
+        fold = "f.result()";
+      }
+      s += "      const " + op + "::acc acc = " + op + "::merge(" + op + "::identity(), " + fold +
+           ");\n";
       s += "      res_g[" + ks + "][g] = " + reduce_result_bits(st.op, "acc", "n", op) + ";\n";
       s += "    }\n";
     }

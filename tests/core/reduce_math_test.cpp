@@ -2,20 +2,27 @@
 // and its three ways of folding a contiguous run against each other: sf_reduce_run (eager),
 // sf_reduce_fold fed in pieces (fused kernels and the interpreter), sf_reduce_lane per lane
 // (CUDA); and the max and min they fold with. Kernels are compared with each other elsewhere;
-// here the template itself.
+// here the template itself, compiled once per ISA level with the kernel flags (STREAMFUSE_ISA:
+// the template's vector code depends on it).
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/scalar_ops.h"
 // Prelude text: it includes nothing and needs core/scalar_ops.h before it.
 #include "core/reduce_math.h"
+#include "tests/isa_variant.h"
 
 namespace {
+
+[[maybe_unused]] ::testing::Environment* const kIsaCheck =
+    ::testing::AddGlobalTestEnvironment(new streamfuse::testing::IsaEnvironment);
 
 constexpr int kLanes = SF_REDUCE_LANES;
 constexpr int kRounds = SF_REDUCE_PART_ROUNDS;
@@ -235,6 +242,68 @@ TEST(ReduceMathTest, AnyOrderMaxAndMinEqualTheFoldInOrder) {
             << (want_max ? "max" : "min") << " of " << n << " elements, trial " << trial;
       }
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// A block's fold of an array (sf_reduce_contiguous: float max and min as vectors of keys on the
+// CPU) against the same elements pushed to sf_reduce_fold in one piece: the same bits, NaNs
+// included, for every length around the vectors' edges (16 and 32 keys) and every alignment.
+// A sum and an integer max go through the fold itself.
+TEST(ReduceMathTest, AnArrayFoldsAsItsElementsPushedInOnePiece) {
+  const std::vector<float> special = {
+      0.0f, -0.0f, 0x1p-149f, -0x1p-149f,      INFINITY,        -INFINITY,
+      1.5f, -1.5f, 0x1p-126f, 0x1.fffffep127f, -0x1.fffffep127f};
+  const std::vector<float> nans = {std::bit_cast<float>(0x7fc00000u),
+                                   std::bit_cast<float>(0xffc00001u),
+                                   std::bit_cast<float>(0x7f800001u)};
+  const auto bits_equal = [](auto a, auto b) { return std::memcmp(&a, &b, sizeof(a)) == 0; };
+  std::mt19937 rng(31);
+  std::vector<float> storage(2200);
+  for (int trial = 0; trial < 6000; ++trial) {
+    const long long n = trial < 300 ? trial % 150 : 1 + static_cast<long long>(rng() % 2048);
+    const std::size_t offset = rng() % 16;
+    float* x = storage.data() + offset;
+    const int sign = static_cast<int>(rng() % 3);  // 0 mixed, 1 all >= +0, 2 all <= -0
+    for (long long i = 0; i < n; ++i) {
+      float v = rng() % 3 == 0
+                    ? special[rng() % special.size()]
+                    : std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0xbf7fffffu);
+      if (sign) v = std::copysign(v, sign == 1 ? 1.0f : -1.0f);
+      x[i] = v;
+    }
+    if (n > 0 && rng() % 4 == 0) x[rng() % n] = nans[rng() % nans.size()];
+    const auto in_one_piece = [&](auto op) {
+      using Op = decltype(op);
+      sf_reduce_fold<Op> f;
+      f.begin(1, n, 0);
+      f.push([&](long long i) -> typename Op::value { return x[i]; }, n);
+      return f.result();
+    };
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", " + std::to_string(n) + " elements");
+    ASSERT_TRUE(bits_equal(sf_reduce_contiguous<sf_extreme_float<1>>(x, n, 1, 0),
+                           in_one_piece(sf_extreme_float<1>())));
+    ASSERT_TRUE(bits_equal(sf_reduce_contiguous<sf_extreme_float<0>>(x, n, 1, 0),
+                           in_one_piece(sf_extreme_float<0>())));
+    ASSERT_TRUE(
+        bits_equal(sf_reduce_contiguous<sf_sum_float>(x, n, 1, 0), in_one_piece(sf_sum_float())));
+    ASSERT_TRUE(bits_equal(sf_reduce_contiguous<sf_sum_float>(x, n, 0, 0), [&] {
+      sf_reduce_fold<sf_sum_float> f;
+      f.begin(0, n, 0);
+      f.push([&](long long i) { return x[i]; }, n);
+      return f.result();
+    }()));
+  }
+  std::vector<int> ints(300);
+  for (int& v : ints) v = static_cast<int>(rng());
+  for (long long n : {0LL, 1LL, 17LL, 64LL, 300LL}) {
+    sf_reduce_fold<sf_extreme_int<int, 1>> f;
+    f.begin(1, n, 0);
+    f.push([&](long long i) { return ints[static_cast<std::size_t>(i)]; }, n);
+    EXPECT_EQ((sf_reduce_contiguous<sf_extreme_int<int, 1>>(ints.data(), n, 1, 0)), f.result());
   }
 }
 

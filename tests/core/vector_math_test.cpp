@@ -15,36 +15,18 @@
 #include <gtest/gtest.h>
 
 #include "core/vector_math.h"
+#include "tests/isa_variant.h"
 
 namespace {
 
-#define SF_TEST_STR_(x) #x
-#define SF_TEST_STR(x) SF_TEST_STR_(x)
-#ifdef STREAMFUSE_ISA
-constexpr const char* kIsa = SF_TEST_STR(STREAMFUSE_ISA);
-#else
-constexpr const char* kIsa = "native";
-#endif
+using streamfuse::testing::kIsa;
+using streamfuse::testing::missing_isa;
 
 #if defined(__FMA__)
 constexpr bool kFma = true;
 #else
 constexpr bool kFma = false;
 #endif
-
-// Empty when this CPU runs code built for kIsa, else why not.
-std::string missing_isa() {
-  __builtin_cpu_init();
-  std::string isa = kIsa;
-  if (isa == "v3" && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
-    return "CPU lacks AVX2/FMA (x86-64-v3)";
-  }
-  if (isa == "v4" && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))) {
-    return "CPU lacks AVX-512 F/BW/DQ/VL (x86-64-v4)";
-  }
-  return "";
-}
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
