@@ -48,6 +48,10 @@ class Processor {
   }
   // Tells `observer` (null: nobody) of every segment run from now on.
   void set_observer(ExecutionObserver* observer) { observer_ = observer; }
+  // Whether an op of `kind` at the head of an empty queue would run on its own now, unmatched and
+  // unreported: nothing fed or explored, no observer, no fusion log. Its stream may then run it as
+  // it records it, without queueing it (Stream::record): what process() would do, less the queue.
+  bool runs_alone_unreported(core::OpKind kind) const;
 
  private:
   // Runs `plan` on the head of the queue and starts a new segment after it.

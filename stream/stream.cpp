@@ -18,6 +18,17 @@ void Stream::record(core::OpDesc&& op, std::span<TensorNode* const> pins, bool m
   {
     std::lock_guard lock(mutex_);
     const std::uint64_t seq = recorded_.load(std::memory_order_relaxed);
+    // A view or a drop into an empty queue, with fusion on and nothing to tell anyone: it runs
+    // now, as the processor would run it on its own, without going through the queue (a loop of
+    // views took 1.03-1.06x its time with fusion off, whose queue runs them at the sync).
+    if (may_run && pins.empty() && queue_.empty() && pins_.empty() && fused_ &&
+        device_.fusion_enabled() && processor_.runs_alone_unreported(op.kind)) {
+      const backends::StreamScope scope(id_);
+      execute_op(op, device_.handles(), device_.backend());
+      recorded_.store(seq + 1, std::memory_order_release);
+      executed_.store(seq + 1, std::memory_order_release);
+      return;
+    }
     for (TensorNode* n : pins) pins_.emplace_back(seq, n);
     queue_.push(std::move(op));
     recorded_.store(seq + 1, std::memory_order_release);

@@ -407,6 +407,40 @@ TEST_F(ProcessorTest, OpsNoBuilderMayStartWithRunAloneUnmatched) {
   EXPECT_EQ(builds_, 2);
 }
 
+// Tells nobody anything: only its presence matters.
+class SilentObserver final : public fu::ExecutionObserver {
+ public:
+  void executed(const fu::PlanRef&, const fu::SegmentQueue&, std::size_t, bool) override {}
+};
+
+// What a stream asks before it runs a view or a drop as it records it (Stream::record): whether
+// the op, at the head of an empty queue, would run on its own now with nobody told. Not while a
+// segment is fed, not with an observer (sf::compile records what runs) or the fusion log on
+// (it names what ran), and never for an op a builder may start a segment with.
+TEST_F(ProcessorTest, RunsAloneUnreportedOnlyWhereProcessWouldRunItAloneUntold) {
+  auto p = make();
+  EXPECT_TRUE(p->runs_alone_unreported(core::OpKind::kReshape));
+  EXPECT_TRUE(p->runs_alone_unreported(core::OpKind::kDrop));
+  EXPECT_FALSE(p->runs_alone_unreported(core::OpKind::kAdd));
+  Program prog(4);
+  const core::TensorId x = prog.input();
+  prog.binary(core::OpKind::kAdd, x, x);
+  queue_.push(core::OpDesc(prog.ops[0]));
+  p->process(queue_, context_, fu::ExecutionMode::kLazy);
+  ASSERT_EQ(queue_.size(), 1u) << "the add waits for what may follow";
+  EXPECT_FALSE(p->runs_alone_unreported(core::OpKind::kReshape)) << "a segment is fed";
+  p->process(queue_, context_, fu::ExecutionMode::kSync);
+  EXPECT_TRUE(p->runs_alone_unreported(core::OpKind::kReshape));
+  SilentObserver observer;
+  p->set_observer(&observer);
+  EXPECT_FALSE(p->runs_alone_unreported(core::OpKind::kReshape)) << "an observer is told";
+  p->set_observer(nullptr);
+  core::set_log_mask(core::parse_log_channels("fusion"));
+  EXPECT_FALSE(p->runs_alone_unreported(core::OpKind::kReshape)) << "the log names it";
+  core::set_log_mask(0);
+  EXPECT_TRUE(p->runs_alone_unreported(core::OpKind::kReshape));
+}
+
 // Records the entries a store notes; holds no plans.
 class EntriesPersistence final : public fu::PlanPersistence {
  public:
