@@ -320,6 +320,16 @@ struct sf_float_extreme<sf_extreme_float<kMax> > {
   static const int kind = kMax ? 1 : -1;
 };
 
+// The result of a fold of keys whose largest is h and smallest m: the float of h (kKind > 0)
+// or m, and *found = 1 unless one of them is a NaN's key.
+template <int kKind>
+SF_MATH_FN float sf_keys_extreme(int h, int m, int* found) {
+  const int kInfKey = 0x7f800000, kMinusInfKey = (int)0x807fffff;
+  *found = h <= kInfKey && m >= kMinusInfKey;
+  const int key = kKind > 0 ? h : m;
+  return SF_MATH_AS_FLOAT((unsigned int)(key ^ ((key >> 31) & 0x7fffffff)));  // its own inverse
+}
+
 // The max (kind 1) or min (kind -1) of load(first) .. load(first + n - 1), n >= 1, as sf_max /
 // sf_min fold them, computed on the elements' order keys (sf_float_order: signed integers in the
 // floats' order, -0 just below +0) with plain integer max and min, one instruction a vector
@@ -331,7 +341,6 @@ template <int kKind, class Load>
 SF_MATH_FN float sf_reduce_extreme_keys(const Load& load, long long first, long long n,
                                         int* found) {
   const int kWidth = 2 * SF_REDUCE_LANES;
-  const int kInfKey = 0x7f800000, kMinusInfKey = (int)0x807fffff;
   int hi[kWidth], lo[kWidth];
   for (int l = 0; l < kWidth; ++l) hi[l] = lo[l] = sf_float_order(load(first));
   long long i = 0;
@@ -354,9 +363,7 @@ SF_MATH_FN float sf_reduce_extreme_keys(const Load& load, long long first, long 
       lo[l] = lo[l] < lo[l + w] ? lo[l] : lo[l + w];
     }
   const int h = hi[0], m = lo[0];
-  *found = h <= kInfKey && m >= kMinusInfKey;
-  const int key = kKind > 0 ? h : m;
-  return SF_MATH_AS_FLOAT((unsigned int)(key ^ ((key >> 31) & 0x7fffffff)));  // its own inverse
+  return sf_keys_extreme<kKind>(h, m, found);
 }
 
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__) && defined(__GNUC__)
@@ -411,7 +418,6 @@ SF_MATH_FN void sf_keys_fold(const float* p, sf_keys_vector& hi, sf_keys_vector&
 }
 template <int kKind>
 SF_MATH_FN float sf_reduce_extreme_keys_at(const float* p, long long n, int* found) {
-  const int kInfKey = 0x7f800000, kMinusInfKey = (int)0x807fffff;
   const long long kWidth = sizeof(sf_keys_vector) / sizeof(int);
   int th = sf_float_order(p[0]), tl = th;
   sf_keys_vector hi0 = th - (sf_keys_vector){}, lo0 = hi0, hi1 = hi0, lo1 = hi0;
@@ -433,9 +439,7 @@ SF_MATH_FN float sf_reduce_extreme_keys_at(const float* p, long long n, int* fou
   sf_keys_pick<0>(lo0, lo1);
   const int hv = sf_keys_across<1>(hi0), lv = sf_keys_across<0>(lo0);
   const int h = hv > th ? hv : th, m = lv < tl ? lv : tl;
-  *found = h <= kInfKey && m >= kMinusInfKey;
-  const int key = kKind > 0 ? h : m;
-  return SF_MATH_AS_FLOAT((unsigned int)(key ^ ((key >> 31) & 0x7fffffff)));  // its own inverse
+  return sf_keys_extreme<kKind>(h, m, found);
 }
 #endif
 
