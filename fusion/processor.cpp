@@ -114,11 +114,6 @@ void Processor::process(SegmentQueue& queue, ExecutionContext& context, Executio
   }
 }
 
-bool Processor::runs_alone_unreported(core::OpKind kind) const {
-  return !exploring_ && fed_ == 0 && observer_ == nullptr && explorer_.runs_alone(kind) &&
-         !logging();
-}
-
 void Processor::run_alone(SegmentQueue& queue, ExecutionContext& context, const char* why) {
   context.run_operation(0);
   if (observer_) observer_->executed(nullptr, queue, 1, /*explored=*/false);

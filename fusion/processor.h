@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/log.h"
 #include "fusion/context.h"
 #include "fusion/explorer.h"
 #include "fusion/plan_store.h"
@@ -51,7 +52,11 @@ class Processor {
   // Whether an op of `kind` at the head of an empty queue would run on its own now, unmatched and
   // unreported: nothing fed or explored, no observer, no fusion log. Its stream may then run it as
   // it records it, without queueing it (Stream::record): what process() would do, less the queue.
-  bool runs_alone_unreported(core::OpKind kind) const;
+  // Inline: a stream asks it for every op it records.
+  bool runs_alone_unreported(core::OpKind kind) const {
+    return explorer_.runs_alone(kind) && !exploring_ && fed_ == 0 && observer_ == nullptr &&
+           !core::log_enabled(core::LogChannel::kFusion);
+  }
 
  private:
   // Runs `plan` on the head of the queue and starts a new segment after it.
