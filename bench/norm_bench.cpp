@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -30,7 +31,8 @@ enum Case {
   kSumSquares,
   kSoftmaxSmall,
   kSoftmaxInner,  // over an inner axis: kernels walk column tiles
-  kCenterColumns
+  kCenterColumns,
+  kMaskedScores  // attention's scores as users scale and mask them (a causal mask)
 };
 
 struct CaseInfo {
@@ -48,6 +50,7 @@ const CaseInfo kCases[] = {
     {"softmax [32,12,128,128]", {32, 12, 128, 128}, false},
     {"softmax(x, 1) [64,512,256]", {64, 512, 256}, false},
     {"x - mean(x, 0) [4096,4096]", {4096, 4096}, false},
+    {"softmax(where(causal, x * 0.125, -inf)) [8,12,512,512]", {8, 12, 512, 512}, false},
 };
 
 std::int64_t row_length(Case c) { return kCases[c].shape[kCases[c].shape.rank() - 1]; }
@@ -59,6 +62,7 @@ double bytes(Case c) {
 
 struct Inputs {
   sf::Tensor x, w, b;
+  sf::Tensor mask;  // [n, n] bool, true where a key's position <= the query's (kMaskedScores)
 };
 
 // Each case's input (randn) and affine parameters, made once.
@@ -68,7 +72,9 @@ const Inputs& inputs(Case c) {
   if (it == made.end()) {
     sf::manual_seed(static_cast<std::uint64_t>(c));
     const std::int64_t n = row_length(c);
-    Inputs in{sf::randn(kCases[c].shape), sf::randn({n}), sf::randn({n})};
+    Inputs in{sf::randn(kCases[c].shape), sf::randn({n}), sf::randn({n}), {}};
+    if (c == kMaskedScores)
+      in.mask = sf::unsqueeze(sf::arange(n), 1) >= sf::unsqueeze(sf::arange(n), 0);
     sf::synchronize();
     it = made.emplace(c, std::move(in)).first;
   }
@@ -92,6 +98,8 @@ sf::Tensor compute(Case c, const Inputs& in) {
       return sf::nn::softmax(in.x, 1);
     case kCenterColumns:
       return in.x - sf::mean(in.x, 0, true);
+    case kMaskedScores:
+      return sf::nn::softmax(sf::where(in.mask, in.x * 0.125f, -INFINITY), -1);
   }
   return {};
 }
@@ -195,12 +203,12 @@ void BM_OneDnn(benchmark::State& state) {
 
 BENCHMARK(BM_Norm)
     ->ArgsProduct({{kSoftmaxScores, kLayerNorm2048, kLayerNorm768, kRmsNorm2048, kSumSquares,
-                    kSoftmaxSmall, kSoftmaxInner, kCenterColumns},
+                    kSoftmaxSmall, kSoftmaxInner, kCenterColumns, kMaskedScores},
                    {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Floor)
-    ->DenseRange(kSoftmaxScores, kCenterColumns)
+    ->DenseRange(kSoftmaxScores, kMaskedScores)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_OneDnn)
