@@ -30,6 +30,12 @@ class OptimizationBuilder {
   // Memory traffic saved, in bytes: read and written unfused minus read and written fused,
   // at the sizes seen. Positive when building is worth it.
   virtual std::int64_t score() const = 0;
+  // Whether the ops this builder takes after the segment's first op would save as many bytes in
+  // the kernel that reads the first op's result (a product's bias add or scaling, which a
+  // softmax's or an activation's kernel takes as well). The explorer then weighs the segment
+  // split after the first op against this builder's plan, and keeps the split on a tie: the
+  // consumer's kernel applies the steps in any layout, the library only in some.
+  virtual bool lends_steps() const { return false; }
   // The optimization over the accepted ops; requires len() > 0.
   virtual std::unique_ptr<Optimization> build() const = 0;
   // Forgets everything: ready for a new segment.

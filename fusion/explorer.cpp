@@ -15,6 +15,7 @@ Explorer::Explorer(std::vector<std::unique_ptr<OptimizationBuilder>> builders, s
 void Explorer::reset() {
   builders_reset_ = false;
   explored_ = 0;
+  lender_.reset();
 }
 
 bool Explorer::any_open() const {
@@ -23,21 +24,7 @@ bool Explorer::any_open() const {
   return false;
 }
 
-std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionMode mode) {
-  if (!builders_reset_) {
-    for (auto& b : builders_) b->reset();
-    builders_reset_ = true;
-  }
-  while (explored_ < queue.size() && explored_ < max_ops_ && any_open()) {
-    const core::OpDesc& rel = queue.relative(explored_);
-    const core::OpDesc& real = queue.global(explored_);
-    for (auto& b : builders_)
-      if (b->status() == BuilderStatus::kOpen) b->register_op(rel, real);
-    ++explored_;
-  }
-  const bool bounded = explored_ >= max_ops_;
-  if (mode == ExecutionMode::kLazy && any_open() && !bounded) return std::nullopt;
-
+const OptimizationBuilder* Explorer::best() const {
   const OptimizationBuilder* best = nullptr;
   for (const auto& b : builders_) {
     if (b->len() == 0 || b->score() <= 0) continue;
@@ -45,10 +32,70 @@ std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionM
         (b->score() == best->score() && b->len() > best->len()))
       best = b.get();
   }
+  return best;
+}
+
+std::size_t Explorer::feed(const SegmentQueue& queue, std::size_t from, std::size_t to) {
+  std::size_t i = from;
+  for (; i < to && any_open(); ++i) {
+    const core::OpDesc& rel = queue.relative(i);
+    const core::OpDesc& real = queue.global(i);
+    for (auto& b : builders_)
+      if (b->status() == BuilderStatus::kOpen) b->register_op(rel, real);
+  }
+  return i;
+}
+
+std::optional<std::int64_t> Explorer::score_from(const SegmentQueue& queue, std::size_t start,
+                                                 ExecutionMode mode) {
+  for (auto& b : builders_) b->reset();
+  const std::size_t end = feed(queue, start, std::min(queue.size(), start + max_ops_));
+  if (mode == ExecutionMode::kLazy && any_open() && end - start < max_ops_) return std::nullopt;
+  const OptimizationBuilder* b = best();
+  return b ? b->score() : 0;
+}
+
+std::optional<bool> Explorer::split_after_first(const SegmentQueue& queue, ExecutionMode mode,
+                                                std::size_t lender_len, std::int64_t lender_score) {
+  const std::optional<std::int64_t> after_lender = score_from(queue, lender_len, mode);
+  if (!after_lender) return std::nullopt;
+  const std::optional<std::int64_t> after_first = score_from(queue, 1, mode);
+  if (!after_first) return std::nullopt;
+  return *after_first >= lender_score + *after_lender;
+}
+
+std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionMode mode) {
+  if (!builders_reset_) {
+    for (auto& b : builders_) b->reset();
+    builders_reset_ = true;
+  }
+  if (!lender_) explored_ = feed(queue, explored_, std::min(queue.size(), max_ops_));
+  const bool bounded = explored_ >= max_ops_;
+  if (!lender_ && mode == ExecutionMode::kLazy && any_open() && !bounded) return std::nullopt;
+
+  const OptimizationBuilder* chosen = nullptr;
+  if (!lender_) {
+    chosen = best();
+    if (chosen && chosen->lends_steps() && chosen->len() > 1)
+      lender_ = Lender{chosen->len(), chosen->score()};
+  }
+  if (lender_) {
+    const std::optional<bool> split = split_after_first(queue, mode, lender_->len, lender_->score);
+    if (!split) return std::nullopt;  // lazy: the plans after it need more ops
+    chosen = nullptr;
+    if (!*split) {
+      // The builders again as the segment's ops left them: fed the same ops, the same state.
+      for (auto& b : builders_) b->reset();
+      feed(queue, 0, explored_);
+      chosen = best();
+    }
+    lender_.reset();
+  }
+
   PlanDraft plan;
-  const std::size_t len = best ? best->len() : 1;
+  const std::size_t len = chosen ? chosen->len() : 1;
   for (std::size_t i = 0; i < len; ++i) plan.ops.push_back(queue.relative(i));
-  if (best) plan.optimization = best->build();
+  if (chosen) plan.optimization = chosen->build();
 
   Trigger trigger;
   if (len < explored_) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -32,6 +33,10 @@ class Explorer {
   // with a trigger saying when the plan may run again: the ops that followed it here
   // (OnOperations), OnSync when a sync ended the segment there, Always when nothing could
   // follow (every builder refused the first op, or the bound was reached).
+  // Where the best builder lends its steps (OptimizationBuilder::lends_steps), the first op
+  // alone is its plan instead when the best plan for the ops after it saves at least the bytes
+  // of the builder's plan and of the best plan after that one; in lazy mode, once both of
+  // those plans are known.
   std::optional<PlanDraft> explore(const SegmentQueue& queue, ExecutionMode mode);
   // Starts over (a new segment).
   void reset();
@@ -42,6 +47,19 @@ class Explorer {
 
  private:
   bool any_open() const;
+  // The ready builder (len > 0, score > 0) with the best score, the longest of equals; or null.
+  const OptimizationBuilder* best() const;
+  // Feeds ops [from, to) of `queue` to the open builders, stopping once none is open; returns
+  // the index after the last op fed.
+  std::size_t feed(const SegmentQueue& queue, std::size_t from, std::size_t to);
+  // The best score of a plan starting at op `start` of `queue`, from the builders reset and fed
+  // from there until all close; nullopt in lazy mode while some is open (more ops are needed).
+  std::optional<std::int64_t> score_from(const SegmentQueue& queue, std::size_t start,
+                                         ExecutionMode mode);
+  // Whether the segment's first op alone is a better plan than `lender`'s: see explore().
+  // nullopt while more ops are needed. Leaves the builders reset and fed from op 1.
+  std::optional<bool> split_after_first(const SegmentQueue& queue, ExecutionMode mode,
+                                        std::size_t lender_len, std::int64_t lender_score);
 
   std::vector<std::unique_ptr<OptimizationBuilder>> builders_;
   std::size_t max_ops_;
@@ -49,6 +67,13 @@ class Explorer {
   // The builders are reset when a segment is first explored, not at every segment's start: most
   // segments match a stored plan and never reach them.
   bool builders_reset_ = false;
+  // The lending builder's plan while the plans after it are explored (its builder is fed from
+  // the segment's start again once it wins).
+  struct Lender {
+    std::size_t len = 0;
+    std::int64_t score = 0;
+  };
+  std::optional<Lender> lender_;
   std::array<bool, core::kNumOpKinds> runs_alone_{};  // by kind, from the builders
 };
 

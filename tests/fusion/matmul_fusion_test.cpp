@@ -155,11 +155,14 @@ TEST_F(MatmulFusionTest, ResidualAddsScalesAndBroadcastsInOneStore) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) / in[2] + in[3]};
       },
       {x, w, col, r}, 0);
+  // (Were the four's result not kept, the fifth's kernel would take all five: as many bytes
+  // saved, and steps the product leaves to the kernel after it go there; see
+  // StepsTheKernelAfterItWouldTakeGoThere.)
   check(
-      "five steps: the fifth runs after the fused four",
+      "five steps, the first four's result kept: the fifth runs after the fused four",
       [](const std::vector<Tensor>& in) {
-        return std::vector<Tensor>{(sf::matmul(in[0], in[1]) + in[2] + in[2] + in[2] + in[2]) *
-                                   2.0f};
+        const Tensor four = sf::matmul(in[0], in[1]) + in[2] + in[2] + in[2] + in[2];
+        return std::vector<Tensor>{four, four * 2.0f};
       },
       {x, w, b}, 1);
 }
@@ -274,12 +277,6 @@ TEST_F(MatmulFusionTest, ChainsItMustNotTakeRunAsBefore) {
       },
       {x, w, b}, 0);
   check(
-      "an activation after the bias: the bias fuses, relu is its own kernel",
-      [](const std::vector<Tensor>& in) {
-        return std::vector<Tensor>{sf::relu(sf::matmul(in[0], in[1]) + in[2])};
-      },
-      {x, w, b}, 1);
-  check(
       "f16 operands",
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
@@ -291,6 +288,35 @@ TEST_F(MatmulFusionTest, ChainsItMustNotTakeRunAsBefore) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
       },
       {x, w, b.to(sf::kF16)}, 0);
+}
+
+// Steps the kernel reading the product would take as well (an activation's, a softmax's) save as
+// many bytes there, in every layout: the product stores alone and that kernel applies them.
+// Where nothing after the steps would take them, the product applies them as it stores.
+TEST_F(MatmulFusionTest, StepsTheKernelAfterItWouldTakeGoThere) {
+  const Tensor x = random_tensor({3, 16, 8}, 50), w = random_tensor({8, 12}, 51);
+  const Tensor b = random_tensor({12}, 52), w2 = random_tensor({12, 6}, 53);
+  check(
+      "an activation after the bias: its kernel adds the bias",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::relu(sf::matmul(in[0], in[1]) + in[2])};
+      },
+      {x, w, b}, 0);
+  check(
+      "the bias before another product: stored with the first product",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(sf::matmul(in[0], in[1]) + in[2], in[3])};
+      },
+      {x, w, b, w2}, 1);
+  const Tensor q = random_tensor({2, 3, 10, 8}, 54), k = random_tensor({2, 3, 10, 8}, 55);
+  check(
+      "attention's scores, scaled, masked and normalized: one kernel after the product",
+      [](const std::vector<Tensor>& in) {
+        const Tensor mask = sf::unsqueeze(sf::arange(10), 1) >= sf::unsqueeze(sf::arange(10), 0);
+        const Tensor scores = sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.35355339f;
+        return std::vector<Tensor>{sf::nn::softmax(sf::where(mask, scores, -INFINITY), -1)};
+      },
+      {q, k}, 0);
 }
 
 // Batched shapes, so that no plan an earlier test made for a held product (one that keeps it) is

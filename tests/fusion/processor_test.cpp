@@ -82,6 +82,46 @@ class MockBuilder final : public fu::OptimizationBuilder {
   std::size_t len_ = 0;
 };
 
+// A product-like anchor: a sum as the segment's first op, then adds (and drops), which it lends
+// (lends_steps): each saves 10 bytes, as many as the MockBuilder saves for them.
+class LendingBuilder final : public fu::OptimizationBuilder {
+ public:
+  LendingBuilder(Log& log, int& builds) : log_(log), builds_(builds) {}
+  void register_op(const core::OpDesc& rel, const core::OpDesc&) override {
+    if (closed_) return;
+    const bool takes = len_ == 0
+                           ? rel.kind == core::OpKind::kSum
+                           : rel.kind == core::OpKind::kAdd || rel.kind == core::OpKind::kDrop;
+    if (takes)
+      ++len_;
+    else
+      closed_ = true;
+  }
+  fu::BuilderStatus status() const override {
+    return closed_ ? fu::BuilderStatus::kClosed : fu::BuilderStatus::kOpen;
+  }
+  bool may_start_with(core::OpKind kind) const override { return kind == core::OpKind::kSum; }
+  std::size_t len() const override { return len_ > 1 ? len_ : 0; }
+  std::int64_t score() const override {
+    return len_ > 1 ? 10 * static_cast<std::int64_t>(len_ - 1) : 0;
+  }
+  bool lends_steps() const override { return true; }
+  std::unique_ptr<fu::Optimization> build() const override {
+    ++builds_;
+    return std::make_unique<MockOptimization>(len_, log_, false);
+  }
+  void reset() override {
+    closed_ = false;
+    len_ = 0;
+  }
+
+ private:
+  Log& log_;
+  int& builds_;
+  bool closed_ = false;
+  std::size_t len_ = 0;
+};
+
 class MockContext final : public fu::ExecutionContext {
  public:
   MockContext(const st::OperationQueue& q, Log& log) : queue_(q), log_(log) {}
@@ -568,6 +608,49 @@ TEST_F(ProcessorTest, PastTheExplorationCapOpsRunOneByOne) {
   p.process(queue_, context_, fu::ExecutionMode::kSync);
   EXPECT_EQ(log_, (Log{"op:add", "op:mul", "op:add", "op:sum"}));
   EXPECT_EQ(capped.size(), 0u);
+}
+
+// A builder that lends its steps keeps them only where the builders after its first op would
+// save fewer bytes with them than it and the plan after it do; a tie goes to the split.
+TEST_F(ProcessorTest, StepsALenderTakesGoWhereTheyAreWorthMore) {
+  // Each case with a store of its own: the first's plans start with the same sum.
+  auto make_with_lender = [&](fu::PlanStore& store) {
+    std::vector<std::unique_ptr<fu::OptimizationBuilder>> b;
+    b.push_back(std::make_unique<MockBuilder>(log_, builds_));
+    b.push_back(std::make_unique<LendingBuilder>(log_, builds_));
+    return std::make_unique<fu::Processor>(store, std::move(b), 8);
+  };
+  {
+    // sum, add, add, mul: the lender's 20 bytes against 20 for add, add, mul after the sum.
+    fu::PlanStore store(64, 1000);
+    auto p = make_with_lender(store);
+    Program prog(4);
+    const core::TensorId x = prog.input();
+    const core::TensorId s = prog.reduce(x);
+    const core::TensorId a = prog.binary(core::OpKind::kAdd, s, x);
+    const core::TensorId b = prog.binary(core::OpKind::kAdd, a, x);
+    prog.binary(core::OpKind::kMul, b, 0, 2.0f);
+    run(*p, prog.ops, false);
+    EXPECT_TRUE(log_.empty()) << "lazy: the plan after the lender's is not known yet";
+    p->process(queue_, context_, fu::ExecutionMode::kSync);
+    EXPECT_EQ(log_, (Log{"op:sum", "opt:addx3"}));
+  }
+  log_.clear();
+  {
+    // sum, add, add, then a view: 20 bytes against 10 for add, add; decided as the view arrives.
+    fu::PlanStore store(64, 1000);
+    auto p = make_with_lender(store);
+    Program prog(6);
+    const core::TensorId x = prog.input();
+    const core::TensorId s = prog.reduce(x);
+    const core::TensorId a = prog.binary(core::OpKind::kAdd, s, x);
+    const core::TensorId b = prog.binary(core::OpKind::kAdd, a, x);
+    prog.view(b);
+    const int builds = builds_;
+    run(*p, prog.ops, false);
+    EXPECT_EQ(log_, (Log{"opt:sumx3", "op:reshape"}));
+    EXPECT_EQ(builds_, builds + 1) << "one optimization built: the lender's";
+  }
 }
 
 }  // namespace

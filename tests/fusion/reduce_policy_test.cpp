@@ -110,6 +110,31 @@ TEST(ReducePolicyTest, AMaskedSoftmaxIsOneKernel) {
       << all(plans);
 }
 
+// Attention as users write it: q @ kᵀ stores the scores alone, and the scale, the mask and the
+// softmax are one kernel, in any layout of q and k (oneDNN applies a product's steps as it
+// stores it only in some: the reduce kernel takes them wherever they save as many bytes). The
+// residual add after the output projection stays with the product: the layer norm after it
+// reads the sum, which is kept, so the product storing it saves a pass.
+TEST(ReducePolicyTest, AttentionScoresScaleAndMaskFuseIntoTheSoftmax) {
+  const Tensor q = input({2, 4, 16, 8}), k = input({2, 4, 16, 8});
+  const Tensor x = input({2, 16, 32}), w = input({32, 32}), b = input({32});
+  auto attention = [&] {
+    const Tensor mask = sf::unsqueeze(sf::arange(16), 1) >= sf::unsqueeze(sf::arange(16), 0);
+    sf::synchronize();
+    const Tensor scores = sf::matmul(q, sf::transpose(k, -2, -1)) * 0.35355339f;
+    return sf::nn::softmax(sf::where(mask, scores, -INFINITY), -1);
+  };
+  const auto plans = explored([&] { return std::vector<Tensor>{attention()}; });
+  EXPECT_TRUE(has(plans, "1 op (matmul) -> operations")) << all(plans);
+  EXPECT_TRUE(has(plans, "(mul, full, where, max, sub, exp, sum, recip, mul; 3 drops) -> reduce"))
+      << all(plans);
+  const auto residual = explored([&] {
+    const Tensor sum = sf::matmul(x, w) + b + x;
+    return std::vector<Tensor>{sum, sf::nn::layer_norm(sum, {32}, b, b)};
+  });
+  EXPECT_TRUE(has(residual, "(matmul, add x2) -> matmul")) << all(residual);
+}
+
 // layer_norm then softmax over the same axis: one kernel of four stages (mean, variance, max,
 // sum), each reading the values the one before it made.
 TEST(ReducePolicyTest, ChainsOfReductionsOverOneAxisAreOneKernel) {
@@ -138,7 +163,8 @@ TEST(ReducePolicyTest, AnotherAxisEndsTheKernel) {
 TEST(ReducePolicyTest, InnerAxesAreOneKernelToo) {
   const Tensor x = input({16, 64, 8});
   const auto plans = explored([&] { return std::vector<Tensor>{sf::nn::softmax(x * 2.0f, 1)}; });
-  EXPECT_TRUE(has(plans, "(mul, max, sub, exp, sum, recip, mul; 1 drop) -> reduce: 1 kernel, 2 stage(s)"))
+  EXPECT_TRUE(
+      has(plans, "(mul, max, sub, exp, sum, recip, mul; 1 drop) -> reduce: 1 kernel, 2 stage(s)"))
       << all(plans);
 }
 

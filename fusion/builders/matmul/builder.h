@@ -35,6 +35,10 @@ class MatmulBuilder final : public OptimizationBuilder {
   std::int64_t score() const override {
     return 2 * value_bytes_ * static_cast<std::int64_t>(ready_steps_);
   }
+  // Its steps cost the same in the kernel that reads the product (the reduce or element-wise
+  // builder's, after it): oneDNN applies them only in its brgemm kernels, and after the product,
+  // as one more pass over it, in every other layout (attention's q @ kᵀ over strided heads).
+  bool lends_steps() const override { return true; }
   std::unique_ptr<Optimization> build() const override;
   void reset() override;
 
