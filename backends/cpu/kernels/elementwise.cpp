@@ -210,12 +210,12 @@ void elementwise(const ElementwiseArgs& a) {
     const Operand& op = a.inputs[static_cast<std::size_t>(j)];
     in_c[j] = input_compute(a.kind, c, j);
     const bool native = op.dtype == storage_dtype_of(in_c[j]);
-    access[j] = native && is_flat(it, j) ? Access::kDirect
-                : is_splat(it, j)        ? Access::kSplat
-                                         : Access::kGather;
+    access[j] = native && dense_in(it, j) ? Access::kDirect
+                : is_splat(it, j)         ? Access::kSplat
+                                          : Access::kGather;
   }
   const ComputeType out_c = output_compute(a.kind, c);
-  const bool direct_out = a.output.dtype == storage_dtype_of(out_c) && is_flat(it, n_in);
+  const bool direct_out = a.output.dtype == storage_dtype_of(out_c) && dense_in(it, n_in);
   const std::size_t out_size = element_size(a.output.dtype);
 
   parallel_for(it.numel, kGrain, a.num_threads, [&](std::int64_t lo, std::int64_t hi) {

@@ -69,10 +69,6 @@ inline Iteration make_iteration(const Shape& shape, const Strides* const* stride
   return it;
 }
 
-// True when operand k covers the flat index range densely (element i at offset i).
-inline bool is_flat(const Iteration& it, int k) {
-  return it.rank == 0 || (it.rank == 1 && it.strides[static_cast<std::size_t>(k)][0] == 1);
-}
 // True when operand k is one element broadcast everywhere.
 inline bool is_splat(const Iteration& it, int k) {
   for (int d = 0; d < it.rank; ++d)
