@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,13 +45,21 @@ class MockOptimization final : public fu::Optimization {
 // Accepts add and mul (and drops), closes on anything else; each accepted op saves 10 bytes
 // beyond the first. May start with add, mul and sum (a sum it then refuses: a segment of one op
 // that is matched and gets a plan); any other op at the head of the queue runs on its own.
+// Made with an `anchor` kind instead, it is product-like: it starts only with that op, then
+// takes adds (and drops), which it lends (lends_steps), saving 10 bytes for each.
 class MockBuilder final : public fu::OptimizationBuilder {
  public:
-  MockBuilder(Log& log, int& builds, bool fail = false) : log_(log), builds_(builds), fail_(fail) {}
+  MockBuilder(Log& log, int& builds, bool fail = false,
+              std::optional<core::OpKind> anchor = std::nullopt)
+      : log_(log), builds_(builds), fail_(fail), anchor_(anchor) {}
   void register_op(const core::OpDesc& rel, const core::OpDesc&) override {
     if (closed_) return;
-    if (rel.kind == core::OpKind::kAdd || rel.kind == core::OpKind::kMul ||
-        rel.kind == core::OpKind::kDrop)
+    const core::OpKind k = rel.kind;
+    const bool takes =
+        anchor_ && len_ == 0 ? k == *anchor_
+        : anchor_            ? k == core::OpKind::kAdd || k == core::OpKind::kDrop
+                  : k == core::OpKind::kAdd || k == core::OpKind::kMul || k == core::OpKind::kDrop;
+    if (takes)
       ++len_;
     else
       closed_ = true;
@@ -59,12 +68,15 @@ class MockBuilder final : public fu::OptimizationBuilder {
     return closed_ ? fu::BuilderStatus::kClosed : fu::BuilderStatus::kOpen;
   }
   bool may_start_with(core::OpKind kind) const override {
+    if (anchor_) return kind == *anchor_;
     return kind == core::OpKind::kAdd || kind == core::OpKind::kMul || kind == core::OpKind::kSum;
   }
-  std::size_t len() const override { return len_; }
+  // An anchor alone is no optimization.
+  std::size_t len() const override { return anchor_ && len_ < 2 ? 0 : len_; }
   std::int64_t score() const override {
     return len_ > 1 ? 10 * static_cast<std::int64_t>(len_ - 1) : 0;
   }
+  bool lends_steps() const override { return anchor_.has_value(); }
   std::unique_ptr<fu::Optimization> build() const override {
     ++builds_;
     return std::make_unique<MockOptimization>(len_, log_, fail_);
@@ -78,46 +90,7 @@ class MockBuilder final : public fu::OptimizationBuilder {
   Log& log_;
   int& builds_;
   bool fail_;
-  bool closed_ = false;
-  std::size_t len_ = 0;
-};
-
-// A product-like anchor: a sum as the segment's first op, then adds (and drops), which it lends
-// (lends_steps): each saves 10 bytes, as many as the MockBuilder saves for them.
-class LendingBuilder final : public fu::OptimizationBuilder {
- public:
-  LendingBuilder(Log& log, int& builds) : log_(log), builds_(builds) {}
-  void register_op(const core::OpDesc& rel, const core::OpDesc&) override {
-    if (closed_) return;
-    const bool takes = len_ == 0
-                           ? rel.kind == core::OpKind::kSum
-                           : rel.kind == core::OpKind::kAdd || rel.kind == core::OpKind::kDrop;
-    if (takes)
-      ++len_;
-    else
-      closed_ = true;
-  }
-  fu::BuilderStatus status() const override {
-    return closed_ ? fu::BuilderStatus::kClosed : fu::BuilderStatus::kOpen;
-  }
-  bool may_start_with(core::OpKind kind) const override { return kind == core::OpKind::kSum; }
-  std::size_t len() const override { return len_ > 1 ? len_ : 0; }
-  std::int64_t score() const override {
-    return len_ > 1 ? 10 * static_cast<std::int64_t>(len_ - 1) : 0;
-  }
-  bool lends_steps() const override { return true; }
-  std::unique_ptr<fu::Optimization> build() const override {
-    ++builds_;
-    return std::make_unique<MockOptimization>(len_, log_, false);
-  }
-  void reset() override {
-    closed_ = false;
-    len_ = 0;
-  }
-
- private:
-  Log& log_;
-  int& builds_;
+  std::optional<core::OpKind> anchor_;
   bool closed_ = false;
   std::size_t len_ = 0;
 };
@@ -610,44 +583,46 @@ TEST_F(ProcessorTest, PastTheExplorationCapOpsRunOneByOne) {
   EXPECT_EQ(capped.size(), 0u);
 }
 
-// A builder that lends its steps keeps them only where the builders after its first op would
-// save fewer bytes with them than it and the plan after it do; a tie goes to the split.
+// A builder that lends its steps (a MockBuilder anchored on sum) keeps them only where the builders
+// after its first op would save fewer bytes with them than it and the plan after it do; a tie goes
+// to the split.
 TEST_F(ProcessorTest, StepsALenderTakesGoWhereTheyAreWorthMore) {
   // Each case with a store of its own: the first's plans start with the same sum.
   auto make_with_lender = [&](fu::PlanStore& store) {
     std::vector<std::unique_ptr<fu::OptimizationBuilder>> b;
     b.push_back(std::make_unique<MockBuilder>(log_, builds_));
-    b.push_back(std::make_unique<LendingBuilder>(log_, builds_));
+    b.push_back(std::make_unique<MockBuilder>(log_, builds_, false, core::OpKind::kSum));
     return std::make_unique<fu::Processor>(store, std::move(b), 8);
   };
-  {
-    // sum, add, add, mul: the lender's 20 bytes against 20 for add, add, mul after the sum.
-    fu::PlanStore store(64, 1000);
-    auto p = make_with_lender(store);
-    Program prog(4);
+  // sum, add, add, then a mul of the second add's result (last_is_mul) or a view of it.
+  auto sum_add_add = [](std::int64_t batch, bool last_is_mul) {
+    Program prog(batch);
     const core::TensorId x = prog.input();
     const core::TensorId s = prog.reduce(x);
     const core::TensorId a = prog.binary(core::OpKind::kAdd, s, x);
     const core::TensorId b = prog.binary(core::OpKind::kAdd, a, x);
-    prog.binary(core::OpKind::kMul, b, 0, 2.0f);
-    run(*p, prog.ops, false);
+    if (last_is_mul)
+      prog.binary(core::OpKind::kMul, b, 0, 2.0f);
+    else
+      prog.view(b);
+    return prog;
+  };
+  {
+    // Then a mul: the lender's 20 bytes against 20 for add, add, mul after the sum.
+    fu::PlanStore store(64, 1000);
+    auto p = make_with_lender(store);
+    run(*p, sum_add_add(4, true).ops, false);
     EXPECT_TRUE(log_.empty()) << "lazy: the plan after the lender's is not known yet";
     p->process(queue_, context_, fu::ExecutionMode::kSync);
     EXPECT_EQ(log_, (Log{"op:sum", "opt:addx3"}));
   }
   log_.clear();
   {
-    // sum, add, add, then a view: 20 bytes against 10 for add, add; decided as the view arrives.
+    // Then a view: 20 bytes against 10 for add, add; decided as the view arrives.
     fu::PlanStore store(64, 1000);
     auto p = make_with_lender(store);
-    Program prog(6);
-    const core::TensorId x = prog.input();
-    const core::TensorId s = prog.reduce(x);
-    const core::TensorId a = prog.binary(core::OpKind::kAdd, s, x);
-    const core::TensorId b = prog.binary(core::OpKind::kAdd, a, x);
-    prog.view(b);
     const int builds = builds_;
-    run(*p, prog.ops, false);
+    run(*p, sum_add_add(6, false).ops, false);
     EXPECT_EQ(log_, (Log{"opt:sumx3", "op:reshape"}));
     EXPECT_EQ(builds_, builds + 1) << "one optimization built: the lender's";
   }
