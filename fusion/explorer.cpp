@@ -55,13 +55,12 @@ std::optional<std::int64_t> Explorer::score_from(const SegmentQueue& queue, std:
   return b ? b->score() : 0;
 }
 
-std::optional<bool> Explorer::split_after_first(const SegmentQueue& queue, ExecutionMode mode,
-                                                std::size_t lender_len, std::int64_t lender_score) {
-  const std::optional<std::int64_t> after_lender = score_from(queue, lender_len, mode);
+std::optional<bool> Explorer::split_after_first(const SegmentQueue& queue, ExecutionMode mode) {
+  const std::optional<std::int64_t> after_lender = score_from(queue, lender_->len, mode);
   if (!after_lender) return std::nullopt;
   const std::optional<std::int64_t> after_first = score_from(queue, 1, mode);
   if (!after_first) return std::nullopt;
-  return *after_first >= lender_score + *after_lender;
+  return *after_first >= lender_->score + *after_lender;
 }
 
 std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionMode mode) {
@@ -69,29 +68,25 @@ std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionM
     for (auto& b : builders_) b->reset();
     builders_reset_ = true;
   }
-  if (!lender_) explored_ = feed(queue, explored_, std::min(queue.size(), max_ops_));
-  const bool bounded = explored_ >= max_ops_;
-  if (!lender_ && mode == ExecutionMode::kLazy && any_open() && !bounded) return std::nullopt;
-
-  const OptimizationBuilder* chosen = nullptr;
   if (!lender_) {
-    chosen = best();
-    if (chosen && chosen->lends_steps() && chosen->len() > 1)
-      lender_ = Lender{chosen->len(), chosen->score()};
+    explored_ = feed(queue, explored_, std::min(queue.size(), max_ops_));
+    if (mode == ExecutionMode::kLazy && any_open() && explored_ < max_ops_) return std::nullopt;
+    const OptimizationBuilder* chosen = best();
+    if (!chosen || !chosen->lends_steps() || chosen->len() < 2) return draft(queue, mode, chosen);
+    lender_ = Lender{chosen->len(), chosen->score()};
   }
-  if (lender_) {
-    const std::optional<bool> split = split_after_first(queue, mode, lender_->len, lender_->score);
-    if (!split) return std::nullopt;  // lazy: the plans after it need more ops
-    chosen = nullptr;
-    if (!*split) {
-      // The builders again as the segment's ops left them: fed the same ops, the same state.
-      for (auto& b : builders_) b->reset();
-      feed(queue, 0, explored_);
-      chosen = best();
-    }
-    lender_.reset();
-  }
+  const std::optional<bool> split = split_after_first(queue, mode);
+  if (!split) return std::nullopt;  // lazy: the plans after it need more ops
+  lender_.reset();
+  if (*split) return draft(queue, mode, nullptr);
+  // The builders again as the segment's ops left them: fed the same ops, the same state.
+  for (auto& b : builders_) b->reset();
+  feed(queue, 0, explored_);
+  return draft(queue, mode, best());
+}
 
+PlanDraft Explorer::draft(const SegmentQueue& queue, ExecutionMode mode,
+                          const OptimizationBuilder* chosen) const {
   PlanDraft plan;
   const std::size_t len = chosen ? chosen->len() : 1;
   for (std::size_t i = 0; i < len; ++i) plan.ops.push_back(queue.relative(i));
@@ -101,7 +96,7 @@ std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionM
   if (len < explored_) {
     trigger.kind = Trigger::Kind::kOnOperations;
     for (std::size_t i = len; i < explored_; ++i) trigger.ops.push_back(queue.relative(i));
-  } else if (mode == ExecutionMode::kSync && !bounded && len == queue.size()) {
+  } else if (mode == ExecutionMode::kSync && explored_ < max_ops_ && len == queue.size()) {
     trigger.kind = Trigger::Kind::kOnSync;
   } else {
     trigger.kind = Trigger::Kind::kAlways;

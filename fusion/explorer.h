@@ -56,10 +56,13 @@ class Explorer {
   // from there until all close; nullopt in lazy mode while some is open (more ops are needed).
   std::optional<std::int64_t> score_from(const SegmentQueue& queue, std::size_t start,
                                          ExecutionMode mode);
-  // Whether the segment's first op alone is a better plan than `lender`'s: see explore().
+  // Whether the segment's first op alone is a better plan than lender_'s: see explore().
   // nullopt while more ops are needed. Leaves the builders reset and fed from op 1.
-  std::optional<bool> split_after_first(const SegmentQueue& queue, ExecutionMode mode,
-                                        std::size_t lender_len, std::int64_t lender_score);
+  std::optional<bool> split_after_first(const SegmentQueue& queue, ExecutionMode mode);
+  // The plan of the segment's first `chosen->len()` ops (null: its first op alone, run as it is),
+  // with the trigger of the ops explored after it.
+  PlanDraft draft(const SegmentQueue& queue, ExecutionMode mode,
+                  const OptimizationBuilder* chosen) const;
 
   std::vector<std::unique_ptr<OptimizationBuilder>> builders_;
   std::size_t max_ops_;

@@ -55,10 +55,10 @@ class MockBuilder final : public fu::OptimizationBuilder {
   void register_op(const core::OpDesc& rel, const core::OpDesc&) override {
     if (closed_) return;
     const core::OpKind k = rel.kind;
-    const bool takes =
-        anchor_ && len_ == 0 ? k == *anchor_
-        : anchor_            ? k == core::OpKind::kAdd || k == core::OpKind::kDrop
-                  : k == core::OpKind::kAdd || k == core::OpKind::kMul || k == core::OpKind::kDrop;
+    // Anchored: the anchor first, then adds; else adds and muls. Drops either way.
+    const bool takes = anchor_ && len_ == 0 ? k == *anchor_
+                                            : k == core::OpKind::kAdd || k == core::OpKind::kDrop ||
+                                                  (!anchor_ && k == core::OpKind::kMul);
     if (takes)
       ++len_;
     else
