@@ -67,8 +67,14 @@ class ChainFusionTest : public ::testing::Test {
     if (kernels >= 0) {
       EXPECT_EQ(interpreted.launches_last, kernels) << "fused kernels per iteration";
     }
+    const std::int64_t failed_before = fusion_stats().kernels_failed;
     const ChainRun compiled = run_chain(kCompiled, chain, inputs);
     EXPECT_EQ(compiled.results, unfused.results) << "fused, compiled";
+    // Where the compiler works (it has compiled a kernel), every kernel generated here compiles:
+    // a failure would fall back to the interpreter, and the bits above would still match.
+    if (fusion_stats().kernels_compiled > 0) {
+      EXPECT_EQ(fusion_stats().kernels_failed, failed_before) << "a generated kernel failed";
+    }
     if (kernels >= 0) {
       EXPECT_EQ(compiled.launches_last, kernels);
     }

@@ -163,6 +163,11 @@ TEST_F(ReduceFusionTest, RowGroupsKeepEachRowsValues) {
   const auto argmax = [](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{sf::argmax(sf::exp(in[0]) - in[0] * in[1], -1)};
   };
+  // From rows of 512 a group prefetches the next group's rows (each contiguous operand's, the
+  // bool mask's bytes among them) while it computes its exponentials.
+  const auto masked = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{sf::nn::softmax(sf::where(in[2], in[0] * 0.125f, -INFINITY), -1)};
+  };
   for (std::int64_t n : {1, 5, 511, 512, 513, 1024, 1025, 2048, 2049})
     for (std::int64_t rows : {1, 3, 4, 9}) {
       const std::string shape = std::to_string(rows) + " rows of " + std::to_string(n);
@@ -172,6 +177,8 @@ TEST_F(ReduceFusionTest, RowGroupsKeepEachRowsValues) {
       // A single element launches no kernel for this program (-1: results checked, not kernels).
       check("per-row scale and outputs, " + shape, scaled, {x, s}, rows * n == 1 ? -1 : 1);
       check("argmax, " + shape, argmax, {x, s});
+      const Tensor m = random_tensor({rows, n}, sf::kF32, -1, 1, 90 + rows * n) < 0.5f;
+      check("masked softmax, " + shape, masked, {x, s, m});
     }
   const Tensor h = random_tensor({7, 300}, sf::kF16, -2, 2, 80);
   check("layer_norm of f16 rows",
