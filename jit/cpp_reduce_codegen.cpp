@@ -261,9 +261,8 @@ class CppRowSource final : public CppReduceSource {
               (k >= ni ? "1" : "0") + ", 3);\n";
     }
     if (body.empty()) return {};
-    return "      if (prefetch_next && row0 + rows + g < L->row_end) {\n        const long long "
-           "row = row0 + rows + "
-           "g;\n" +
+    return "      if (prefetch_next && row0 + rows + g < L->row_end) {\n"
+           "        const long long row = row0 + rows + g;\n" +
            row_pointers("        ") + body + "      }\n";
   }
 
