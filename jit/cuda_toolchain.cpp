@@ -1,6 +1,7 @@
 #include "jit/cuda_toolchain.h"
 
 #include "core/hash_mix.h"
+#include "jit/codegen_digest.h"
 #include "jit/cuda_codegen.h"
 #include "streamfuse/error.h"
 
@@ -27,8 +28,8 @@ CudaToolchain::CudaToolchain(std::shared_ptr<const backends::cuda::DeviceContext
   // kernel_fingerprint), and a module of an earlier prelude would compute other bits.
   fingerprint_ = "streamfuse " STREAMFUSE_VERSION " cuda-kernel-abi " +
                  std::to_string(kCudaKernelAbiVersion) + " prelude " +
-                 core::hex16(core::fnv1a(cuda_kernel_prelude())) + "; nvrtc " +
-                 (nvrtc_ ? nvrtc_->version() : std::string("none")) + "; " +
+                 core::hex16(core::fnv1a(cuda_kernel_prelude())) + " codegen " + codegen_digest() +
+                 "; nvrtc " + (nvrtc_ ? nvrtc_->version() : std::string("none")) + "; " +
                  (target_ ? target_name(*target_) : "sm_" + std::to_string(device_->arch()));
   for (const std::string& o : options_) fingerprint_ += " " + o;
 }

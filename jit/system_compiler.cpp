@@ -15,6 +15,7 @@
 #include "core/environment.h"
 #include "core/hash_mix.h"
 #include "jit/child_process.h"
+#include "jit/codegen_digest.h"
 #include "jit/cpp_codegen.h"
 #include "streamfuse/error.h"
 
@@ -184,12 +185,12 @@ std::string kernel_fingerprint(int isa_level) {
   }
   std::string flags;
   for (const std::string& f : kernel_compile_flags(isa_level)) flags += " " + f;
-  // The kernels' math: a record names a library compiled from an earlier prelude by its program
-  // and key alone, and a library whose ops compute other bits than the eager kernels would break
-  // fused == unfused.
+  // The kernels' math and the code written around it: a record names a library compiled from an
+  // earlier prelude or generator by its program and key alone, and a library whose ops compute
+  // other bits than the eager kernels would break fused == unfused.
   return "streamfuse " STREAMFUSE_VERSION " kernel-abi " + std::to_string(kKernelAbiVersion) +
-         " prelude " + core::hex16(core::fnv1a(cpu_kernel_prelude())) + "; cxx " + compiler + ";" +
-         flags;
+         " prelude " + core::hex16(core::fnv1a(cpu_kernel_prelude())) + " codegen " +
+         codegen_digest() + "; cxx " + compiler + ";" + flags;
 }
 
 std::shared_ptr<void> load_library_image(std::string_view bytes, const std::string& name) {

@@ -164,6 +164,9 @@ TEST_P(DifferentialTest, EagerUnfusedInterpretedAndCompiledAgree) {
   expect_same(eager_compiled, run_all(programs), seeds, programs, "fused, compiled");
   if (rt.kernel_cache()->stats().compiled > 0) {
     EXPECT_GT(launcher.compiled_launches(), compiled_before) << "the compiled kernels ran";
+    // Where the compiler works, every generated kernel compiles: one that did not would run
+    // interpreted, with the same bits, and pass the comparison above.
+    EXPECT_EQ(rt.kernel_cache()->stats().failed, 0u) << "generated kernels that did not compile";
   }
   // Every plan made here is one a cache directory or a bundle keeps: it must read back as it was
   // written (a program the checker refused made every process explore it again, unseen).

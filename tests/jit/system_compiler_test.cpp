@@ -2,6 +2,7 @@
 // compiling and loading, and the errors of a source that does not compile, a compiler that
 // hangs, and a file that is no library.
 #include "jit/system_compiler.h"
+#include "jit/codegen_digest.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -167,6 +168,16 @@ TEST(SystemCompiler, LoadingANonLibraryThrows) {
 TEST(SystemCompiler, TheFingerprintNamesTheKernelMath) {
   const std::string prelude = "prelude " + core::hex16(core::fnv1a(cpu_kernel_prelude()));
   EXPECT_NE(kernel_fingerprint(0).find(prelude), std::string::npos) << kernel_fingerprint(0);
+}
+
+// ...and the code generators: a kernel another generator wrote (one with a bug since fixed) must
+// be a miss too. The digest is 16 hex digits of the generators' sources, made at configure time.
+TEST(SystemCompiler, TheFingerprintNamesTheCodeGenerators) {
+  const std::string digest = codegen_digest();
+  ASSERT_EQ(digest.size(), 16u);
+  EXPECT_EQ(digest.find_first_not_of("0123456789abcdef"), std::string::npos) << digest;
+  EXPECT_NE(kernel_fingerprint(0).find("codegen " + digest), std::string::npos)
+      << kernel_fingerprint(0);
 }
 
 }  // namespace
