@@ -2,7 +2,6 @@
 // compiling and loading, and the errors of a source that does not compile, a compiler that
 // hangs, and a file that is no library.
 #include "jit/system_compiler.h"
-#include "jit/codegen_digest.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "core/hash_mix.h"
+#include "jit/codegen_digest.h"
 #include "jit/cpp_codegen.h"
 #include "streamfuse/error.h"
 #include "tests/file_text.h"
