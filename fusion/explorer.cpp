@@ -56,11 +56,13 @@ std::optional<std::int64_t> Explorer::score_from(const SegmentQueue& queue, std:
 }
 
 std::optional<bool> Explorer::split_after_first(const SegmentQueue& queue, ExecutionMode mode) {
-  const std::optional<std::int64_t> after_lender = score_from(queue, lender_->len, mode);
-  if (!after_lender) return std::nullopt;
+  // Once known, the score after the lender's plan stays known (the builders closed on the ops
+  // they were fed): a lazy segment's later calls only feed the plan after the first op again.
+  if (!lender_->after) lender_->after = score_from(queue, lender_->len, mode);
+  if (!lender_->after) return std::nullopt;
   const std::optional<std::int64_t> after_first = score_from(queue, 1, mode);
   if (!after_first) return std::nullopt;
-  return *after_first >= lender_->score + *after_lender;
+  return *after_first >= lender_->score + *lender_->after;
 }
 
 std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionMode mode) {
@@ -73,7 +75,7 @@ std::optional<PlanDraft> Explorer::explore(const SegmentQueue& queue, ExecutionM
     if (mode == ExecutionMode::kLazy && any_open() && explored_ < max_ops_) return std::nullopt;
     const OptimizationBuilder* chosen = best();
     if (!chosen || !chosen->lends_steps() || chosen->len() < 2) return draft(queue, mode, chosen);
-    lender_ = Lender{chosen->len(), chosen->score()};
+    lender_ = Lender{chosen->len(), chosen->score(), std::nullopt};
   }
   const std::optional<bool> split = split_after_first(queue, mode);
   if (!split) return std::nullopt;  // lazy: the plans after it need more ops

@@ -75,6 +75,7 @@ class Explorer {
   struct Lender {
     std::size_t len = 0;
     std::int64_t score = 0;
+    std::optional<std::int64_t> after;  // the best plan's score after it, once known
   };
   std::optional<Lender> lender_;
   std::array<bool, core::kNumOpKinds> runs_alone_{};  // by kind, from the builders
