@@ -4,15 +4,10 @@
 // same bytes (the floor: one read of each operand the kernel reads in full, one write).
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
+#include "bench/copy_floor.h"
 #include "bench/fusion_mode.h"
 
 namespace sf = streamfuse;
@@ -83,17 +78,7 @@ void BM_CopyFloor(benchmark::State& state) {
   std::vector<float> y(x.size());
   const auto n = static_cast<std::int64_t>(x.size());
   for (auto _ : state) {
-#pragma omp parallel
-    {
-#ifdef _OPENMP
-      const std::int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
-#else
-      const std::int64_t t = 0, threads = 1;
-#endif
-      const std::int64_t chunk = (n + threads - 1) / threads;
-      const std::int64_t lo = std::min(n, t * chunk), hi = std::min(n, lo + chunk);
-      std::memcpy(y.data() + lo, x.data() + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
-    }
+    sf::bench::parallel_copy(x.data(), y.data(), n);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(static_cast<double>(state.iterations()) * 2 *

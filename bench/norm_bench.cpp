@@ -9,14 +9,15 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "bench/copy_floor.h"
 #include "bench/fusion_mode.h"
 
 namespace sf = streamfuse;
@@ -132,21 +133,20 @@ void BM_Floor(benchmark::State& state) {
   const int threads = omp_get_max_threads();
   for (auto _ : state) {
     double total = 0;
+    if (kCases[c].reduces_rows) {
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-      const std::int64_t t = omp_get_thread_num(), chunk = (n + threads - 1) / threads;
-      const std::int64_t lo = std::min(n, t * chunk), hi = std::min(n, lo + chunk);
-      if (kCases[c].reduces_rows) {
+      {
+        const std::int64_t t = omp_get_thread_num(), chunk = (n + threads - 1) / threads;
+        const std::int64_t lo = std::min(n, t * chunk), hi = std::min(n, lo + chunk);
         float lanes[16] = {};
         std::int64_t i = lo;
         for (; i + 16 <= hi; i += 16)
           for (int l = 0; l < 16; ++l) lanes[l] += x[static_cast<std::size_t>(i + l)];
         for (; i < hi; ++i) lanes[0] += x[static_cast<std::size_t>(i)];
         for (float v : lanes) total += v;
-      } else {
-        std::memcpy(y.data() + lo, x.data() + lo,
-                    static_cast<std::size_t>(hi - lo) * sizeof(float));
       }
+    } else {
+      sf::bench::parallel_copy(x.data(), y.data(), n);
     }
     benchmark::DoNotOptimize(total);
     benchmark::DoNotOptimize(y.data());
