@@ -43,6 +43,14 @@ void guard_this_threads_exit() {
   static_cast<void>(&guard);  // made on first use, so destroyed with this thread's others
 }
 
+// The main thread's guard, made while the library loads (on the main thread, for a program
+// linked against it). Submitting work guards the submitting thread too, but a program whose main
+// thread never submits (its streamfuse work all on other threads, or its plans read ahead by a
+// job already running) exited with a preparation in flight: oneDNN crashed writing to what its
+// exit had freed (MultiThreadTest, one run in two, once reading ahead no longer submitted from
+// the thread that recorded).
+const bool kMainThreadGuarded = (guard_this_threads_exit(), true);
+
 }  // namespace
 
 Preparer::Preparer(backends::Backend& backend) : backend_(backend) {}

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <streamfuse/streamfuse.h>
 
@@ -34,7 +35,7 @@ namespace {
 using streamfuse::testing::count_of;
 using streamfuse::testing::TempDir;
 
-// ---- the child: SF_PERSISTENCE_CHILD=run[,save:FILE][,load:FILE][,plans_only:FILE] ------------
+// ---- the child: SF_PERSISTENCE_CHILD=run[,save:FILE][,load:FILE][,plans_only:FILE][,worker:1] ---
 
 sf::Tensor model(const sf::Tensor& x, const sf::Tensor& w, const sf::Tensor& b) {
   sf::Tensor h = sf::nn::gelu(sf::matmul(x, w) * 0.125f + b);
@@ -54,6 +55,31 @@ TEST(PersistenceChild, Run) {
     return spec.substr(at + key.size() + 1,
                        end == std::string::npos ? end : end - at - key.size() - 1);
   };
+  if (const std::string worker = arg("worker"); !worker.empty()) {
+    // On a thread of its own: products of many shapes, some batched over strided views (oneDNN's
+    // GEMM driver), for the cache directory to list (worker:1); or one small op (worker:2), so
+    // that the main thread returns while the ops the directory lists are still being prepared.
+    std::thread thread([&] {
+      // A plain product first: the first op listed is prepared on the thread that starts the
+      // device, the others (the GEMM driver's first, 20 ms) on the preparer's.
+      if (worker == "1")
+        static_cast<void>(sf::sum(sf::matmul(sf::ones({8, 96}), sf::ones({96, 8}))).item<float>());
+      for (std::int64_t n = 16; worker == "1" && n <= 256; n *= 2) {
+        const sf::Tensor qkv = sf::randn({2, n, 3 * 128});
+        const auto head = [&](int i) {
+          return qkv.slice(2, i * 128, (i + 1) * 128).reshape({2, n, 4, 32}).permute({0, 2, 1, 3});
+        };
+        const sf::Tensor scores = sf::matmul(head(0), head(1).transpose(2, 3));
+        static_cast<void>(sf::sum(scores * 0.125f).item<float>());
+        const sf::Tensor product = sf::matmul(sf::randn({n, 96}), sf::randn({96, n + 8}));
+        static_cast<void>(sf::sum(product).item<float>());
+      }
+      static_cast<void>(sf::sum(sf::ones({4}) * 2.0f).item<float>());
+    });
+    thread.join();
+    std::printf("result worker=%s\n", worker.c_str());
+    return;
+  }
   if (const std::string load = arg("load"); !load.empty()) sf::plans::load_bundle(load);
   if (const std::string load = arg("plans_only"); !load.empty())
     sf::plans::load_bundle(load, {.load_native_code = false});
@@ -148,6 +174,17 @@ TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
   EXPECT_GT(warm["kernels_loaded"], 0);
   EXPECT_EQ(warm["first_interpreted"], 0);  // every fused launch of iteration 1 ran compiled
   EXPECT_GT(warm["first_compiled"], 0);
+}
+
+TEST(Persistence, AProcessWhoseMainThreadNeverRanAnOpExitsCleanlyWhilePreparing) {
+  // The preparer is stopped when the main thread exits, before the exit frees what a library
+  // (oneDNN) made while preparing; that once depended on the main thread having submitted work.
+  TempDir dir;
+  EXPECT_EQ(run_child(dir.path(), "worker:1")["worker"], 1);  // what the next ones prepare
+  for (int i = 0; i < 6; ++i) {
+    const Child warm = run_child(dir.path(), "worker:2");
+    EXPECT_EQ(warm["worker"], 2) << warm.err;
+  }
 }
 
 TEST(Persistence, ABundleStartsHotInAnEmptyCacheDirectory) {
