@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 namespace streamfuse::fusion {
 
 PlanStore::PlanStore(std::size_t max_plans, std::size_t max_explorations)
-    : max_plans_(std::max<std::size_t>(1, max_plans)), max_explorations_(max_explorations) {}
+    : max_plans_(std::max<std::size_t>(1, max_plans)),
+      max_explorations_(max_explorations),
+      ahead_limit_(std::max<std::size_t>(1, max_plans_ / 8)) {}
 
 void PlanStore::set_persistence(std::shared_ptr<PlanPersistence> persistence) {
   std::unique_lock lock(mutex_);
@@ -24,11 +27,21 @@ void PlanStore::set_background(std::function<void(std::function<void()>)> run,
   read_ahead_ = std::move(read_ahead);
 }
 
+void PlanStore::set_read_ahead_limit(std::size_t plans) {
+  std::unique_lock lock(mutex_);
+  ahead_limit_ = plans;
+}
+
+bool PlanStore::may_read_ahead_locked() const {
+  return ahead_added_ < ahead_limit_ && count_ < max_plans_;
+}
+
 void PlanStore::consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) const {
   {
     std::unique_lock lock(mutex_);
     consulted_cv_.wait(lock, [&] { return !consulting_.contains(hash); });
     if (consulted_.contains(hash)) return;
+    if (ahead && !may_read_ahead_locked()) return;  // left to be read on demand
     consulting_.insert(hash);
   }
   std::vector<PlanDraft> persisted;
@@ -45,6 +58,10 @@ void PlanStore::consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) 
   {
     std::unique_lock lock(mutex_);
     consulting_.erase(hash);
+    consulted_cv_.notify_all();
+    // Reading ahead never makes room: plans that would not fit are dropped, and the op
+    // is read again if a segment starts with it. (Its limit may be passed by one op's plans.)
+    if (ahead && (ahead_added_ >= ahead_limit_ || count_ + persisted.size() > max_plans_)) return;
     if (consulted_.size() >= kMaxConsulted) consulted_.clear();
     consulted_.insert(hash);
     for (PlanDraft& plan : persisted) {
@@ -53,14 +70,60 @@ void PlanStore::consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) 
       bool changed = false;
       PlanRef stored = add_locked(std::move(plan), changed);
       loaded_ += changed;
+      ahead_added_ += ahead && changed;
       if (ahead && read_ahead_) added.push_back(std::move(stored));
     }
-    consulted_cv_.notify_all();
   }
   for (const PlanRef& plan : added) read_ahead_(*plan);
-  if (!background_) return;
-  for (core::OpDesc& next : next_ops)
-    background_([this, next = std::move(next)] { consult(next, core::hash_op(next), true); });
+  queue_ahead(std::move(next_ops), /*front=*/true);
+}
+
+void PlanStore::queue_ahead(std::vector<core::OpDesc> ops, bool front) const {
+  if (ops.empty()) return;
+  {
+    std::unique_lock lock(mutex_);
+    if (!background_ || !may_read_ahead_locked()) return;
+    ahead_.insert(front ? ahead_.begin() : ahead_.end(), std::make_move_iterator(ops.begin()),
+                  std::make_move_iterator(ops.end()));
+    if (ahead_running_) return;
+    ahead_running_ = true;
+  }
+  background_([this] { read_next_ahead(); });
+}
+
+void PlanStore::read_next_ahead() const {
+  std::optional<core::OpDesc> op;
+  {
+    std::unique_lock lock(mutex_);
+    while (!op && !ahead_.empty() && may_read_ahead_locked()) {
+      if (!consulted_.contains(core::hash_op(ahead_.front()))) op = std::move(ahead_.front());
+      ahead_.pop_front();
+    }
+    if (!op) {
+      ahead_.clear();
+      ahead_running_ = false;
+      return;
+    }
+  }
+  // The next read is a job of its own, even after this one failed (warned about by the caller).
+  const auto submit_next = [this] {
+    {
+      std::unique_lock lock(mutex_);
+      if (ahead_.empty() || !may_read_ahead_locked()) {
+        ahead_.clear();
+        ahead_running_ = false;
+        return;
+      }
+    }
+    background_([this] { read_next_ahead(); });
+  };
+  try {
+    consult(*op, core::hash_op(*op), /*ahead=*/true);
+  } catch (...) {
+    submit_next();
+    throw;
+  }
+  submit_next();
 }
 
 PlanTrie::NodeRef PlanStore::root_for(const core::OpDesc& op, std::uint64_t hash) const {
@@ -231,19 +294,14 @@ void PlanStore::note_entry(const core::OpDesc& first) {
 void PlanStore::read_ahead_entries() {
   std::shared_ptr<PlanPersistence> persistence;
   {
-    std::shared_lock lock(mutex_);
-    if (!background_) return;
+    std::unique_lock lock(mutex_);
+    if (!background_ || !persistence_ || entries_read_) return;
+    entries_read_ = true;
     persistence = persistence_;
   }
-  if (!persistence) return;
-  // The file is read off the calling thread too; each entry is then a job of its own, as each
-  // successor is (a failed read is warned about by the job and stops no other).
-  background_([this, persistence] {
-    for (core::OpDesc& first : persistence->entries())
-      background_([this, first = std::move(first)] {
-        consult(first, core::hash_op(first), /*ahead=*/true);
-      });
-  });
+  // The file is read off the calling thread too. Entries go behind what is queued: a chain
+  // being followed is finished first.
+  background_([this, persistence] { queue_ahead(persistence->entries(), /*front=*/false); });
 }
 
 bool PlanStore::try_explore() {

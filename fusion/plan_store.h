@@ -7,12 +7,20 @@
 // a plan from disk reads theirs ahead on a background thread (given by set_background), so a
 // program's later segments find their plans in memory; reading ahead starts, when the device
 // starts, at the persistence's entries (the segments earlier processes started with).
+//
+// Reading ahead is a guess, and a cache directory that many programs share links their plans
+// through common ops: followed without end it read every plan of the directory, on a core, for
+// seconds (8,000 plans, evicting as it went once the store was full). So it follows a program's
+// chain to its end before the next entry (the successors of a plan just read come first), adds at
+// most read_ahead_limit() plans in the store's life, and never evicts: whatever it leaves is read
+// on demand, as without it.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <shared_mutex>
@@ -41,6 +49,10 @@ class PlanStore {
   // what to do there with each plan read ahead (load its kernels).
   void set_background(std::function<void(std::function<void()>)> run,
                       std::function<void(const ExecutionPlan&)> read_ahead = {});
+  // The most plans reading ahead adds over the store's life (default: an eighth of its
+  // capacity). Set before streams use the store.
+  void set_read_ahead_limit(std::size_t plans);
+  std::size_t read_ahead_limit() const { return ahead_limit_; }
 
   // Appends to `out` every plan whose first op equals `op` (relative form). The first time for
   // an op, reads the persisted plans that start with it.
@@ -69,8 +81,9 @@ class PlanStore {
   // persistence keeps it among its entries (plan_persistence.h).
   void note_entry(const core::OpDesc& first);
   // Reads ahead, in the background, the plans that start with the persistence's entries, and
-  // on along their successors. Called once, after set_persistence and set_background, when the
-  // device starts; without either it does nothing.
+  // on along their successors. Called after set_persistence and set_background, when the device
+  // starts (or fusion is switched on); without either it does nothing, and after it did, nothing
+  // again.
   void read_ahead_entries();
 
   // Whether another exploration is allowed, counting it if so. Past the cap, streams run
@@ -91,6 +104,14 @@ class PlanStore {
   // while another thread does it; then reads ahead their successors' plans in the background.
   // `ahead`: this is that background work (the plans' kernels are read ahead too).
   void consult(const core::OpDesc& op, std::uint64_t hash, bool ahead) const;
+  // Queues first ops to be read ahead (`front`: before those queued, in their order) and starts
+  // the background job that reads them, unless it runs.
+  void queue_ahead(std::vector<core::OpDesc> ops, bool front) const;
+  // The background job: reads the first op queued, then submits itself again while any is left.
+  void read_next_ahead() const;
+  // Whether reading ahead may add plans: its limit not reached, the store not full. Requires
+  // mutex_.
+  bool may_read_ahead_locked() const;
   void evict_one() const;  // requires mutex_ (exclusive)
 
   mutable std::shared_mutex mutex_;
@@ -114,6 +135,15 @@ class PlanStore {
   mutable std::condition_variable_any consulted_cv_;
   std::function<void(std::function<void()>)> background_;
   std::function<void(const ExecutionPlan&)> read_ahead_;
+  // Reading ahead, under mutex_: the first ops waiting, the next at the front; whether the job
+  // that reads them is submitted or running (one at a time, so that other work submitted to the
+  // same thread, such as preparing the op a stream waits for, runs between two reads); the plans
+  // it added; whether the entries were queued.
+  mutable std::deque<core::OpDesc> ahead_;
+  mutable bool ahead_running_ = false;
+  mutable std::size_t ahead_added_ = 0;
+  std::size_t ahead_limit_;
+  bool entries_read_ = false;
 };
 
 }  // namespace streamfuse::fusion

@@ -122,7 +122,8 @@ DeviceRuntime::DeviceRuntime(Device device, const jit::DeviceFactory& factory, c
       [kernels = parts_.kernel_cache.get()](const fusion::ExecutionPlan& plan) {
         if (plan.optimization && kernels) plan.optimization->read_ahead(*kernels);
       });
-  plan_store_.read_ahead_entries();  // after the prepared ops, on the same thread
+  // Plans are read ahead from the entries once fusion is on (apply): with fusion off no stream
+  // asks the store for a plan, and reading them would only take a core.
   streams_ = std::make_unique<stream::DeviceStreams>(stream::StreamDevice{
       device, parts_.backend.get(), &handles_, &plan_store_, parts_.launcher.get()});
 }
@@ -161,6 +162,7 @@ void DeviceRuntime::apply(const Config& config) {
   streams_->set_queue_bound(config.queue_bound);
   parts_.backend->configure({config.num_threads, config.allocator_cache_bytes});
   streams_->set_fusion(config.fusion);
+  if (config.fusion) plan_store_.read_ahead_entries();  // after the prepared ops; once
   parts_.launcher->configure(config.num_threads, config.jit == JitMode::kCompile);
 }
 

@@ -1,6 +1,7 @@
 // PlanStore reading ahead: reading a plan from the persistence reads its successors' plans ahead,
-// off the calling thread (set_background), along the whole chain, each first op once; a thread
-// that needs an op being read waits for it.
+// off the calling thread (set_background), along the chain, each first op once, a chain to its
+// end before the next entry; within a limit, never evicting; a thread that needs an op being read
+// waits for it.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -187,6 +188,121 @@ TEST_F(PlanStoreTest, AFailedReadAheadLeavesTheOpToBeReadOnDemand) {
   // Nobody is left waiting for B, and it is read again when a segment starts with it.
   EXPECT_TRUE(only(kB));
   EXPECT_EQ(persistence_->loads(kB), 2);
+}
+
+TEST_F(PlanStoreTest, AChainIsFollowedToItsEndBeforeTheNextEntry) {
+  // Entries A and D; A -> B -> C. Breadth first would read D before B and C: a program's later
+  // segments waited behind the first segments of every other program of the cache directory.
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC));
+  persistence_->put(draft(kD, {kE}));
+  persistence_->put(draft(kE));
+  persistence_->save_entry(kD);
+  persistence_->save_entry(kA);  // the most recent first
+  background_.attach(store_);
+  store_.read_ahead_entries();
+  EXPECT_EQ(background_.run_all(), 6);  // the entries' file, then one job per first op
+  EXPECT_EQ(background_.read_ahead(),
+            (std::vector<std::string>{"exp", "log", "sin", "cos", "tanh"}));
+}
+
+TEST_F(PlanStoreTest, TheSuccessorsOfAPlanReadOnDemandGoBeforeQueuedEntries) {
+  persistence_->put(draft(kA));
+  persistence_->put(draft(kB));
+  persistence_->put(draft(kC, {kD}));
+  persistence_->put(draft(kD));
+  persistence_->save_entry(kB);
+  persistence_->save_entry(kA);
+  background_.attach(store_);
+  store_.read_ahead_entries();
+  ASSERT_TRUE(background_.run_one());  // the entries' file: A and B queued
+  EXPECT_TRUE(only(kC));               // a segment starts with C: its successor D comes first
+  background_.run_all();
+  EXPECT_EQ(background_.read_ahead(), (std::vector<std::string>{"cos", "exp", "log"}));
+}
+
+TEST_F(PlanStoreTest, TheEntriesAreReadAheadOnce) {
+  persistence_->put(draft(kA));
+  persistence_->save_entry(kA);
+  background_.attach(store_);
+  store_.read_ahead_entries();
+  store_.read_ahead_entries();  // fusion switched on again, say
+  EXPECT_EQ(background_.run_all(), 2);
+  store_.read_ahead_entries();
+  EXPECT_EQ(background_.pending(), 0u);
+  EXPECT_EQ(persistence_->loads(kA), 1);
+}
+
+TEST_F(PlanStoreTest, ReadingAheadStopsAtItsLimitAndLeavesTheRestToDemand) {
+  // A -> B -> C -> D, two plans ahead at most: B and C. A was read on demand (not counted).
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC, {kD}));
+  persistence_->put(draft(kD));
+  store_.set_read_ahead_limit(2);
+  background_.attach(store_);
+  EXPECT_TRUE(only(kA));
+  EXPECT_EQ(background_.run_all(), 2);
+  EXPECT_EQ(background_.read_ahead(), (std::vector<std::string>{"log", "sin"}));
+  EXPECT_EQ(persistence_->loads(kD), 0);
+  EXPECT_EQ(store_.size(), 3u);
+  // D is read when a segment starts with it, as without reading ahead, and its successors are
+  // not read ahead any more.
+  EXPECT_TRUE(only(kD));
+  EXPECT_EQ(persistence_->loads(kD), 1);
+  EXPECT_EQ(background_.pending(), 0u);
+}
+
+TEST_F(PlanStoreTest, ReadingAheadNeverEvicts) {
+  fu::PlanStore store(2, 100);
+  store.set_persistence(persistence_);
+  store.set_read_ahead_limit(100);  // the store's size is what stops it
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB, {kC}));
+  persistence_->put(draft(kC));
+  background_.attach(store);
+  fu::PlanRefs found;
+  store.starting_with(kA, found);
+  background_.run_all();
+  // B filled the store; C would have evicted A, which a segment ran just now. It is not even
+  // read.
+  EXPECT_EQ(background_.read_ahead(), std::vector<std::string>{"log"});
+  EXPECT_EQ(persistence_->loads(kC), 0);
+  EXPECT_EQ(store.size(), 2u);
+  found.clear();
+  store.starting_with(kA, found);
+  EXPECT_EQ(found.size(), 1u);
+  EXPECT_EQ(persistence_->loads(kA), 1);
+  // On demand, a plan is read into a full store as an explored one is added: the least recently
+  // used goes.
+  found.clear();
+  store.starting_with(kC, found);
+  EXPECT_EQ(found.size(), 1u);
+  EXPECT_EQ(store.size(), 2u);
+}
+
+TEST_F(PlanStoreTest, PlansReadAheadThatWouldNotFitAreDropped) {
+  fu::PlanStore store(2, 100);
+  store.set_persistence(persistence_);
+  store.set_read_ahead_limit(100);
+  persistence_->put(draft(kA, {kB}));
+  persistence_->put(draft(kB));
+  fu::PlanDraft longer = draft(kB);
+  longer.ops.push_back(kC);
+  persistence_->put(std::move(longer));
+  background_.attach(store);
+  fu::PlanRefs found;
+  store.starting_with(kA, found);
+  background_.run_all();
+  // B's two plans were read, but one place was left: neither is kept, A stays.
+  EXPECT_EQ(persistence_->loads(kB), 1);
+  EXPECT_TRUE(background_.read_ahead().empty());
+  EXPECT_EQ(store.size(), 1u);
+  found.clear();
+  store.starting_with(kB, found);  // read again on demand, which makes room
+  EXPECT_EQ(persistence_->loads(kB), 2);
+  EXPECT_EQ(found.size(), 2u);
 }
 
 TEST_F(PlanStoreTest, ReadAheadOnAnotherThread) {

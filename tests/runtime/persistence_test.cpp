@@ -122,13 +122,13 @@ struct Child {
   unsigned long long operator[](const std::string& k) const { return std::stoull(result.at(k)); }
 };
 
-Child run_child(const std::string& cache_dir, const std::string& mode,
-                const std::string& log = "") {
+Child run_child(const std::string& cache_dir, const std::string& mode, const std::string& log = "",
+                const std::string& env = "") {
   static int n = 0;
   const fs::path err_file = fs::temp_directory_path() / ("sf-persist-" + std::to_string(getpid()) +
                                                          "-" + std::to_string(++n) + ".err");
-  const std::string cmd = "STREAMFUSE_CACHE_DIR='" + cache_dir + "' SF_PERSISTENCE_CHILD='" + mode +
-                          "' STREAMFUSE_LOG='" + log + "' '" +
+  const std::string cmd = env + " STREAMFUSE_CACHE_DIR='" + cache_dir + "' SF_PERSISTENCE_CHILD='" +
+                          mode + "' STREAMFUSE_LOG='" + log + "' '" +
                           fs::read_symlink("/proc/self/exe").string() +
                           "' --gtest_filter=PersistenceChild.Run 2>'" + err_file.string() + "'";
   Child c;
@@ -174,6 +174,21 @@ TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
   EXPECT_GT(warm["kernels_loaded"], 0);
   EXPECT_EQ(warm["first_interpreted"], 0);  // every fused launch of iteration 1 ran compiled
   EXPECT_GT(warm["first_compiled"], 0);
+}
+
+TEST(Persistence, WithFusionOffNoPlanIsRead) {
+  // No stream asks for a plan with fusion off: reading them ahead would only take a core (a
+  // cache directory shared with other programs held thousands).
+  TempDir dir;
+  const Child cold = run_child(dir.path(), "run");
+  EXPECT_GT(cold["explored"], 0);
+  const Child off = run_child(dir.path(), "run", "", "STREAMFUSE_FUSION=0");
+  EXPECT_EQ(off["plans_ahead"], 0) << off.err;
+  EXPECT_EQ(off["plans_loaded"], 0) << off.err;
+  EXPECT_EQ(off["kernels_loaded"], 0) << off.err;
+  EXPECT_EQ(off["explored"], 0);
+  EXPECT_EQ(off["prepared"], 1) << "the product's primitive is prepared all the same";
+  EXPECT_EQ(off["checksum"], cold["checksum"]);
 }
 
 TEST(Persistence, AProcessWhoseMainThreadNeverRanAnOpExitsCleanlyWhilePreparing) {
