@@ -114,6 +114,11 @@ class Backend {
     (void)listener;
   }
 
+  // The allocator whose working set is made ahead in a later process (backends/block_files.h),
+  // or null where making memory ahead is not done (a GPU's memory is made on the thread that
+  // owns its context).
+  virtual CachingAllocator* host_allocator() { return nullptr; }
+
   // Whether execute_product() applies steps as it stores a product (the matmul builder is made
   // only where it does: elsewhere a product and one element-wise kernel after it are what the
   // element-wise builder already makes of the same ops).

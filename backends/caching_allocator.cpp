@@ -1,5 +1,6 @@
 #include "backends/caching_allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <string>
@@ -38,7 +39,12 @@ std::size_t CachingAllocator::class_index(std::size_t capacity) {
 }
 
 CachingAllocator::CachingAllocator(MemorySource& source, std::size_t cache_limit)
-    : source_(source), cache_limit_(cache_limit), free_lists_(kNumClasses, nullptr) {}
+    : source_(source),
+      cache_limit_(cache_limit),
+      free_lists_(kNumClasses, nullptr),
+      held_(kNumClasses, 0),
+      in_use_(kNumClasses, 0),
+      peak_in_use_(kNumClasses, 0) {}
 
 CachingAllocator::~CachingAllocator() {
   empty_cache();
@@ -65,6 +71,7 @@ StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
   std::unique_lock lock(mutex_);
   StorageBlock* b = free_lists_[index];
   const bool reused = b != nullptr;
+  std::uint32_t peak = 0;  // a new high of this class's blocks in use, for the listener
   if (b) {
     unlink_free(b);
     unlink_lru(b);
@@ -88,7 +95,9 @@ StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
     b->capacity = capacity;
     b->owner = this;
     stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
+    ++held_[index];
   }
+  if (++in_use_[index] > peak_in_use_[index]) peak = peak_in_use_[index] = in_use_[index];
   b->bytes = bytes;
   b->refs.store(1, std::memory_order_relaxed);
   ++stats_.allocations;
@@ -97,6 +106,7 @@ StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
   if (stats_.bytes_in_use > stats_.peak_bytes_in_use)
     stats_.peak_bytes_in_use = stats_.bytes_in_use;
   lock.unlock();
+  if (peak && peak_listener_) peak_listener_(capacity, peak);
   StorageRef ref(b);
   if (handoff_) handoff_->handed_out(*b, reused);  // throws: `ref` gives the block back
   return ref;
@@ -112,15 +122,18 @@ void release_block(StorageBlock* block) noexcept {
 
 void CachingAllocator::release(StorageBlock* b) noexcept {
   std::lock_guard lock(mutex_);
+  --in_use_[class_index(b->capacity)];
   --stats_.live_buffers;
   stats_.bytes_in_use -= static_cast<std::int64_t>(b->bytes);
   if (b->capacity > cache_limit_) {  // too big to keep at all
-    source_.free(b->data, b->capacity);
-    stats_.bytes_reserved -= static_cast<std::int64_t>(b->capacity);
-    spare_headers_.push_back(b);
+    return_to_source(b);
     return;
   }
   evict_until(cache_limit_ - b->capacity);
+  cache_locked(b);
+}
+
+void CachingAllocator::cache_locked(StorageBlock* b) {
   const std::size_t index = class_index(b->capacity);
   b->prev_free = nullptr;
   b->next_free = free_lists_[index];
@@ -150,10 +163,51 @@ void CachingAllocator::evict_until(std::size_t cached_target) {
     StorageBlock* b = lru_oldest_;
     unlink_lru(b);
     unlink_free(b);
-    source_.free(b->data, b->capacity);
     stats_.bytes_cached -= static_cast<std::int64_t>(b->capacity);
-    stats_.bytes_reserved -= static_cast<std::int64_t>(b->capacity);
-    spare_headers_.push_back(b);
+    return_to_source(b);
+  }
+}
+
+void CachingAllocator::return_to_source(StorageBlock* b) {
+  source_.free(b->data, b->capacity);
+  stats_.bytes_reserved -= static_cast<std::int64_t>(b->capacity);
+  --held_[class_index(b->capacity)];
+  spare_headers_.push_back(b);
+}
+
+void CachingAllocator::set_peak_listener(
+    std::function<void(std::size_t capacity, std::uint32_t blocks)> listener) {
+  std::lock_guard lock(mutex_);
+  peak_listener_ = std::move(listener);
+}
+
+std::uint32_t CachingAllocator::reserve(std::size_t capacity, std::uint32_t blocks) {
+  if (capacity == 0 || size_class(capacity) != capacity) return 0;
+  const std::size_t index = class_index(capacity);
+  std::uint32_t made = 0;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (held_[index] >= blocks ||
+          static_cast<std::size_t>(stats_.bytes_cached) + capacity > cache_limit_)
+        return made;
+    }
+    // The pages are made (and cleared, by the kernel) without the lock: allocations of other
+    // classes go on meanwhile. One of this class may come from the source beside it, and then
+    // this one is cached all the same (one over: the next allocation of the class takes it).
+    void* p = source_.allocate(capacity);
+    if (!p) return made;
+    std::lock_guard lock(mutex_);
+    StorageBlock* b = new_header();
+    b->data = p;
+    b->capacity = capacity;
+    b->owner = this;
+    b->bytes = 0;
+    stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
+    ++held_[index];  // not in use: no high to report
+    evict_until(cache_limit_ - capacity);
+    cache_locked(b);
+    ++made;
   }
 }
 

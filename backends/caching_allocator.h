@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -66,12 +68,24 @@ class CachingAllocator {
   // two (at most 6.25% over the request).
   static std::size_t size_class(std::size_t bytes);
 
+  // The working set, for a later process to make ahead (backends/block_files.h): `listener` is
+  // called, without the lock, each time the blocks of one size class in use at once reach a new
+  // high (`capacity`, how many). Set before the first allocate().
+  void set_peak_listener(std::function<void(std::size_t capacity, std::uint32_t blocks)> listener);
+  // Makes blocks of size class `capacity` from the source until `blocks` of that class are held
+  // (in use or cached), keeping them cached for allocate(): the pages a first iteration would
+  // otherwise fault in and clear while it runs. Stops short at the cache limit, or where the
+  // source has no memory (no error). Returns how many it made.
+  std::uint32_t reserve(std::size_t capacity, std::uint32_t blocks);
+
  private:
   friend void release_block(StorageBlock* block) noexcept;
   StorageRef allocate_block(std::size_t bytes, bool* zeroed);  // zeroed: null for allocate()
   void release(StorageBlock* block) noexcept;
   static std::size_t class_index(std::size_t capacity);
   void evict_until(std::size_t cached_target);  // requires mutex_
+  void cache_locked(StorageBlock* b);           // a free block into the cache; requires mutex_
+  void return_to_source(StorageBlock* b);       // requires mutex_
   void unlink_lru(StorageBlock* b);             // requires mutex_
   void unlink_free(StorageBlock* b);            // requires mutex_
   StorageBlock* new_header();                   // requires mutex_
@@ -85,6 +99,9 @@ class CachingAllocator {
   StorageBlock* lru_newest_ = nullptr;
   std::vector<StorageBlock*> spare_headers_;
   MemoryStats stats_;
+  // Blocks of each size class held from the source (in use or cached); in use, and its high.
+  std::vector<std::uint32_t> held_, in_use_, peak_in_use_;
+  std::function<void(std::size_t, std::uint32_t)> peak_listener_;
 };
 
 }  // namespace streamfuse::backends

@@ -72,6 +72,9 @@ fs::path plan_entries_path(const fs::path& root, std::string_view device) {
 fs::path prepared_ops_path(const fs::path& root, std::string_view device) {
   return root / "prepared" / (std::string(device) + ".ops");
 }
+fs::path held_blocks_path(const fs::path& root, std::string_view device, std::string_view program) {
+  return root / "prepared" / (std::string(device) + "." + std::string(program) + ".blocks");
+}
 
 std::optional<FileKind> kind_by_extension(const fs::path& path) {
   const fs::path ext = path.extension();
@@ -81,6 +84,7 @@ std::optional<FileKind> kind_by_extension(const fs::path& path) {
   if (ext == ".ops") return FileKind::kPreparedOps;
   if (ext == ".pending") return FileKind::kHandedOn;
   if (ext == ".entries") return FileKind::kPlanEntries;
+  if (ext == ".blocks") return FileKind::kHeldBlocks;
   return std::nullopt;
 }
 

@@ -55,6 +55,9 @@ std::filesystem::path kernel_path(const std::filesystem::path& root, std::uint64
 std::filesystem::path library_path(const std::filesystem::path& root, std::string_view name);
 std::filesystem::path claims_path(const std::filesystem::path& root);
 std::filesystem::path prepared_ops_path(const std::filesystem::path& root, std::string_view device);
+// An allocator's working set for one program (backends/block_files.h).
+std::filesystem::path held_blocks_path(const std::filesystem::path& root, std::string_view device,
+                                       std::string_view program);
 // The handed-on kernels of every process with kernel fingerprint `fingerprint`.
 std::filesystem::path handed_on_folder(const std::filesystem::path& root,
                                        std::string_view fingerprint);

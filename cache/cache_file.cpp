@@ -268,6 +268,8 @@ const char* file_kind_name(FileKind kind) {
       return "handed-on kernels";
     case FileKind::kPlanEntries:
       return "plan entries";
+    case FileKind::kHeldBlocks:
+      return "held blocks";
   }
   return "unknown";
 }

@@ -33,6 +33,7 @@ enum class FileKind : std::uint32_t {
   kPreparedOps = 5,
   kHandedOn = 6,     // kernels a process could not compile before it exited
   kPlanEntries = 7,  // where reading plans ahead starts (fusion/plan_files.h)
+  kHeldBlocks = 8,   // an allocator's working set, by size class (backends/block_files.h)
 };
 
 // Why a file was not used. kMissing is the ordinary miss; every other reason is worth a warning.

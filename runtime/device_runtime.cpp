@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "backends/caching_allocator.h"
 #include "cache/cache_dir.h"
 #include "core/log.h"
 #include "jit/device_factory.h"
@@ -71,7 +72,11 @@ void DeviceRuntime::finish_at_exit() {
   for (DeviceRuntime* rt : runtimes)
     if (rt->parts_.kernel_cache) rt->parts_.kernel_cache->finish_at_exit(deadline);
   for (DeviceRuntime* rt : runtimes) {
-    rt->plan_files_->flush();  // the plans learned last, written before the scratch folder goes
+    // What was learned last (plans, prepared ops, the allocator's working set), written before
+    // the scratch folder its temporaries go through is removed.
+    rt->plan_files_->flush();
+    rt->prepared_op_files_->flush();
+    if (rt->block_files_) rt->block_files_->flush();
     rt->cache_dir_->release_scratch();
   }
 }
@@ -117,6 +122,14 @@ DeviceRuntime::DeviceRuntime(Device device, const jit::DeviceFactory& factory, c
   });
   // One small file, read here: its first op is prepared on this thread (Preparer::submit_ops).
   preparer_->submit_ops(prepared_op_files_->load());
+  if (backends::CachingAllocator* allocator = parts_.backend->host_allocator()) {
+    block_files_ = std::make_unique<backends::BlockFiles>(cache_dir_, device.to_string(),
+                                                          backends::program_key());
+    allocator->set_peak_listener(
+        [files = block_files_.get()](std::size_t capacity, std::uint32_t blocks) {
+          files->note(capacity, blocks);
+        });
+  }
   plan_store_.set_background(
       [p = preparer_.get()](std::function<void()> job) { p->submit_job(std::move(job)); },
       [kernels = parts_.kernel_cache.get()](const fusion::ExecutionPlan& plan) {
@@ -158,11 +171,31 @@ FusionStats DeviceRuntime::fusion_stats() const {
 
 DeviceRuntime::~DeviceRuntime() = default;
 
+void DeviceRuntime::make_last_runs_blocks() {
+  backends::CachingAllocator* allocator = parts_.backend->host_allocator();
+  if (!allocator || !block_files_) return;
+  // A block per job, in the order the last run first needed each class (its weights, then its
+  // first activations): the plan read ahead and other work go on between them, and an exit
+  // waits for one block at most. At most a quarter of physical memory in all (the allocator's
+  // cache limit bounds it too).
+  static const std::uint64_t budget = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                      static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 4;
+  std::uint64_t total = 0;
+  for (const backends::HeldBlocks& held : block_files_->load())
+    for (std::uint32_t k = 1; k <= held.blocks; ++k) {
+      if ((total += held.capacity) > budget) return;
+      preparer_->submit_job([allocator, capacity = held.capacity, k] {
+        allocator->reserve(static_cast<std::size_t>(capacity), k);
+      });
+    }
+}
+
 void DeviceRuntime::apply(const Config& config) {
   streams_->set_queue_bound(config.queue_bound);
   parts_.backend->configure({config.num_threads, config.allocator_cache_bytes});
   streams_->set_fusion(config.fusion);
   if (config.fusion) plan_store_.read_ahead_entries();  // after the prepared ops; once
+  std::call_once(blocks_made_, [&] { make_last_runs_blocks(); });
   parts_.launcher->configure(config.num_threads, config.jit == JitMode::kCompile);
 }
 

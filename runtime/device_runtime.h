@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/block_files.h"
 #include "backends/prepared_op_files.h"
 #include "cache/cache_dir.h"
 #include "core/ir.h"
@@ -77,9 +78,16 @@ class DeviceRuntime {
   static void finish_at_exit();
 
  private:
+  // Has the preparer make the blocks the last run of this program held (block_files.h).
+  void make_last_runs_blocks();
+
   Device device_;
   std::shared_ptr<cache::CacheDir> cache_dir_;
-  jit::DeviceParts parts_;  // backend, kernel files and cache, launcher
+  // The allocator's working set for the next run of this program: before the backend, whose
+  // allocator reports to it.
+  std::unique_ptr<backends::BlockFiles> block_files_;
+  std::once_flag blocks_made_;  // the last run's working set is made once (apply)
+  jit::DeviceParts parts_;      // backend, kernel files and cache, launcher
   stream::HandleContainer handles_;
   fusion::PlanStore plan_store_;
   std::shared_ptr<fusion::PlanFiles> plan_files_;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/block_files.h"
 #include "backends/prepared_op_codec.h"
 #include "cache/cache_dir.h"
 #include "cache/op_codec.h"
@@ -117,6 +118,9 @@ CheckedFile CacheChecker::check(const cache::CacheEntry& entry) {
     case cache::FileKind::kPlanEntries:
       check_entries(file, r.payload);
       break;
+    case cache::FileKind::kHeldBlocks:
+      check_held_blocks(file, r.payload);
+      break;
     default: {  // a library: named by its contents, read under its kernels' fingerprint
       const std::string name = entry.path.stem().string();
       if (!same_path(entry.path, cache::library_path(root_, name)))
@@ -201,6 +205,30 @@ void CacheChecker::check_entries(CheckedFile& file, const std::string& payload) 
     return;
   }
   check_device_file(file, "plan entries", "plans/<device>.entries", cache::plan_entries_path);
+}
+
+void CacheChecker::check_held_blocks(CheckedFile& file, const std::string& payload) {
+  if (!check_portable_fingerprint(file)) return;
+  try {
+    backends::decode_held_blocks(payload);
+  } catch (const std::exception& e) {
+    file.problem = e.what();
+    return;
+  }
+  // prepared/<device>.<program>.blocks: the device and the program's 16 hex digits.
+  const std::string stem = file.path.stem().string();
+  const std::size_t dot = stem.rfind('.');
+  const std::string device = dot == std::string::npos ? stem : stem.substr(0, dot);
+  const std::string program = dot == std::string::npos ? "" : stem.substr(dot + 1);
+  const bool hex16 =
+      program.size() == 16 && program.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!valid_device_folder(device) || !hex16 ||
+      !same_path(file.path, cache::held_blocks_path(root_, device, program))) {
+    file.problem =
+        "in the wrong place: held blocks belong at prepared/<device>.<16 hex digits>.blocks";
+    return;
+  }
+  file.device = device;
 }
 
 void CacheChecker::check_kernel(CheckedFile& file, const std::string& payload) {

@@ -63,6 +63,7 @@ class CacheChecker {
   void check_kernel(CheckedFile& file, const std::string& payload);
   void check_handed_on(CheckedFile& file, const std::string& payload);
   void check_entries(CheckedFile& file, const std::string& payload);
+  void check_held_blocks(CheckedFile& file, const std::string& payload);
   // A file of one device at path_of(root, device) (prepared ops, plan entries): sets its device,
   // or its problem ("`what` belong at `pattern`") and returns false.
   bool check_device_file(CheckedFile& file, const char* what, const char* pattern,

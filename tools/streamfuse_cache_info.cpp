@@ -4,6 +4,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "backends/block_files.h"
 #include "backends/prepared_op_codec.h"
 #include "cache/cache_dir.h"
 #include "cache/cache_file.h"
@@ -156,6 +157,16 @@ void print_entries(const std::string& payload) {
     std::cout << "  " << core::to_string(op, core::OpForm::kRelative) << '\n';
 }
 
+void print_held_blocks(const std::string& payload) {
+  const std::vector<backends::HeldBlocks> blocks = backends::decode_held_blocks(payload);
+  std::uint64_t total = 0;
+  for (const backends::HeldBlocks& b : blocks) total += b.capacity * b.blocks;
+  std::cout << "held blocks (" << blocks.size() << " size classes, " << total
+            << " bytes; made ahead at start-up by the next run of the same program):\n";
+  for (const backends::HeldBlocks& b : blocks)
+    std::cout << "  " << b.blocks << " x " << b.capacity << " bytes\n";
+}
+
 void print_bundle(const std::string& payload) {
   const std::vector<runtime::BundleSection> sections = runtime::decode_bundle(payload);
   std::cout << "sections (" << sections.size() << "):\n";
@@ -191,7 +202,8 @@ int info_command(const fs::path& root, const std::string& file, bool print_sourc
   // machine's.
   const bool plans = r.kind == cache::FileKind::kPlan || r.kind == cache::FileKind::kBundle ||
                      r.kind == cache::FileKind::kPreparedOps ||
-                     r.kind == cache::FileKind::kPlanEntries;
+                     r.kind == cache::FileKind::kPlanEntries ||
+                     r.kind == cache::FileKind::kHeldBlocks;
   std::cout << "file:         " << path.string() << '\n'
             << "kind:         " << cache::file_kind_name(r.kind) << '\n'
             << "fingerprint:  " << r.fingerprint << " ("
@@ -216,6 +228,9 @@ int info_command(const fs::path& root, const std::string& file, bool print_sourc
         break;
       case cache::FileKind::kPlanEntries:
         print_entries(r.payload);
+        break;
+      case cache::FileKind::kHeldBlocks:
+        print_held_blocks(r.payload);
         break;
       default:
         std::cout << "contents:     of a kind this streamfuse does not know\n";

@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
   MemoryStats memory_stats() const override { return allocator_.stats(); }
   void reset_peak_memory_stats() override { allocator_.reset_peak(); }
   void empty_cache() override { allocator_.empty_cache(); }
+  CachingAllocator* host_allocator() override { return &allocator_; }
   // f32 products apply their steps as they store their results: as oneDNN post-ops where oneDNN
   // has a kernel for them (not for an operand that varies along m only), in the dot-row kernel
   // for its products of one row or column.

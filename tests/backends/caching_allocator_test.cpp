@@ -156,4 +156,65 @@ TEST(CachingAllocatorTest, AZeroedBlockIsFreshNeverReused) {
   EXPECT_FALSE(zeroed);
 }
 
+// ---- the working set made ahead ---------------------------------------------------------------
+
+TEST(CachingAllocatorTest, TheListenerHearsEachNewHighOfBlocksInUsePerClass) {
+  CountingSource src;
+  sfb::CachingAllocator alloc(src, 1 << 20);
+  std::vector<std::pair<std::size_t, std::uint32_t>> heard;
+  alloc.set_peak_listener([&](std::size_t c, std::uint32_t n) { heard.emplace_back(c, n); });
+  {
+    sfb::StorageRef a = alloc.allocate(4096), b = alloc.allocate(4000);  // one class, two
+    sfb::StorageRef c = alloc.allocate(100);
+  }
+  { sfb::StorageRef a = alloc.allocate(4096), b = alloc.allocate(4096); }  // reused: no new high
+  sfb::StorageRef a = alloc.allocate(4096), b = alloc.allocate(4096), c = alloc.allocate(4096);
+  EXPECT_EQ(heard, (std::vector<std::pair<std::size_t, std::uint32_t>>{
+                       {4096, 1}, {4096, 2}, {128, 1}, {4096, 3}}));
+}
+
+TEST(CachingAllocatorTest, ReservedBlocksAreCachedAndHandedOutWithoutTheSource) {
+  CountingSource src;
+  sfb::CachingAllocator alloc(src, 1 << 20);
+  std::vector<std::uint32_t> heard;
+  alloc.set_peak_listener([&](std::size_t, std::uint32_t n) { heard.push_back(n); });
+  EXPECT_EQ(alloc.reserve(4096, 3), 3u);
+  EXPECT_EQ(alloc.reserve(4096, 3), 0u) << "three are held already";
+  EXPECT_EQ(alloc.stats().bytes_cached, 3 * 4096);
+  EXPECT_TRUE(heard.empty()) << "made ahead is not in use";
+  {
+    sfb::StorageRef a = alloc.allocate(4096), b = alloc.allocate(4000), c = alloc.allocate(3970);
+    EXPECT_EQ(src.allocations, 3) << "all three came from the cache";
+    EXPECT_EQ(alloc.stats().cache_hits, 3);
+  }
+  EXPECT_EQ(heard, (std::vector<std::uint32_t>{1, 2, 3}));  // the next run makes them again
+  // Of a class some of which are in use, only the missing ones are made.
+  sfb::StorageRef held = alloc.allocate(8192);
+  EXPECT_EQ(alloc.reserve(8192, 2), 1u);
+  EXPECT_EQ(alloc.reserve(100, 1), 0u) << "not a size class: nothing";
+  EXPECT_EQ(alloc.reserve(0, 1), 0u);
+}
+
+TEST(CachingAllocatorTest, ReservingStopsAtTheCacheLimitAndWhenTheSourceRunsDry) {
+  CountingSource src;
+  sfb::CachingAllocator alloc(src, 3 * 4096);
+  EXPECT_EQ(alloc.reserve(4096, 10), 3u);
+  EXPECT_EQ(alloc.stats().bytes_cached, 3 * 4096) << "nothing evicted to make room";
+  CountingSource dry;
+  dry.limit = 0;
+  sfb::CachingAllocator nothing(dry, 1 << 20);
+  EXPECT_EQ(nothing.reserve(4096, 2), 0u);  // no error: the run faults its pages in later
+  EXPECT_EQ(nothing.stats().bytes_reserved, 0);
+}
+
+TEST(CachingAllocatorTest, ABlockEvictedOrTooBigToKeepIsNoLongerHeld) {
+  CountingSource src;
+  sfb::CachingAllocator alloc(src, 4096);
+  EXPECT_EQ(alloc.reserve(4096, 1), 1u);
+  alloc.empty_cache();
+  EXPECT_EQ(alloc.reserve(4096, 1), 1u) << "the evicted block no longer counts as held";
+  { sfb::StorageRef big = alloc.allocate(8192); }  // over the cache limit: back to the source
+  EXPECT_EQ(alloc.reserve(8192, 1), 0u) << "over the cache limit";
+  EXPECT_EQ(src.live, 4096u);
+}
 }  // namespace

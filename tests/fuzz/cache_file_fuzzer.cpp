@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "backends/block_files.h"
+#include "backends/caching_allocator.h"
 #include "backends/prepared_op_codec.h"
 #include "cache/cache_file.h"
 #include "cache/crc32.h"
@@ -26,6 +28,7 @@ std::vector<std::string> seeds() {
       {cache::FileKind::kBundle, runtime::encode_bundle(sample_bundle())},
       {cache::FileKind::kPreparedOps, backends::encode_prepared_ops(sample_prepared_ops())},
       {cache::FileKind::kPlanEntries, cache::encode_ops(sample_plans().front()->ops)},
+      {cache::FileKind::kHeldBlocks, backends::encode_held_blocks({{64, 3}, {1 << 21, 2}})},
   };
   const jit::KernelRecord& k = sample_kernels().front();
   payloads.emplace_back(
@@ -76,6 +79,12 @@ void use_payload(cache::FileKind kind, const std::string& payload) {
       case cache::FileKind::kPlanEntries:  // each is looked up as a segment's first op
         for (const core::OpDesc& op : cache::decode_ops(payload))
           (void)core::hash_op(op), (void)fusion::first_op_hash(op);
+        break;
+      case cache::FileKind::kHeldBlocks:  // each is made by an allocator: a size class
+        for (const backends::HeldBlocks& b : backends::decode_held_blocks(payload))
+          if (backends::CachingAllocator::size_class(static_cast<std::size_t>(b.capacity)) !=
+              b.capacity)
+            fail("a held block that is no size class was accepted");
         break;
     }  // no default: a new kind warns (-Wswitch) until it is fuzzed here too
   } catch (const cache::FormatError&) {

@@ -90,8 +90,10 @@ TEST(PersistenceChild, Run) {
   // waiting for it; a real program just goes on).
   sf::runtime::DeviceRuntime::get(sf::Device::cpu()).preparer().wait_idle();
   const sf::FusionStats before = sf::fusion_stats();
+  const sf::MemoryStats memory_before = sf::memory_stats();
   std::vector<float> out = model(x, w, b).to_vector<float>();
   const sf::FusionStats first = sf::fusion_stats();
+  const sf::MemoryStats memory_first = sf::memory_stats();
   sf::wait_for_compiles();
   for (int i = 0; i < 3; ++i) out = model(x, w, b).to_vector<float>();
   if (const std::string save = arg("save"); !save.empty()) {
@@ -104,13 +106,16 @@ TEST(PersistenceChild, Run) {
   std::printf(
       "result explored=%lld plans_loaded=%lld compiled=%lld kernels_loaded=%lld "
       "prepared=%lld plans_ahead=%lld kernels_ahead=%lld first_interpreted=%lld "
-      "first_compiled=%lld checksum=%llu\n",
+      "first_compiled=%lld cached_ahead=%lld first_fresh=%lld checksum=%llu\n",
       static_cast<long long>(end.plans_explored), static_cast<long long>(end.plans_loaded),
       static_cast<long long>(end.kernels_compiled), static_cast<long long>(end.kernels_loaded),
       static_cast<long long>(before.ops_prepared), static_cast<long long>(before.plans_loaded),
       static_cast<long long>(before.kernels_loaded),
       static_cast<long long>(first.interpreted_launches - before.interpreted_launches),
       static_cast<long long>(first.compiled_launches - before.compiled_launches),
+      static_cast<long long>(memory_before.bytes_cached),
+      static_cast<long long>((memory_first.allocations - memory_first.cache_hits) -
+                             (memory_before.allocations - memory_before.cache_hits)),
       static_cast<unsigned long long>(checksum));
 }
 
@@ -123,14 +128,14 @@ struct Child {
 };
 
 Child run_child(const std::string& cache_dir, const std::string& mode, const std::string& log = "",
-                const std::string& env = "") {
+                const std::string& env = "", const std::string& args = "") {
   static int n = 0;
   const fs::path err_file = fs::temp_directory_path() / ("sf-persist-" + std::to_string(getpid()) +
                                                          "-" + std::to_string(++n) + ".err");
-  const std::string cmd = env + " STREAMFUSE_CACHE_DIR='" + cache_dir + "' SF_PERSISTENCE_CHILD='" +
-                          mode + "' STREAMFUSE_LOG='" + log + "' '" +
-                          fs::read_symlink("/proc/self/exe").string() +
-                          "' --gtest_filter=PersistenceChild.Run 2>'" + err_file.string() + "'";
+  const std::string cmd =
+      env + " STREAMFUSE_CACHE_DIR='" + cache_dir + "' SF_PERSISTENCE_CHILD='" + mode +
+      "' STREAMFUSE_LOG='" + log + "' '" + fs::read_symlink("/proc/self/exe").string() +
+      "' --gtest_filter=PersistenceChild.Run " + args + " 2>'" + err_file.string() + "'";
   Child c;
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
@@ -174,6 +179,25 @@ TEST(Persistence, AWarmCacheNeedsNoExplorationNorCompile) {
   EXPECT_GT(warm["kernels_loaded"], 0);
   EXPECT_EQ(warm["first_interpreted"], 0);  // every fused launch of iteration 1 ran compiled
   EXPECT_GT(warm["first_compiled"], 0);
+}
+
+TEST(Persistence, TheNextRunOfAProgramStartsWithTheBlocksItsLastRunHeld) {
+  // Made by the preparer while the process starts: the first iteration takes no block from the
+  // system (its pages were faulted in and cleared ahead).
+  TempDir dir;
+  const Child cold = run_child(dir.path(), "run");
+  EXPECT_EQ(cold["cached_ahead"], 0);
+  EXPECT_GT(cold["first_fresh"], 0);
+  const Child warm = run_child(dir.path(), "run");
+  EXPECT_GT(warm["cached_ahead"], 0) << warm.err;
+  EXPECT_EQ(warm["first_fresh"], 0) << warm.err;
+  EXPECT_EQ(warm["checksum"], cold["checksum"]);
+  // The warm run took its blocks from the cache, and recorded them all the same.
+  const Child third = run_child(dir.path(), "run");
+  EXPECT_EQ(third["first_fresh"], 0) << third.err;
+  // Another program (here: other arguments) has a record of its own.
+  const Child other = run_child(dir.path(), "run", "", "", "--gtest_repeat=1");
+  EXPECT_EQ(other["cached_ahead"], 0) << other.err;
 }
 
 TEST(Persistence, WithFusionOffNoPlanIsRead) {
