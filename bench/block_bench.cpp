@@ -191,8 +191,10 @@ void BM_BlockFirstIteration(benchmark::State& state, int s, Start start) {
     const fs::path cache = scratch.path() / "cache";
     fs::create_directories(cache);
     if (start == Start::kWarmCache) {
+      // The earlier run is the same command (its result not read): a program run again, whose
+      // cache directory keeps what is keyed by its command line too (the allocator's blocks).
       const sf::bench::ChildRun populate = sf::bench::spawn_child(
-          "block_bench", {"--child=populate", size_arg}, cache, fusion, scratch.path(), {});
+          "block_bench", {"--child=measure", size_arg}, cache, fusion, scratch.path(), {});
       if (!populate.error.empty()) {
         state.SkipWithError(populate.error.c_str());
         break;
