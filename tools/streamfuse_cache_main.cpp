@@ -36,8 +36,9 @@ Commands:
   info FILE [--source]   a file's header and decoded contents: a plan's ops, triggers and
                          optimization; a kernel's program, key, symbol and library; a library's
                          sizes (--source prints its C++ source); prepared ops, one a line with
-                         their inputs' strides; a bundle's sections. FILE is a path, or a path
-                         relative to DIR as list prints it
+                         their inputs' strides; held blocks (a program's working set, made
+                         while its next run starts), one size class a line; a bundle's
+                         sections. FILE is a path, or a path relative to DIR as list prints it
   verify [--remove]      checks every file as streamfuse reads it (header, checksum, payload,
                          location, a kernel's library) and prints each bad one with the reason;
                          --remove deletes them (streamfuse builds them again when needed)
