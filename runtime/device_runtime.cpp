@@ -172,22 +172,26 @@ FusionStats DeviceRuntime::fusion_stats() const {
 DeviceRuntime::~DeviceRuntime() = default;
 
 void DeviceRuntime::make_last_runs_blocks() {
-  backends::CachingAllocator* allocator = parts_.backend->host_allocator();
-  if (!allocator || !block_files_) return;
-  // A block per job, in the order the last run first needed each class (its weights, then its
-  // first activations): the plan read ahead and other work go on between them, and an exit
-  // waits for one block at most. At most a quarter of physical memory in all (the allocator's
-  // cache limit bounds it too).
+  if (!parts_.backend->host_allocator() || !block_files_) return;
+  // In the order the last run first needed each class (its weights, then its first
+  // activations), at most a quarter of physical memory in all (the allocator's cache limit
+  // bounds it too).
   static const std::uint64_t budget = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                                       static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 4;
   std::uint64_t total = 0;
   for (const backends::HeldBlocks& held : block_files_->load())
-    for (std::uint32_t k = 1; k <= held.blocks; ++k) {
-      if ((total += held.capacity) > budget) return;
-      preparer_->submit_job([allocator, capacity = held.capacity, k] {
-        allocator->reserve(static_cast<std::size_t>(capacity), k);
-      });
-    }
+    for (std::uint32_t k = 1; k <= held.blocks && (total += held.capacity) <= budget; ++k)
+      blocks_ahead_.emplace_back(held.capacity, k);
+  if (!blocks_ahead_.empty()) preparer_->submit_job([this] { make_next_block(); });
+}
+
+void DeviceRuntime::make_next_block() {
+  const auto [capacity, held] = blocks_ahead_[next_block_];
+  parts_.backend->host_allocator()->reserve(static_cast<std::size_t>(capacity), held);
+  // One block per job, the next submitted behind what was submitted meanwhile: plans read ahead
+  // (one op per job too) alternate with blocks instead of waiting for all of them, and an exit
+  // waits for one block at most.
+  if (++next_block_ < blocks_ahead_.size()) preparer_->submit_job([this] { make_next_block(); });
 }
 
 void DeviceRuntime::apply(const Config& config) {

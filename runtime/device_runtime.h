@@ -78,8 +78,10 @@ class DeviceRuntime {
   static void finish_at_exit();
 
  private:
-  // Has the preparer make the blocks the last run of this program held (block_files.h).
+  // Has the preparer make the blocks the last run of this program held (block_files.h), one
+  // per job (make_next_block).
   void make_last_runs_blocks();
+  void make_next_block();
 
   Device device_;
   std::shared_ptr<cache::CacheDir> cache_dir_;
@@ -87,7 +89,11 @@ class DeviceRuntime {
   // allocator reports to it.
   std::unique_ptr<backends::BlockFiles> block_files_;
   std::once_flag blocks_made_;  // the last run's working set is made once (apply)
-  jit::DeviceParts parts_;      // backend, kernel files and cache, launcher
+  // The blocks still to make, each (size class, how many held then), and the next one: set
+  // before the first job, then used by the preparer's jobs only.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks_ahead_;
+  std::size_t next_block_ = 0;
+  jit::DeviceParts parts_;  // backend, kernel files and cache, launcher
   stream::HandleContainer handles_;
   fusion::PlanStore plan_store_;
   std::shared_ptr<fusion::PlanFiles> plan_files_;
