@@ -77,6 +77,10 @@ StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
     unlink_lru(b);
     stats_.bytes_cached -= static_cast<std::int64_t>(capacity);
     ++stats_.cache_hits;
+    // A block made ahead and never used is as good as fresh pages for zeros (a KV cache written
+    // a position at a time would otherwise be cleared whole first).
+    if (zeroed) *zeroed = b->zero;
+    b->zero = false;
   } else {
     const auto take = [&] {
       return zeroed ? source_.allocate_zeroed(capacity, zeroed) : source_.allocate(capacity);
@@ -94,6 +98,7 @@ StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
     b->data = p;
     b->capacity = capacity;
     b->owner = this;
+    b->zero = false;
     stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
     ++held_[index];
   }
@@ -195,7 +200,8 @@ std::uint32_t CachingAllocator::reserve(std::size_t capacity, std::uint32_t bloc
     // The pages are made (and cleared, by the kernel) without the lock: allocations of other
     // classes go on meanwhile. One of this class may come from the source beside it, and then
     // this one is cached all the same (one over: the next allocation of the class takes it).
-    void* p = source_.allocate(capacity);
+    bool zero = false;
+    void* p = source_.allocate_ahead(capacity, &zero);
     if (!p) return made;
     std::lock_guard lock(mutex_);
     StorageBlock* b = new_header();
@@ -203,6 +209,7 @@ std::uint32_t CachingAllocator::reserve(std::size_t capacity, std::uint32_t bloc
     b->capacity = capacity;
     b->owner = this;
     b->bytes = 0;
+    b->zero = zero;
     stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
     ++held_[index];  // not in use: no high to report
     evict_until(cache_limit_ - capacity);

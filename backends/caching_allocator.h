@@ -25,6 +25,13 @@ class MemorySource {
     *zeroed = false;
     return allocate(bytes);
   }
+  // A block made ahead of need (CachingAllocator::reserve): its pages mapped now, so that the
+  // run that takes it does not fault them in. Sets *zeroed when it reads as zeros. The default
+  // is allocate(), promising nothing.
+  virtual void* allocate_ahead(std::size_t bytes, bool* zeroed) {
+    *zeroed = false;
+    return allocate(bytes);
+  }
   virtual void free(void* p, std::size_t bytes) noexcept = 0;
 };
 

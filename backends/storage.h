@@ -21,6 +21,9 @@ struct StorageBlock {
   std::size_t capacity = 0;  // size of the block as allocated (its size class)
   std::atomic<std::int32_t> refs{0};
   CachingAllocator* owner = nullptr;
+  // Made ahead of need (CachingAllocator::reserve) from pages that read as zeros, and not handed
+  // out since: a zero-filled tensor may take it without writing it.
+  bool zero = false;
   // What keeps borrowed memory alive: set exactly for borrowed blocks (borrowed()), which have no
   // owner and are deleted, with their lender's reference, by release_block.
   std::shared_ptr<const void> lender;

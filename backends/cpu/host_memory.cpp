@@ -77,6 +77,12 @@ void* HostMemory::allocate_zeroed(std::size_t bytes, bool* zeroed) {
   return p;
 }
 
+void* HostMemory::allocate_ahead(std::size_t bytes, bool* zeroed) {
+  void* p = allocate(bytes);
+  *zeroed = p != nullptr && bytes >= kMmapThreshold;
+  return p;
+}
+
 void HostMemory::free(void* p, std::size_t bytes) noexcept {
   if (bytes >= kMmapThreshold)
     munmap(p, bytes);

@@ -14,6 +14,9 @@ class HostMemory final : public MemorySource {
   // written ever get memory (a KV cache allocated for the longest context and filled a position
   // at a time; as calloc does). Smaller ones: as allocate(), not zeroed.
   void* allocate_zeroed(std::size_t bytes, bool* zeroed) override;
+  // As allocate(): blocks of 2 MiB and more are fresh anonymous pages, mapped and reading as
+  // zeros (*zeroed); smaller ones come from the heap and may hold anything.
+  void* allocate_ahead(std::size_t bytes, bool* zeroed) override;
   void free(void* p, std::size_t bytes) noexcept override;
 };
 

@@ -127,6 +127,9 @@ class ZeroingSource final : public sfb::MemorySource {
     *zeroed = true;
     return p;
   }
+  void* allocate_ahead(std::size_t bytes, bool* zeroed) override {
+    return allocate_zeroed(bytes, zeroed);
+  }
   void free(void*, std::size_t) noexcept override {}  // freed with the source
 
  private:
@@ -134,6 +137,11 @@ class ZeroingSource final : public sfb::MemorySource {
     blocks_.push_back(p);
     return p;
   }
+
+ public:
+  std::size_t allocations() const { return blocks_.size(); }
+
+ private:
   std::vector<void*> blocks_;
 };
 
@@ -216,5 +224,26 @@ TEST(CachingAllocatorTest, ABlockEvictedOrTooBigToKeepIsNoLongerHeld) {
   { sfb::StorageRef big = alloc.allocate(8192); }  // over the cache limit: back to the source
   EXPECT_EQ(alloc.reserve(8192, 1), 0u) << "over the cache limit";
   EXPECT_EQ(src.live, 4096u);
+}
+TEST(CachingAllocatorTest, ABlockMadeAheadFromZeroPagesIsZeroedUntilItIsFirstUsed) {
+  ZeroingSource src;
+  sfb::CachingAllocator alloc(src, 1 << 20);
+  ASSERT_EQ(alloc.reserve(8192, 2), 2u);
+  bool zeroed = false, also_zeroed = false;
+  {
+    sfb::StorageRef a = alloc.allocate_zeroed(8192, &zeroed);
+    sfb::StorageRef b = alloc.allocate_zeroed(8192, &also_zeroed);
+    EXPECT_TRUE(zeroed && also_zeroed) << "never handed out: still the source's zeros";
+    std::memset(a.data(), 1, 8192);
+  }
+  sfb::StorageRef c = alloc.allocate_zeroed(8192, &zeroed);
+  sfb::StorageRef d = alloc.allocate_zeroed(8192, &also_zeroed);
+  EXPECT_FALSE(zeroed || also_zeroed) << "both were handed out since";
+  EXPECT_EQ(src.allocations(), 2u) << "no fresh block was needed";
+  CountingSource plain;  // the default allocate_ahead: nothing promised
+  sfb::CachingAllocator other(plain, 1 << 20);
+  ASSERT_EQ(other.reserve(8192, 1), 1u);
+  sfb::StorageRef e = other.allocate_zeroed(8192, &zeroed);
+  EXPECT_FALSE(zeroed);
 }
 }  // namespace
