@@ -42,7 +42,6 @@ CachingAllocator::CachingAllocator(MemorySource& source, std::size_t cache_limit
     : source_(source),
       cache_limit_(cache_limit),
       free_lists_(kNumClasses, nullptr),
-      held_(kNumClasses, 0),
       in_use_(kNumClasses, 0),
       peak_in_use_(kNumClasses, 0) {}
 
@@ -100,7 +99,6 @@ StorageRef CachingAllocator::allocate_block(std::size_t bytes, bool* zeroed) {
     b->owner = this;
     b->zero = false;
     stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
-    ++held_[index];
   }
   if (++in_use_[index] > peak_in_use_[index]) peak = peak_in_use_[index] = in_use_[index];
   b->bytes = bytes;
@@ -176,7 +174,6 @@ void CachingAllocator::evict_until(std::size_t cached_target) {
 void CachingAllocator::return_to_source(StorageBlock* b) {
   source_.free(b->data, b->capacity);
   stats_.bytes_reserved -= static_cast<std::int64_t>(b->capacity);
-  --held_[class_index(b->capacity)];
   spare_headers_.push_back(b);
 }
 
@@ -193,8 +190,9 @@ std::uint32_t CachingAllocator::reserve(std::size_t capacity, std::uint32_t bloc
   for (;;) {
     {
       std::lock_guard lock(mutex_);
-      if (held_[index] >= blocks ||
-          static_cast<std::size_t>(stats_.bytes_cached) + capacity > cache_limit_)
+      std::uint32_t held = in_use_[index];  // and those cached
+      for (const StorageBlock* c = free_lists_[index]; c && held < blocks; c = c->next_free) ++held;
+      if (held >= blocks || static_cast<std::size_t>(stats_.bytes_cached) + capacity > cache_limit_)
         return made;
     }
     // The pages are made (and cleared, by the kernel) without the lock: allocations of other
@@ -211,7 +209,6 @@ std::uint32_t CachingAllocator::reserve(std::size_t capacity, std::uint32_t bloc
     b->bytes = 0;
     b->zero = zero;
     stats_.bytes_reserved += static_cast<std::int64_t>(capacity);
-    ++held_[index];  // not in use: no high to report
     evict_until(cache_limit_ - capacity);
     cache_locked(b);
     ++made;

@@ -106,8 +106,8 @@ class CachingAllocator {
   StorageBlock* lru_newest_ = nullptr;
   std::vector<StorageBlock*> spare_headers_;
   MemoryStats stats_;
-  // Blocks of each size class held from the source (in use or cached); in use, and its high.
-  std::vector<std::uint32_t> held_, in_use_, peak_in_use_;
+  // Blocks of each size class in use, and their high (those held are these and the cached ones).
+  std::vector<std::uint32_t> in_use_, peak_in_use_;
   std::function<void(std::size_t, std::uint32_t)> peak_listener_;
 };
 

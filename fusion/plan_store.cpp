@@ -91,29 +91,28 @@ void PlanStore::queue_ahead(std::vector<core::OpDesc> ops, bool front) const {
   background_([this] { read_next_ahead(); });
 }
 
+bool PlanStore::ahead_goes_on_locked() const {
+  if (!ahead_.empty() && may_read_ahead_locked()) return true;
+  ahead_.clear();
+  ahead_running_ = false;
+  return false;
+}
+
 void PlanStore::read_next_ahead() const {
   std::optional<core::OpDesc> op;
   {
     std::unique_lock lock(mutex_);
-    while (!op && !ahead_.empty() && may_read_ahead_locked()) {
+    while (!op && ahead_goes_on_locked()) {
       if (!consulted_.contains(core::hash_op(ahead_.front()))) op = std::move(ahead_.front());
       ahead_.pop_front();
     }
-    if (!op) {
-      ahead_.clear();
-      ahead_running_ = false;
-      return;
-    }
+    if (!op) return;
   }
   // The next read is a job of its own, even after this one failed (warned about by the caller).
   const auto submit_next = [this] {
     {
       std::unique_lock lock(mutex_);
-      if (ahead_.empty() || !may_read_ahead_locked()) {
-        ahead_.clear();
-        ahead_running_ = false;
-        return;
-      }
+      if (!ahead_goes_on_locked()) return;
     }
     background_([this] { read_next_ahead(); });
   };

@@ -112,6 +112,9 @@ class PlanStore {
   // Whether reading ahead may add plans: its limit not reached, the store not full. Requires
   // mutex_.
   bool may_read_ahead_locked() const;
+  // Whether the background job reads another op; if not, drops what is queued and lets the next
+  // queue_ahead submit a job again. Requires mutex_ (exclusive).
+  bool ahead_goes_on_locked() const;
   void evict_one() const;  // requires mutex_ (exclusive)
 
   mutable std::shared_mutex mutex_;

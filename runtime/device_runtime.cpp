@@ -172,7 +172,7 @@ FusionStats DeviceRuntime::fusion_stats() const {
 DeviceRuntime::~DeviceRuntime() = default;
 
 void DeviceRuntime::make_last_runs_blocks() {
-  if (!parts_.backend->host_allocator() || !block_files_) return;
+  if (!block_files_) return;  // made where the backend has a host allocator
   // In the order the last run first needed each class (its weights, then its first
   // activations), at most a quarter of physical memory in all (the allocator's cache limit
   // bounds it too).
