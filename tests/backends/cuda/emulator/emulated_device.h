@@ -67,6 +67,7 @@ struct sf_emu_kernel {
 // one only under __FMA__, so it is given one here (libm's fmaf where the host has none).
 #define SF_MATH_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
 #define SF_MATH_FMA_D(a, b, c) __builtin_fma((a), (b), (c))
+#define SF_MATH_HAS_FMA 1
 
 typedef sf_emu_uint3 uint3;
 struct dim3 {
