@@ -1,7 +1,8 @@
 // MatmulEngine: turns the operands into a MatmulLayout, handles empty products, and sends the
 // rest to oneDNN (f32, f16, bf16), the library's own blocked loop (integers, and f64, which
-// oneDNN 2.x has no matmul for) or its dot-row kernel (f32 products of one row or one column
-// whose operands are contiguous along k); oneDNN's errors become streamfuse::Error.
+// oneDNN 2.x has no matmul for), its dot-row kernel (f32 products of one row or one column whose
+// operands are contiguous along k) or its few-row kernels (batched f32 products of a few rows:
+// attention while decoding and for a short prompt); oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
 #include <array>
@@ -54,11 +55,34 @@ bool is_dot_rows(DType dtype, const MatmulLayout& l) {
   return (l.m == 1 || l.n == 1) && a_rows && b_columns;
 }
 
-// The post-ops `on_layout` (strides over [batch..., m, n]) as steps of the dot-row kernel, whose
-// results run along n (one row of a) or along m (one column of b); their batch offsets are kept in
+// At most this many rows of `a` (a short prompt's positions) go to the few-row kernels.
+constexpr std::int64_t kFewRows = 4;
+
+enum class FewRows : unsigned char { kNone, kDot, kCombine };
+
+// Which few-row kernel takes a batched f32 product of at most kFewRows rows of `a` whose `b`
+// differs in every matrix (attention's k or v per head; a weight shared by the batch stays with
+// oneDNN's brgemm kernels): dot rows where a's rows and b's columns are contiguous along k
+// (q @ k^T), combined rows where b's rows are contiguous (att @ v). oneDNN runs these through its
+// GEMM driver, which generates its kernels the first time it runs any product (20-25 ms, in a
+// process's first token) and makes a primitive for each context length.
+FewRows few_rows_kind(DType dtype, const MatmulLayout& l) {
+  if (dtype != kF32 || l.m > kFewRows || l.batch_count() < 2) return FewRows::kNone;
+  for (int d = 0; d < l.batch_rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    if (l.b.batch[i] != l.batch[i]) return FewRows::kNone;
+  }
+  if ((l.a.col_stride == 1 && l.b.row_stride == 1) || l.k == 1) return FewRows::kDot;
+  if (l.b.col_stride == 1 || l.n == 1) return FewRows::kCombine;
+  return FewRows::kNone;
+}
+
+// The post-ops `on_layout` (strides over [batch..., m, n]) as steps of the dot-row or few-row
+// kernels: each result's operand along `result_dim` (m or n of the layout), its vector's (or
+// weight row's) along `vec_dim` (-1: one vector a matrix); their batch offsets are kept in
 // `offsets`, one run of batch_count() per step.
-int dot_rows_steps(const MatmulLayout& l, std::span<const ProductPostOp> on_layout,
-                   std::array<DotRowsStep, kMaxProductPostOps>& steps,
+int dot_rows_steps(const MatmulLayout& l, std::span<const ProductPostOp> on_layout, int result_dim,
+                   int vec_dim, std::array<DotRowsStep, kMaxProductPostOps>& steps,
                    boost::container::small_vector<std::int64_t, 32>& offsets) {
   const auto m = static_cast<std::size_t>(l.batch_rank);
   const std::int64_t batches = l.batch_count();
@@ -71,7 +95,8 @@ int dot_rows_steps(const MatmulLayout& l, std::span<const ProductPostOp> on_layo
               : p.kind == core::OpKind::kMul ? 2
                                              : 3;
     step.data = p.data;
-    step.stride = l.m == 1 ? p.strides[m + 1] : p.strides[m];
+    step.stride = p.strides[m + static_cast<std::size_t>(result_dim)];
+    step.vec_stride = vec_dim < 0 ? 0 : p.strides[m + static_cast<std::size_t>(vec_dim)];
     if (batches == 1) continue;
     // The post-op's strides start with the batch dimensions', as a matrix operand's do.
     std::int64_t* o = offsets.data() + s * static_cast<std::size_t>(batches);
@@ -84,10 +109,22 @@ int dot_rows_steps(const MatmulLayout& l, std::span<const ProductPostOp> on_layo
   return static_cast<int>(on_layout.size());
 }
 
+// Each matrix's offset in operand `x`, for a kernel's offsets argument: null for one matrix.
+const std::int64_t* matrix_offsets(const MatmulLayout& l, const MatrixLayout& x,
+                                   boost::container::small_vector<std::int64_t, 32>& offsets) {
+  const std::int64_t batches = l.batch_count();
+  if (batches == 1) return nullptr;
+  offsets.resize(static_cast<std::size_t>(batches));
+  for (std::int64_t i = 0; i < batches; ++i)
+    offsets[static_cast<std::size_t>(i)] = batch_offset(l, x, i);
+  return offsets.data();
+}
+
 void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out, int num_threads,
                   std::span<const ProductPostOp> on_layout = {}) {
-  // m == 1: the rows are b's columns, the vector a's row; otherwise (n == 1) the rows are a's.
-  const bool rows_of_b = l.m == 1;
+  // m == 1 or a few rows (FewRows::kDot): the rows are b's columns, the vectors a's rows;
+  // otherwise (n == 1) the rows are a's, the vector b's column.
+  const bool rows_of_b = l.n != 1 || l.m == 1;
   const MatrixLayout& rows = rows_of_b ? l.b : l.a;
   const MatrixLayout& vec = rows_of_b ? l.a : l.b;
   DotRowsArgs args;
@@ -95,29 +132,50 @@ void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out
   args.vec = static_cast<const float*>(rows_of_b ? a : b);
   args.row_stride = rows_of_b ? l.b.col_stride : l.a.row_stride;
   args.count = rows_of_b ? l.n : l.m;
+  args.vectors = rows_of_b ? l.m : 1;
+  args.vec_stride = rows_of_b ? l.a.row_stride : 0;
   args.k = l.k;
   args.batches = l.batch_count();
   args.out = static_cast<float*>(out);
   args.num_threads = num_threads;
   // On the stack for the batches a decode step has (attention heads), a run on every call.
   boost::container::small_vector<std::int64_t, 32> rows_offsets, vec_offsets;
-  if (args.batches > 1) {
-    rows_offsets.resize(static_cast<std::size_t>(args.batches));
-    vec_offsets.resize(static_cast<std::size_t>(args.batches));
-    for (std::int64_t i = 0; i < args.batches; ++i) {
-      rows_offsets[static_cast<std::size_t>(i)] = batch_offset(l, rows, i);
-      vec_offsets[static_cast<std::size_t>(i)] = batch_offset(l, vec, i);
-    }
-    args.rows_offsets = rows_offsets.data();
-    args.vec_offsets = vec_offsets.data();
-  }
+  args.rows_offsets = matrix_offsets(l, rows, rows_offsets);
+  args.vec_offsets = matrix_offsets(l, vec, vec_offsets);
   std::array<DotRowsStep, kMaxProductPostOps> steps;
   boost::container::small_vector<std::int64_t, 32> step_offsets;
   if (!on_layout.empty()) {
-    args.num_steps = dot_rows_steps(l, on_layout, steps, step_offsets);
+    args.num_steps = rows_of_b ? dot_rows_steps(l, on_layout, 1, 0, steps, step_offsets)
+                               : dot_rows_steps(l, on_layout, 0, -1, steps, step_offsets);
     args.steps = steps.data();
   }
   kernels().dot_rows(args);
+}
+
+void run_combine_rows(const MatmulLayout& l, const void* a, const void* b, void* out,
+                      int num_threads, std::span<const ProductPostOp> on_layout) {
+  CombineRowsArgs args;
+  args.w = static_cast<const float*>(a);
+  args.w_row_stride = l.a.row_stride;
+  args.w_col_stride = l.a.col_stride;
+  args.b = static_cast<const float*>(b);
+  args.b_row_stride = l.b.row_stride;
+  args.m = l.m;
+  args.k = l.k;
+  args.n = l.n;
+  args.batches = l.batch_count();
+  args.out = static_cast<float*>(out);
+  args.num_threads = num_threads;
+  boost::container::small_vector<std::int64_t, 32> w_offsets, b_offsets;
+  args.w_offsets = matrix_offsets(l, l.a, w_offsets);
+  args.b_offsets = matrix_offsets(l, l.b, b_offsets);
+  std::array<DotRowsStep, kMaxProductPostOps> steps;
+  boost::container::small_vector<std::int64_t, 32> step_offsets;
+  if (!on_layout.empty()) {
+    args.num_steps = dot_rows_steps(l, on_layout, 1, 0, steps, step_offsets);
+    args.steps = steps.data();
+  }
+  kernels().combine_rows(args);
 }
 
 // `post_ops` with strides over the layout's dimensions [batch..., m, n] instead of the product's:
@@ -186,9 +244,15 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
     return false;
   }
   const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
-  if (is_dot_rows(dtype, layout)) {
-    run_dot_rows(layout, a.data, b.data, out, num_threads,
-                 std::span(on_layout.data(), post_ops.size()));
+  const std::span<const ProductPostOp> steps(on_layout.data(), post_ops.size());
+  const FewRows few = few_rows_kind(dtype, layout);
+  if (is_dot_rows(dtype, layout) || few == FewRows::kDot) {
+    run_dot_rows(layout, a.data, b.data, out, num_threads, steps);
+    if (applied) *applied = !post_ops.empty();
+    return false;
+  }
+  if (few == FewRows::kCombine) {
+    run_combine_rows(layout, a.data, b.data, out, num_threads, steps);
     if (applied) *applied = !post_ops.empty();
     return false;
   }
@@ -212,7 +276,7 @@ bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOper
   check_product_shapes(dtype, a, b, out_shape);
   if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
-  if (is_dot_rows(dtype, layout)) return false;
+  if (is_dot_rows(dtype, layout) || few_rows_kind(dtype, layout) != FewRows::kNone) return false;
   try {
     const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
     impl_->onednn.prepare(dtype, layout, num_threads, std::span(on_layout.data(), post_ops.size()));

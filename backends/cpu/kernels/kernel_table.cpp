@@ -13,6 +13,7 @@ void fill(const FillArgs& a);
 void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
 void dot_rows(const DotRowsArgs& a);
+void combine_rows(const CombineRowsArgs& a);
 ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);
@@ -31,6 +32,7 @@ const KernelTable& kernel_table() {
       random,
       reduce,
       dot_rows,
+      combine_rows,
       {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round, chunk_fold}};
   return table;
 }

@@ -78,23 +78,26 @@ struct ReduceArgs {
   int num_threads = 1;
 };
 
-// Matrix products that are dot products of contiguous rows with a contiguous vector, f32: for
-// each of `batches` matrices i, out[i * count + r] = sum over j < k of
-// rows[rows_offsets[i] + r * row_stride + j] * vec[vec_offsets[i] + j] (offsets in elements;
-// null offsets are all 0). A decode step's products with a transposed weight are this (x @ W^T,
-// the tied head of a language model): memory-bound, and oneDNN's GEMM reads such weights at
-// about two thirds of the machine's bandwidth. Each sum runs in one fixed order, the same on
-// every ISA level and thread count: element j into lane j % 64 (a product, then a sum: two
-// roundings), then the lanes halved as a tree.
-// A step applied to each dot product as it is stored (the matmul builder's steps, in order):
+// Matrix products that are dot products of contiguous rows with contiguous vectors, f32: for
+// each of `batches` matrices i and each of its `vectors` vectors v,
+// out[(i * vectors + v) * count + r] = sum over j < k of
+// rows[rows_offsets[i] + r * row_stride + j] * vec[vec_offsets[i] + v * vec_stride + j] (offsets
+// in elements; null offsets are all 0). A decode step's products with a transposed weight are
+// this with one vector (x @ W^T, the tied head of a language model): memory-bound, and oneDNN's
+// GEMM reads such weights at about two thirds of the machine's bandwidth; a short prompt's
+// attention scores (q @ k^T, a few rows of q) are this with a few. Each sum runs in one fixed
+// order, the same on every ISA level and thread count and for any number of vectors: element j
+// into lane j % 64 (a product, then a sum: two roundings), then the lanes halved as a tree.
+// A step applied to each result as it is stored (the matmul builder's steps, in order):
 // result = result <op> operand, op 0 to 3 for + - * /, each rounded to f32 as the element-wise op
-// rounds it. The operand of result i of matrix `batch` (i < count) is
-// data[batch_offsets[batch] + i * stride] (batch_offsets null: 0).
+// rounds it. The operand of result r of vector v of matrix `batch` is
+// data[batch_offsets[batch] + v * vec_stride + r * stride] (batch_offsets null: 0).
 struct DotRowsStep {
   int op = 0;
   const float* data = nullptr;
   const std::int64_t* batch_offsets = nullptr;
   std::int64_t stride = 0;
+  std::int64_t vec_stride = 0;
 };
 
 struct DotRowsArgs {
@@ -104,7 +107,34 @@ struct DotRowsArgs {
   std::int64_t count = 0;  // rows per matrix
   const float* vec = nullptr;
   const std::int64_t* vec_offsets = nullptr;
+  std::int64_t vectors = 1;  // per matrix
+  std::int64_t vec_stride = 0;
   std::int64_t k = 0;
+  std::int64_t batches = 1;
+  float* out = nullptr;
+  int num_threads = 1;
+  const DotRowsStep* steps = nullptr;
+  int num_steps = 0;
+};
+
+// Matrix products of a few rows of weights with a matrix whose rows are contiguous, f32: for each
+// of `batches` matrices i, each weight row v < m and column c < n,
+// out[(i * m + v) * n + c] = sum over j < k of
+// w[w_offsets[i] + v * w_row_stride + j * w_col_stride] * b[b_offsets[i] + j * b_row_stride + c].
+// Attention's att @ v while decoding (one row of weights per head, v a view of the cache) and for
+// a short prompt: oneDNN runs these through its GEMM driver, which generates its kernels the
+// first time it runs (20-25 ms) and makes a primitive per context length. Each result is summed
+// over j in order (a product, then a sum: two roundings), the same on every ISA level and thread
+// count. Steps as DotRowsStep, result c of weight row v: data[batch_offsets[batch] +
+// v * vec_stride + c * stride].
+struct CombineRowsArgs {
+  const float* w = nullptr;
+  const std::int64_t* w_offsets = nullptr;
+  std::int64_t w_row_stride = 0, w_col_stride = 0;
+  const float* b = nullptr;
+  const std::int64_t* b_offsets = nullptr;
+  std::int64_t b_row_stride = 0;
+  std::int64_t m = 0, k = 0, n = 0;
   std::int64_t batches = 1;
   float* out = nullptr;
   int num_threads = 1;
@@ -178,6 +208,7 @@ struct KernelTable {
   void (*random)(const RandomArgs&);
   void (*reduce)(const ReduceArgs&);
   void (*dot_rows)(const DotRowsArgs&);
+  void (*combine_rows)(const CombineRowsArgs&);
   ChunkOps chunk;
 };
 

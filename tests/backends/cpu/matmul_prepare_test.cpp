@@ -137,21 +137,21 @@ TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
         }
 }
 
-// The GEMM driver's primitives take microseconds to make, and a decode loop makes one per
-// context length: once the driver has run, their first runs are not reported as worth preparing
-// (they would crowd the bounded list of prepared ops), while other new shapes still are.
+// The GEMM driver's primitives take microseconds to make, and a loop over a growing context makes
+// one per context length: once the driver has run, their first runs are not reported as worth
+// preparing (they would crowd the bounded list of prepared ops), while other new shapes still are.
 TEST(MatmulPrepare, OnlyTheFirstProductThroughTheGemmDriverIsWorthPreparing) {
   constexpr std::int64_t H = 2, D = 8;
   MatmulEngine engine;
-  // att @ v over a cache of `t` positions: [H, 2, t] x [H, t, D], v a view of a [t, 2, H * D]
-  // cache.
+  // att @ v of a prompt's 8 positions over a cache of `t`: [H, 8, t] x [H, t, D], v a view of a
+  // [t, 2, H * D] cache. (Up to 4 positions run in the few-row kernels, without the driver.)
   const auto att_v = [&](std::int64_t t) {
-    std::vector<float> att(static_cast<std::size_t>(H * 2 * t), 0.5f);
+    std::vector<float> att(static_cast<std::size_t>(H * 8 * t), 0.5f);
     std::vector<float> cache(static_cast<std::size_t>(t * 2 * H * D), 1.0f);
-    std::vector<float> out(static_cast<std::size_t>(H * 2 * D));
-    const MatmulOperand a{att.data(), Shape{H, 2, t}, {2 * t, t, 1}};
+    std::vector<float> out(static_cast<std::size_t>(H * 8 * D));
+    const MatmulOperand a{att.data(), Shape{H, 8, t}, {8 * t, t, 1}};
     const MatmulOperand v{cache.data() + H * D, Shape{H, t, D}, {D, 2 * H * D, 1}};
-    const bool first = engine.run(kF32, a, v, out.data(), Shape{H, 2, D}, 0);
+    const bool first = engine.run(kF32, a, v, out.data(), Shape{H, 8, D}, 0);
     EXPECT_EQ(out[0], static_cast<float>(t) * 0.5f);
     return first;
   };
