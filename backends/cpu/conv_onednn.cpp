@@ -232,7 +232,7 @@ bool ConvEngine::prepare(const ConvProblem& p, int num_threads) {
   if (p.out.numel() == 0 || p.w.numel() == 0) return false;
   ScopedThreads threads(num_threads);
   try {
-    state_->find_plan(p, num_threads, false);
+    make_scratchpad_ahead(state_->find_plan(p, num_threads, false).plan->scratchpad_md.get_size());
   } catch (const dnnl::error& e) {
     throw Error(describe(p) + " could not be prepared in oneDNN: " + e.what() + " (status " +
                 std::to_string(static_cast<int>(e.status)) + ")");

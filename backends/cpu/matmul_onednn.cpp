@@ -488,6 +488,7 @@ void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads,
                            std::span<const ProductPostOp> post_ops) {
   ScopedThreads threads(num_threads);
   const State::Found found = state_->find_plan(dtype, l, num_threads, false, post_ops);
+  make_scratchpad_ahead(found.plan->scratchpad_md.get_size());
   if (uses_gemm_driver(*found.plan)) warm_gemm_driver();
 }
 

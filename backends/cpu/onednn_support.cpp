@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <new>
+#include <tuple>
+#include <utility>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -34,7 +38,59 @@ struct ThreadBuffer {
 };
 thread_local ThreadBuffer thread_buffer;
 
+// The buffer make_scratchpad_ahead made, until a thread takes it.
+struct SpareBuffer {
+  std::mutex mutex;
+  void* data = nullptr;
+  std::size_t size = 0;
+  ~SpareBuffer() { free_aligned(data); }
+};
+SpareBuffer& spare_buffer() {
+  static SpareBuffer spare;
+  return spare;
+}
+
+// The spare buffer if it holds `bytes`, else a new one (untouched).
+std::pair<void*, std::size_t> take_buffer(std::size_t bytes) {
+  SpareBuffer& spare = spare_buffer();
+  {
+    std::lock_guard lock(spare.mutex);
+    if (spare.data && spare.size >= bytes) {
+      const std::pair<void*, std::size_t> taken{spare.data, spare.size};
+      spare.data = nullptr;
+      spare.size = 0;
+      return taken;
+    }
+  }
+  return {allocate_aligned_raw(bytes), bytes};
+}
+
 }  // namespace
+
+std::size_t scratchpad_ahead_bytes() {
+  SpareBuffer& spare = spare_buffer();
+  std::lock_guard lock(spare.mutex);
+  return spare.size;
+}
+
+void make_scratchpad_ahead(std::size_t bytes) {
+  bytes = std::max<std::size_t>(bytes, 64);
+  SpareBuffer& spare = spare_buffer();
+  {
+    std::lock_guard lock(spare.mutex);
+    if (spare.size >= bytes) return;
+  }
+  void* data = allocate_aligned_raw(bytes);
+  std::memset(data, 0, bytes);  // its pages faulted in here, not in a product's first run
+  std::lock_guard lock(spare.mutex);
+  if (spare.size >= bytes) {  // another thread made a large enough one meanwhile
+    free_aligned(data);
+    return;
+  }
+  free_aligned(spare.data);
+  spare.data = data;
+  spare.size = bytes;
+}
 
 Scratchpad::Scratchpad(std::size_t bytes) {
   bytes = std::max<std::size_t>(bytes, 64);
@@ -48,8 +104,7 @@ Scratchpad::Scratchpad(std::size_t bytes) {
     free_aligned(b.data);
     b.data = nullptr;
     b.size = 0;
-    b.data = allocate_aligned_raw(bytes);
-    b.size = bytes;
+    std::tie(b.data, b.size) = take_buffer(bytes);
   }
   data_ = b.data;
 }

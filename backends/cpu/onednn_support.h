@@ -56,7 +56,8 @@ class ScopedThreads {
 // primitives run on other threads): at least `bytes`, 64-byte aligned, valid while this object
 // lives. A grow-only buffer of the calling thread, so that steady-state calls allocate nothing;
 // once the thread's buffer is destroyed (ops run by the thread-exit handlers that drain its
-// streams come after it), a buffer of its own.
+// streams come after it), a buffer of its own. A thread whose buffer must grow first takes the
+// buffer made ahead (make_scratchpad_ahead) if that is large enough.
 class Scratchpad {
  public:
   explicit Scratchpad(std::size_t bytes);
@@ -69,6 +70,15 @@ class Scratchpad {
   void* data_ = nullptr;
   bool owned_ = false;
 };
+
+// Makes a scratchpad buffer of at least `bytes` with its pages touched, for the first thread
+// whose own buffer is smaller (one buffer, grown to the largest size asked for). Preparing a
+// primitive calls it with the primitive's scratchpad size: the first run of a prepared product
+// found a fresh buffer (0.25-0.5 MB for a 64 x 512 x 2048 product) and faulted its pages in, in
+// the first iteration.
+void make_scratchpad_ahead(std::size_t bytes);
+// The size of the buffer made ahead that no thread has taken yet (0: none), for tests.
+std::size_t scratchpad_ahead_bytes();
 
 // A 64-byte-aligned buffer of at least `bytes` (never empty), for operand copies and layouts.
 struct AlignedDelete {
