@@ -56,17 +56,8 @@ std::filesystem::path BlockFiles::path() const {
 }
 
 std::vector<HeldBlocks> BlockFiles::load() {
-  std::vector<HeldBlocks> blocks;
-  const std::filesystem::path file = path();
-  if (std::optional<std::string> payload =
-          dir_->read(file, cache::FileKind::kHeldBlocks, cache::portable_fingerprint(),
-                     cache::CacheDir::Foreign::kMiss)) {
-    try {
-      blocks = decode_held_blocks(*payload);
-    } catch (const cache::FormatError& e) {
-      dir_->reject_payload(file, e.what());
-    }
-  }
+  std::vector<HeldBlocks> blocks =
+      dir_->read_portable(path(), cache::FileKind::kHeldBlocks, decode_held_blocks);
   {
     std::lock_guard lock(mutex_);
     loaded_ = blocks;

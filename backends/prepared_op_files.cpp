@@ -21,18 +21,9 @@ PreparedOpFiles::PreparedOpFiles(std::shared_ptr<cache::CacheDir> dir, std::stri
 
 std::vector<backends::PreparedOp> PreparedOpFiles::load() {
   const std::filesystem::path path = cache::prepared_ops_path(dir_->root(), device_);
-  std::vector<backends::PreparedOp> ops;
-  // Another streamfuse version's file is stale, not broken: a quiet miss, rewritten as ops are
-  // used.
-  if (std::optional<std::string> payload =
-          dir_->read(path, cache::FileKind::kPreparedOps, cache::portable_fingerprint(),
-                     cache::CacheDir::Foreign::kMiss)) {
-    try {
-      ops = decode_prepared_ops(*payload);
-    } catch (const cache::FormatError& e) {
-      dir_->reject_payload(path, e.what());
-    }
-  }
+  // Another streamfuse version's file is a quiet miss, rewritten as ops are used.
+  std::vector<backends::PreparedOp> ops =
+      dir_->read_portable(path, cache::FileKind::kPreparedOps, decode_prepared_ops);
   if (cache::cache_logging())
     cache::cache_log(ops.empty()
                          ? "miss: no prepared ops for " + device_

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cache/archive.h"
 #include "cache/cache_log.h"
 #include "cache/prune.h"
 #include "core/log.h"
@@ -190,6 +191,18 @@ void CacheDir::reject(const fs::path& path, Rejection rejection, const std::stri
   }
   ignore(path, std::string(rejection_name(rejection)) + (detail.empty() ? "" : " (" + detail + ")"),
          broken(rejection));
+}
+
+void CacheDir::read_portable_with(const fs::path& path, FileKind kind,
+                                  const std::function<void(std::string_view)>& decode) {
+  const std::optional<std::string> payload =
+      read(path, kind, portable_fingerprint(), Foreign::kMiss);
+  if (!payload) return;
+  try {
+    decode(*payload);
+  } catch (const FormatError& e) {
+    reject_payload(path, e.what());
+  }
 }
 
 void CacheDir::reject_payload(const fs::path& path, const std::string& why) {

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -93,6 +94,19 @@ class CacheDir {
                                   std::string_view fingerprint, Foreign foreign = Foreign::kReject);
   // A file whose payload did not decode (FormatError `why`): warned once, removed.
   void reject_payload(const std::filesystem::path& path, const std::string& why);
+  // read_portable's reading: `decode` is called with the payload, and its FormatError rejects it.
+  void read_portable_with(const std::filesystem::path& path, FileKind kind,
+                          const std::function<void(std::string_view)>& decode);
+  // A portable file of `kind` (plans' relatives: no machine code, portable_fingerprint()) decoded
+  // by `decode`, or an empty result: missing, another streamfuse version's (stale, not broken: a
+  // quiet miss), or rejected as read() and reject_payload() do (a FormatError from `decode`).
+  template <class Decode>
+  auto read_portable(const std::filesystem::path& path, FileKind kind, Decode decode)
+      -> decltype(decode(std::string_view())) {
+    decltype(decode(std::string_view())) decoded{};
+    read_portable_with(path, kind, [&](std::string_view payload) { decoded = decode(payload); });
+    return decoded;
+  }
   // Writes a cache file atomically (its temporary in this process's scratch folder), then prunes
   // when the directory went past its size limit. False when it could not: a directory that
   // cannot be written is warned about once and later writes are skipped; any other failure (a

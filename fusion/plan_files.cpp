@@ -101,17 +101,9 @@ void PlanFiles::write(const fusion::ExecutionPlan& plan) {
 
 std::vector<core::OpDesc> PlanFiles::entries() {
   const fs::path path = cache::plan_entries_path(dir_->root(), device_);
-  std::vector<core::OpDesc> ops;
-  // Another version's file is stale, not broken: a quiet miss, rewritten as processes start.
-  if (std::optional<std::string> payload =
-          dir_->read(path, cache::FileKind::kPlanEntries, cache::portable_fingerprint(),
-                     cache::CacheDir::Foreign::kMiss)) {
-    try {
-      ops = cache::decode_ops(*payload);
-    } catch (const cache::FormatError& e) {
-      dir_->reject_payload(path, e.what());
-    }
-  }
+  // Another version's file is a quiet miss, rewritten as processes start.
+  std::vector<core::OpDesc> ops =
+      dir_->read_portable(path, cache::FileKind::kPlanEntries, cache::decode_ops);
   if (cache::cache_logging())
     cache::cache_log(ops.empty() ? "miss: no plan entries for " + device_
                                  : "hit: " + std::to_string(ops.size()) + " plan entr" +
