@@ -58,23 +58,26 @@ bool is_dot_rows(DType dtype, const MatmulLayout& l) {
 // At most this many rows of `a` (a short prompt's positions) go to the few-row kernels.
 constexpr std::int64_t kFewRows = 4;
 
-enum class FewRows : unsigned char { kNone, kDot, kCombine };
+// Which of the library's own f32 kernels runs a product, or oneDNN (kOnednn).
+enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows };
 
-// Which few-row kernel takes a batched f32 product of at most kFewRows rows of `a` whose `b`
-// differs in every matrix (attention's k or v per head; a weight shared by the batch stays with
-// oneDNN's brgemm kernels): dot rows where a's rows and b's columns are contiguous along k
-// (q @ k^T), combined rows where b's rows are contiguous (att @ v). oneDNN runs these through its
-// GEMM driver, which generates its kernels the first time it runs any product (20-25 ms, in a
-// process's first token) and makes a primitive for each context length.
-FewRows few_rows_kind(DType dtype, const MatmulLayout& l) {
-  if (dtype != kF32 || l.m > kFewRows || l.batch_count() < 2) return FewRows::kNone;
+// The dot-row kernel takes products of one row or one column (is_dot_rows), and batched f32
+// products of at most kFewRows rows of `a` whose `b` differs in every matrix (attention's k or v
+// per head; a weight shared by the batch stays with oneDNN's brgemm kernels) where a's rows and
+// b's columns are contiguous along k (q @ k^T); the combined-rows kernel those where b's rows are
+// contiguous (att @ v). oneDNN runs the few-row ones through its GEMM driver, which generates its
+// kernels the first time it runs any product (20-25 ms, in a process's first token) and makes a
+// primitive for each context length.
+OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
+  if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
+  if (dtype != kF32 || l.m > kFewRows || l.batch_count() < 2) return OwnKernel::kOnednn;
   for (int d = 0; d < l.batch_rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    if (l.b.batch[i] != l.batch[i]) return FewRows::kNone;
+    if (l.b.batch[i] != l.batch[i]) return OwnKernel::kOnednn;
   }
-  if ((l.a.col_stride == 1 && l.b.row_stride == 1) || l.k == 1) return FewRows::kDot;
-  if (l.b.col_stride == 1 || l.n == 1) return FewRows::kCombine;
-  return FewRows::kNone;
+  if ((l.a.col_stride == 1 && l.b.row_stride == 1) || l.k == 1) return OwnKernel::kDotRows;
+  if (l.b.col_stride == 1 || l.n == 1) return OwnKernel::kCombineRows;
+  return OwnKernel::kOnednn;
 }
 
 // The post-ops `on_layout` (strides over [batch..., m, n]) as steps of the dot-row or few-row
@@ -122,7 +125,7 @@ const std::int64_t* matrix_offsets(const MatmulLayout& l, const MatrixLayout& x,
 
 void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out, int num_threads,
                   std::span<const ProductPostOp> on_layout = {}) {
-  // m == 1 or a few rows (FewRows::kDot): the rows are b's columns, the vectors a's rows;
+  // m == 1 or a few rows of a: the rows are b's columns, the vectors a's rows;
   // otherwise (n == 1) the rows are a's, the vector b's column.
   const bool rows_of_b = l.n != 1 || l.m == 1;
   const MatrixLayout& rows = rows_of_b ? l.b : l.a;
@@ -245,14 +248,11 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
   }
   const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
   const std::span<const ProductPostOp> steps(on_layout.data(), post_ops.size());
-  const FewRows few = few_rows_kind(dtype, layout);
-  if (is_dot_rows(dtype, layout) || few == FewRows::kDot) {
-    run_dot_rows(layout, a.data, b.data, out, num_threads, steps);
-    if (applied) *applied = !post_ops.empty();
-    return false;
-  }
-  if (few == FewRows::kCombine) {
-    run_combine_rows(layout, a.data, b.data, out, num_threads, steps);
+  if (const OwnKernel own = own_kernel(dtype, layout); own != OwnKernel::kOnednn) {
+    if (own == OwnKernel::kDotRows)
+      run_dot_rows(layout, a.data, b.data, out, num_threads, steps);
+    else
+      run_combine_rows(layout, a.data, b.data, out, num_threads, steps);
     if (applied) *applied = !post_ops.empty();
     return false;
   }
@@ -276,7 +276,7 @@ bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOper
   check_product_shapes(dtype, a, b, out_shape);
   if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
-  if (is_dot_rows(dtype, layout) || few_rows_kind(dtype, layout) != FewRows::kNone) return false;
+  if (own_kernel(dtype, layout) != OwnKernel::kOnednn) return false;
   try {
     const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
     impl_->onednn.prepare(dtype, layout, num_threads, std::span(on_layout.data(), post_ops.size()));
