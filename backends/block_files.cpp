@@ -12,29 +12,33 @@
 
 namespace streamfuse::backends {
 
+void put_held_blocks(cache::OutArchive& out, const std::vector<HeldBlocks>& blocks) {
+  out(static_cast<std::uint32_t>(blocks.size()));
+  for (const HeldBlocks& b : blocks) out(b.capacity, b.blocks);
+}
+
+std::vector<HeldBlocks> get_held_blocks(cache::InArchive& in) {
+  const std::uint32_t n =
+      cache::get_size(in, static_cast<std::uint32_t>(kMaxHeldClasses), "size class");
+  std::vector<HeldBlocks> blocks(n);
+  for (HeldBlocks& b : blocks) {
+    in(b.capacity, b.blocks);
+    // A capacity the allocator would hand out (and make: at most a TiB), a count it keeps.
+    if (b.capacity == 0 || b.capacity > (std::uint64_t{1} << 40) ||
+        CachingAllocator::size_class(static_cast<std::size_t>(b.capacity)) != b.capacity)
+      cache::bad_payload("held block size " + std::to_string(b.capacity));
+    if (b.blocks == 0 || b.blocks > kMaxHeldBlocks)
+      cache::bad_payload("held block count " + std::to_string(b.blocks));
+  }
+  return blocks;
+}
+
 std::string encode_held_blocks(const std::vector<HeldBlocks>& blocks) {
-  return cache::encode_with([&](cache::OutArchive& out) {
-    out(static_cast<std::uint32_t>(blocks.size()));
-    for (const HeldBlocks& b : blocks) out(b.capacity, b.blocks);
-  });
+  return cache::encode_with([&](cache::OutArchive& out) { put_held_blocks(out, blocks); });
 }
 
 std::vector<HeldBlocks> decode_held_blocks(std::string_view bytes) {
-  return cache::decode_with(bytes, [](cache::InArchive& in) {
-    const std::uint32_t n =
-        cache::get_size(in, static_cast<std::uint32_t>(kMaxHeldClasses), "size class");
-    std::vector<HeldBlocks> blocks(n);
-    for (HeldBlocks& b : blocks) {
-      in(b.capacity, b.blocks);
-      // A capacity the allocator would hand out (and make: at most a TiB), a count it keeps.
-      if (b.capacity == 0 || b.capacity > (std::uint64_t{1} << 40) ||
-          CachingAllocator::size_class(static_cast<std::size_t>(b.capacity)) != b.capacity)
-        cache::bad_payload("held block size " + std::to_string(b.capacity));
-      if (b.blocks == 0 || b.blocks > kMaxHeldBlocks)
-        cache::bad_payload("held block count " + std::to_string(b.blocks));
-    }
-    return blocks;
-  });
+  return cache::decode_with(bytes, [](cache::InArchive& in) { return get_held_blocks(in); });
 }
 
 std::string program_key() {
@@ -69,8 +73,12 @@ std::vector<HeldBlocks> BlockFiles::load() {
   return blocks;
 }
 
+std::vector<HeldBlocks> BlockFiles::highs() const {
+  std::lock_guard lock(mutex_);
+  return mine_;
+}
+
 void BlockFiles::note(std::uint64_t capacity, std::uint32_t blocks) {
-  if (!dir_->writable()) return;
   blocks = std::min(blocks, kMaxHeldBlocks);
   {
     std::lock_guard lock(mutex_);
@@ -85,6 +93,7 @@ void BlockFiles::note(std::uint64_t capacity, std::uint32_t blocks) {
     }
     dirty_ = true;
   }
+  if (!dir_->writable()) return;
   writer_.submit(0, [this] { write(); });  // one job writes every high noted until it runs
 }
 

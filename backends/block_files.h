@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/archive.h"
 #include "cache/background_writer.h"
 #include "cache/cache_dir.h"
 
@@ -33,8 +34,12 @@ struct HeldBlocks {
 inline constexpr std::size_t kMaxHeldClasses = 1024;
 inline constexpr std::uint32_t kMaxHeldBlocks = 4096;
 
-std::string encode_held_blocks(const std::vector<HeldBlocks>& blocks);
+// A record as bytes: the payload of a blocks file, and a part of bundles (runtime/bundle.h).
+void put_held_blocks(cache::OutArchive& out, const std::vector<HeldBlocks>& blocks);
 // Throws FormatError: a capacity that is not a size class, a count past the caps.
+std::vector<HeldBlocks> get_held_blocks(cache::InArchive& in);
+std::string encode_held_blocks(const std::vector<HeldBlocks>& blocks);
+// Throws FormatError, as get_held_blocks.
 std::vector<HeldBlocks> decode_held_blocks(std::string_view bytes);
 
 // The program's key: 16 hex digits of the executable's path and arguments.
@@ -55,6 +60,9 @@ class BlockFiles {
   void note(std::uint64_t capacity, std::uint32_t blocks);
   // Returns when every high noted so far is written (or could not be).
   void flush() { writer_.flush(); }
+  // This process's highs so far, by first high (what the next run's record will be; a bundle
+  // saved now carries them), also where the directory cannot be written.
+  std::vector<HeldBlocks> highs() const;
 
  private:
   void write();
@@ -62,7 +70,7 @@ class BlockFiles {
 
   std::shared_ptr<cache::CacheDir> dir_;
   std::string device_, program_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<HeldBlocks> loaded_;  // what load() read: not written again
   std::vector<HeldBlocks> mine_;    // this process's highs, by first high
   bool dirty_ = false;

@@ -137,8 +137,10 @@ int run_child(int argc, char** argv) {
   const double setup_ms = ms_since(process_start);
 
   const sf::FusionStats before_first = sf::fusion_stats(device);
+  const sf::MemoryStats memory_before = sf::memory_stats(device);
   const double first_ms = timed_iteration(m);
   const sf::FusionStats after_first = sf::fusion_stats(device);
+  const sf::MemoryStats memory_after = sf::memory_stats(device);
   // Until every kernel the first iteration asked for is compiled (0 when none was).
   const Clock::time_point start = Clock::now();
   sf::wait_for_compiles(device);
@@ -183,6 +185,11 @@ int run_child(int argc, char** argv) {
        static_cast<double>(after_first.interpreted_launches - before_first.interpreted_launches)},
       {"first_compiled_launches",
        static_cast<double>(after_first.compiled_launches - before_first.compiled_launches)},
+      // Blocks the first iteration took from the system (its pages faulted in and cleared then)
+      // rather than from those the allocator held or made ahead.
+      {"first_fresh_blocks",
+       static_cast<double>((memory_after.allocations - memory_after.cache_hits) -
+                           (memory_before.allocations - memory_before.cache_hits))},
   };
   std::printf("%.*s", static_cast<int>(kResultTag.size()), kResultTag.data());
   for (const auto& [key, value] : result) std::printf(" %s=%.9g", key.c_str(), value);

@@ -94,22 +94,30 @@ std::string encode_with(F&& write) {
   return std::move(os).str();
 }
 
-// Runs `read(archive)` over all of `bytes`; cereal's own errors (reading past the end) and bytes
-// left over are format errors.
+// Runs `read(archive, more)` over all of `bytes`, where more() says whether bytes are left: for
+// payloads that end in parts a later writer added (read compatibly: older writers' payloads
+// stop before them). cereal's own errors (reading past the end) and bytes left over are format
+// errors.
 template <class F>
-auto decode_with(std::string_view bytes, F&& read) {
+auto decode_with_more(std::string_view bytes, F&& read) {
   // The archive's first byte says whether the writer was little-endian (1) or big-endian (0);
   // cereal would take any other byte for "swap every value", which no writer means.
   if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) > 1) bad_payload("byte order flag");
   std::istringstream is(std::string(bytes), std::ios::binary);
   try {
     InArchive in(is);
-    auto value = read(in);
+    auto value = read(in, [&is] { return is.peek() != std::char_traits<char>::eof(); });
     if (is.peek() != std::char_traits<char>::eof()) bad_payload("bytes left over");
     return value;
   } catch (const cereal::Exception& e) {
     bad_payload(e.what());
   }
+}
+
+// decode_with_more for payloads without optional parts: `read(archive)`.
+template <class F>
+auto decode_with(std::string_view bytes, F&& read) {
+  return decode_with_more(bytes, [&](InArchive& in, const auto&) { return read(in); });
 }
 
 }  // namespace streamfuse::cache

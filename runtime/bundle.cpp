@@ -45,11 +45,12 @@ std::string encode_bundle(const std::vector<BundleSection>& sections,
       }
       backends::put_prepared_ops(out, s.prepared);
     }
+    for (const BundleSection& s : sections) backends::put_held_blocks(out, s.held);
   });
 }
 
 std::vector<BundleSection> decode_bundle(std::string_view payload) {
-  return cache::decode_with(payload, [](cache::InArchive& in) {
+  return cache::decode_with_more(payload, [](cache::InArchive& in, const auto& more) {
     std::vector<BundleSection> sections;
     for (std::uint32_t n = cache::get_size(in, 64, "device section"); n > 0; --n) {
       BundleSection& s = sections.emplace_back();
@@ -83,6 +84,8 @@ std::vector<BundleSection> decode_bundle(std::string_view payload) {
       }
       s.prepared = backends::get_prepared_ops(in);
     }
+    if (more())  // not in bundles written before the held blocks were
+      for (BundleSection& s : sections) s.held = backends::get_held_blocks(in);
     return sections;
   });
 }

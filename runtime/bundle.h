@@ -1,6 +1,11 @@
 // Plan bundles: the plans, kernels and prepared ops of one or more devices in one file
-// (FileKind::kBundle, under the portable plan fingerprint). Each library inside keeps the
-// fingerprint it was built under, so a loader can tell which kernels run on its machine.
+// (FileKind::kBundle, under the portable plan fingerprint), and the memory the program that saved
+// it held. Each library inside keeps the fingerprint it was built under, so a loader can tell
+// which kernels run on its machine.
+//
+// Payload: the sections (device, plans, libraries, kernels, prepared ops), then one held-blocks
+// record per section. Bundles written before the records existed end after the sections; they
+// are read with no record.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +13,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/block_files.h"
 #include "fusion/plan_store.h"
 #include "jit/kernel_store.h"
 
@@ -18,6 +24,10 @@ struct BundleSection {
   std::vector<fusion::PlanRef> plans;  // written: those that cannot persist are skipped
   std::vector<jit::KernelRecord> kernels;
   std::vector<backends::PreparedOp> prepared;  // library ops to prepare at load
+  // The blocks the saving process's allocator held at once (backends/block_files.h): made
+  // ahead at load by a program with no record of its own, so that its first iteration does not
+  // fault its activations in.
+  std::vector<backends::HeldBlocks> held;
 };
 
 // Writes atomically. Throws CacheError naming the path. Returns the plans written per section.

@@ -173,16 +173,33 @@ DeviceRuntime::~DeviceRuntime() = default;
 
 void DeviceRuntime::make_last_runs_blocks() {
   if (!block_files_) return;  // made where the backend has a host allocator
-  // In the order the last run first needed each class (its weights, then its first
+  if (list_blocks_ahead(block_files_->load())) preparer_->submit_job([this] { make_next_block(); });
+}
+
+bool DeviceRuntime::list_blocks_ahead(const std::vector<backends::HeldBlocks>& held) {
+  // In the order the program first needed each class (its weights, then its first
   // activations), at most a quarter of physical memory in all (the allocator's cache limit
   // bounds it too).
   static const std::uint64_t budget = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                                       static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 4;
   std::uint64_t total = 0;
-  for (const backends::HeldBlocks& held : block_files_->load())
-    for (std::uint32_t k = 1; k <= held.blocks && (total += held.capacity) <= budget; ++k)
-      blocks_ahead_.emplace_back(held.capacity, k);
-  if (!blocks_ahead_.empty()) preparer_->submit_job([this] { make_next_block(); });
+  for (const backends::HeldBlocks& h : held)
+    for (std::uint32_t k = 1; k <= h.blocks && (total += h.capacity) <= budget; ++k)
+      blocks_ahead_.emplace_back(h.capacity, k);
+  return !blocks_ahead_.empty();
+}
+
+std::vector<backends::HeldBlocks> DeviceRuntime::held_blocks() const {
+  return block_files_ ? block_files_->highs() : std::vector<backends::HeldBlocks>{};
+}
+
+void DeviceRuntime::make_bundles_blocks(const std::vector<backends::HeldBlocks>& held) {
+  if (!block_files_ || held.empty()) return;
+  // On the preparer's thread, which alone uses blocks_ahead_ once the runtime is made: a
+  // program's own record was listed then.
+  preparer_->submit_job([this, held] {
+    if (blocks_ahead_.empty() && list_blocks_ahead(held)) make_next_block();
+  });
 }
 
 void DeviceRuntime::make_next_block() {

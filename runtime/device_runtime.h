@@ -63,8 +63,17 @@ class DeviceRuntime {
   // loaded bundle's.
   Preparer& preparer() { return *preparer_; }
   backends::PreparedOpFiles& prepared_op_files() { return *prepared_op_files_; }
+  // Where the allocator's working set persists; null where the backend has no host allocator.
+  backends::BlockFiles* block_files() { return block_files_.get(); }
   // The ops this process used that the backend prepares (for bundles), first used first.
   std::vector<backends::PreparedOp> used_prepared_ops() const;
+  // The blocks this process's allocator held at once so far (for bundles); none where the
+  // backend has no host allocator.
+  std::vector<backends::HeldBlocks> held_blocks() const;
+  // Has the preparer make the blocks a loaded bundle's program held, unless the cache directory
+  // had a record of this program's own (made at start-up instead: a program's own working set
+  // is the better guess).
+  void make_bundles_blocks(const std::vector<backends::HeldBlocks>& held);
   FusionStats fusion_stats() const;
   // Takes up the settings that concern a running device.
   void apply(const Config& config);
@@ -81,6 +90,8 @@ class DeviceRuntime {
   // Has the preparer make the blocks the last run of this program held (block_files.h), one
   // per job (make_next_block).
   void make_last_runs_blocks();
+  // Lists `held` in blocks_ahead_ (within the budget); returns whether there is a block to make.
+  bool list_blocks_ahead(const std::vector<backends::HeldBlocks>& held);
   void make_next_block();
 
   Device device_;
@@ -90,7 +101,8 @@ class DeviceRuntime {
   std::unique_ptr<backends::BlockFiles> block_files_;
   std::once_flag blocks_made_;  // the last run's working set is made once (apply)
   // The blocks still to make, each (size class, how many held then), and the next one: set
-  // before the first job, then used by the preparer's jobs only.
+  // before the first job, then used by the preparer's jobs only (a bundle's are listed by a
+  // job).
   std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks_ahead_;
   std::size_t next_block_ = 0;
   jit::DeviceParts parts_;  // backend, kernel files and cache, launcher

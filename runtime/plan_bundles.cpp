@@ -1,5 +1,6 @@
 // Plan bundles of the running process: the plan stores, kernel caches and prepared ops of the
 // device runtimes, written to and added from a bundle file (runtime/bundle.h).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,16 @@
 #include "runtime/runtime.h"
 
 namespace streamfuse::runtime {
+
+namespace {
+
+std::uint64_t bytes_of(const std::vector<backends::HeldBlocks>& held) {
+  std::uint64_t bytes = 0;
+  for (const backends::HeldBlocks& h : held) bytes += h.capacity * h.blocks;
+  return bytes;
+}
+
+}  // namespace
 
 plans::BundleSummary save_bundle(const std::string& path) {
   std::vector<BundleSection> sections;
@@ -22,6 +33,7 @@ plans::BundleSummary save_bundle(const std::string& path) {
       s.kernels = kernels->ready_kernels();
     }
     s.prepared = rt->used_prepared_ops();
+    s.held = rt->held_blocks();
     sections.push_back(std::move(s));
   }
   const std::vector<std::size_t> plans = write_bundle(path, sections);
@@ -30,12 +42,14 @@ plans::BundleSummary save_bundle(const std::string& path) {
     summary.plans += plans[i];
     summary.kernels += sections[i].kernels.size();
     summary.prepared_ops += sections[i].prepared.size();
+    summary.held_bytes += bytes_of(sections[i].held);
   }
   if (core::log_enabled(core::LogChannel::kCache))
     core::log_line(core::LogChannel::kCache,
                    "saved bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
                        std::to_string(summary.kernels) + " kernels, " +
-                       std::to_string(summary.prepared_ops) + " prepared ops");
+                       std::to_string(summary.prepared_ops) + " prepared ops, " +
+                       std::to_string(summary.held_bytes) + " bytes of held blocks");
   return summary;
 }
 
@@ -60,6 +74,8 @@ plans::BundleSummary load_bundle(const std::string& path, const plans::LoadOptio
     for (auto op = s.prepared.rbegin(); op != s.prepared.rend(); ++op)
       rt.prepared_op_files().add(*op);
     rt.preparer().submit_ops(std::move(s.prepared));
+    summary.held_bytes += bytes_of(s.held);
+    rt.make_bundles_blocks(s.held);
     jit::KernelCache* kernels = rt.kernel_cache();
     if (kernels && !options.load_native_code) {
       // The bundle's libraries were dropped as it was read: each kernel is asked for, so it
@@ -95,7 +111,8 @@ plans::BundleSummary load_bundle(const std::string& path, const plans::LoadOptio
     core::log_line(core::LogChannel::kCache,
                    "loaded bundle " + path + ": " + std::to_string(summary.plans) + " plans, " +
                        std::to_string(summary.kernels) + " kernels ready, " +
-                       std::to_string(summary.prepared_ops) + " ops to prepare");
+                       std::to_string(summary.prepared_ops) + " ops to prepare, " +
+                       std::to_string(summary.held_bytes) + " bytes of held blocks");
   return summary;
 }
 

@@ -247,8 +247,11 @@ int import_command(const fs::path& root, const fs::path& bundle, bool native_cod
     k = import_kernels(root, sections);
   else
     for (const runtime::BundleSection& s : sections) left_out += s.kernels.size();
-  std::size_t prepared = 0;
-  for (const runtime::BundleSection& s : sections) prepared += import_prepared_ops(root, s);
+  std::size_t prepared = 0, held = 0;
+  for (const runtime::BundleSection& s : sections) {
+    prepared += import_prepared_ops(root, s);
+    held += s.held.empty() ? 0 : 1;
+  }
   std::cout << "imported " << plural(plans, "plan", "plans") << ", "
             << plural(k.kernels, "kernel", "kernels") << " ("
             << plural(k.libraries, "library", "libraries") << ") and "
@@ -261,6 +264,10 @@ int import_command(const fs::path& root, const fs::path& bundle, bool native_cod
     std::cout << "left out " << plural(left_out, "compiled kernel", "compiled kernels")
               << " (--no-native-code); streamfuse compiles them here when a program needs "
                  "them\n";
+  if (held)
+    std::cout << "left out the held blocks of " << plural(held, "device", "devices")
+              << " (a program's working set: DIR keeps them per program, and load_bundle makes "
+                 "them in the program that loads the bundle)\n";
   return kExitOk;
 }
 

@@ -157,14 +157,23 @@ void print_entries(const std::string& payload) {
     std::cout << "  " << core::to_string(op, core::OpForm::kRelative) << '\n';
 }
 
-void print_held_blocks(const std::string& payload) {
-  const std::vector<backends::HeldBlocks> blocks = backends::decode_held_blocks(payload);
+// One size class a line, after `indent`.
+void print_size_classes(const std::vector<backends::HeldBlocks>& blocks, const char* indent) {
+  for (const backends::HeldBlocks& b : blocks)
+    std::cout << indent << b.blocks << " x " << b.capacity << " bytes\n";
+}
+
+std::uint64_t total_bytes(const std::vector<backends::HeldBlocks>& blocks) {
   std::uint64_t total = 0;
   for (const backends::HeldBlocks& b : blocks) total += b.capacity * b.blocks;
-  std::cout << "held blocks (" << blocks.size() << " size classes, " << total
+  return total;
+}
+
+void print_held_blocks(const std::string& payload) {
+  const std::vector<backends::HeldBlocks> blocks = backends::decode_held_blocks(payload);
+  std::cout << "held blocks (" << blocks.size() << " size classes, " << total_bytes(blocks)
             << " bytes; made ahead at start-up by the next run of the same program):\n";
-  for (const backends::HeldBlocks& b : blocks)
-    std::cout << "  " << b.blocks << " x " << b.capacity << " bytes\n";
+  print_size_classes(blocks, "  ");
 }
 
 void print_bundle(const std::string& payload) {
@@ -184,6 +193,12 @@ void print_bundle(const std::string& payload) {
                 << whose_kernels(l->fingerprint) << ")\n";
     if (!s.prepared.empty()) std::cout << "    prepared ops:\n";
     print_prepared_ops(s.prepared, "      ");
+    if (!s.held.empty()) {
+      std::cout << "    held blocks (" << s.held.size() << " size classes, " << total_bytes(s.held)
+                << " bytes; made ahead by a program that loads the bundle without a record of "
+                   "its own):\n";
+      print_size_classes(s.held, "      ");
+    }
   }
 }
 

@@ -45,11 +45,15 @@ Commands:
   prune --max-size SIZE  removes the least recently used files until at most SIZE bytes remain;
                          SIZE is bytes, or a number with a K, M or G suffix (512M)
   export FILE            writes every good plan, kernel and prepared-ops file of DIR to the
-                         bundle FILE (which streamfuse::plans::load_bundle also reads)
+                         bundle FILE (which streamfuse::plans::load_bundle also reads). Held
+                         blocks stay: DIR keeps them per program, and a bundle carries one
+                         program's (streamfuse::plans::save_bundle writes the saving process's)
   import FILE [--no-native-code]
                          writes the plans of the bundle FILE into DIR, and its kernels that were
                          built for this machine (the others are counted as skipped); its prepared
                          ops go first in prepared/<device>.ops, before those the file held.
+                         Its held blocks are not written (they are for load_bundle, in the
+                         program that loads it; DIR keeps them per program).
                          A bundle's kernels are shared objects, code that streamfuse runs: with
                          --no-native-code none of them (nor their sources) is written, and
                          streamfuse compiles them here from their programs when a program needs

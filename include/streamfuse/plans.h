@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace streamfuse::plans {
@@ -30,6 +31,10 @@ struct BundleSummary {
   std::size_t kernels_recompiled = 0;  // load: kernels built elsewhere (or not loaded, see
                                        // LoadOptions), queued for compilation
   std::size_t prepared_ops = 0;        // library ops written / queued to be prepared
+  // The memory the saving process's allocator held at once, in bytes: written / read. A loading
+  // program whose cache directory has no record of its own makes those blocks while it starts,
+  // so that its first iteration does not fault them in.
+  std::uint64_t held_bytes = 0;
 };
 
 // Writes every plan and compiled kernel of every device this process used to `path` (atomically:

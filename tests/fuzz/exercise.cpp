@@ -182,6 +182,7 @@ void use_sections(const std::vector<runtime::BundleSection>& sections) {
       use_kernel(k.program, k.key);
     }
     for (const backends::PreparedOp& op : s.prepared) use_prepared_op(op);
+    for (const backends::HeldBlocks& b : s.held) consume(b.capacity * b.blocks);
   }
 }
 

@@ -255,9 +255,10 @@ const std::vector<backends::PreparedOp>& sample_prepared_ops() {
 }
 
 std::vector<runtime::BundleSection> sample_bundle() {
-  runtime::BundleSection cpu{"cpu", {}, sample_kernels(), sample_prepared_ops()};
+  runtime::BundleSection cpu{
+      "cpu", {}, sample_kernels(), sample_prepared_ops(), {{4096, 3}, {1 << 20, 1}, {64, 2}}};
   for (const auto& plan : sample_plans()) cpu.plans.push_back(plan);
-  return {std::move(cpu), runtime::BundleSection{"cuda:0", {}, {}, {}}};
+  return {std::move(cpu), runtime::BundleSection{"cuda:0", {}, {}, {}, {}}};
 }
 
 }  // namespace streamfuse::fuzz

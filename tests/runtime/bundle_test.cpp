@@ -1,6 +1,7 @@
 // Bundle payloads: libraries are listed once by name, and a payload that gives one name two
 // different images does not decode (the kernel cache loads a name once, so one image's kernels
 // would run from the other's code); read without native code, a bundle keeps no library bytes.
+// Held blocks travel per section, and bundles written before they did still read.
 #include <gtest/gtest.h>
 
 #include "cache/archive.h"
@@ -13,7 +14,7 @@ namespace {
 
 std::vector<runtime::BundleSection> two_kernels(const jit::LibraryImage& first,
                                                 const jit::LibraryImage& second) {
-  runtime::BundleSection s{"cpu", {}, {}, {}};
+  runtime::BundleSection s{"cpu", {}, {}, {}, {}};
   for (int n : {1, 2}) {
     const jit::FusedProgram p = jit::chain(n);
     s.kernels.push_back({p.hash(), p, jit::flat_key(), "sf_kernel_" + std::to_string(n),
@@ -80,6 +81,52 @@ TEST(Bundle, ReadWithoutNativeCodeKeepsProgramsAndDropsLibraries) {
     EXPECT_TRUE(k.library->source.empty());
     EXPECT_TRUE(k.library->fingerprint.empty()) << "no machine's kernels: none is loaded";
   }
+}
+
+std::vector<runtime::BundleSection> with_held_blocks() {
+  const jit::LibraryImage image{"0123456789abcdef", "machine", "source", "bytes"};
+  std::vector<runtime::BundleSection> sections = two_kernels(image, image);
+  sections[0].held = {{1 << 20, 3}, {4096, 1}, {64, 12}};  // in the order first held
+  sections.push_back(runtime::BundleSection{"cuda:0", {}, {}, {}, {}});
+  return sections;
+}
+
+TEST(Bundle, HeldBlocksTravelWithTheirSection) {
+  const std::vector<runtime::BundleSection> sections = with_held_blocks();
+  const std::vector<runtime::BundleSection> back =
+      runtime::decode_bundle(runtime::encode_bundle(sections));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].held, sections[0].held);
+  EXPECT_TRUE(back[1].held.empty());
+  EXPECT_EQ(back[0].kernels.size(), 2u);
+}
+
+TEST(Bundle, ABundleWrittenBeforeHeldBlocksReadsWithNone) {
+  std::vector<runtime::BundleSection> sections = with_held_blocks();
+  sections[0].held.clear();
+  // An older writer's payload is this one without its records: an empty record per section.
+  std::string payload = runtime::encode_bundle(sections);
+  const std::size_t records = sections.size() * sizeof(std::uint32_t);
+  ASSERT_EQ(payload.substr(payload.size() - records), std::string(records, '\0'));
+  payload.resize(payload.size() - records);
+  const std::vector<runtime::BundleSection> back = runtime::decode_bundle(payload);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].kernels.size(), 2u);
+  EXPECT_TRUE(back[0].held.empty());
+  EXPECT_TRUE(back[1].held.empty());
+  // Written again, it carries its (empty) records.
+  EXPECT_EQ(runtime::encode_bundle(back).size(), payload.size() + records);
+}
+
+TEST(Bundle, HeldBlocksNoAllocatorHoldsOrACutRecordAreFormatErrors) {
+  std::vector<runtime::BundleSection> sections = with_held_blocks();
+  const std::string good = runtime::encode_bundle(sections);
+  EXPECT_THROW(runtime::decode_bundle(good.substr(0, good.size() - 2)), FormatError);
+  EXPECT_THROW(runtime::decode_bundle(good + '\1'), FormatError);
+  sections[0].held[1].capacity = 100;  // not a size class
+  EXPECT_THROW(runtime::decode_bundle(runtime::encode_bundle(sections)), FormatError);
+  sections[0].held[1] = {4096, 0};  // a class held by no block
+  EXPECT_THROW(runtime::decode_bundle(runtime::encode_bundle(sections)), FormatError);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // cache directory or a bundle makes the first iteration need no exploration and no compile; a
 // bundle from another machine keeps its plans and recompiles its kernels with one log line;
 // corrupt files and an unusable directory change nothing but speed, each said once; a bundle
-// loaded without its native code runs none of its shared objects.
+// loaded without its native code runs none of its shared objects; a bundle's held blocks are made
+// by a program without a record of its own.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -235,6 +236,9 @@ TEST(Persistence, ABundleStartsHotInAnEmptyCacheDirectory) {
   EXPECT_GT(loaded["plans_loaded"], 0);
   EXPECT_EQ(loaded["checksum"], made["checksum"]);
   EXPECT_EQ(loaded["prepared"], 1) << loaded.err;  // the bundle lists the model's matmul
+  // ... and the blocks its program held: none is taken from the system in the first iteration.
+  EXPECT_GT(loaded["cached_ahead"], 0) << loaded.err;
+  EXPECT_EQ(loaded["first_fresh"], 0) << loaded.err;
   if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no kernels to bundle";
   EXPECT_EQ(loaded["compiled"], 0);
   EXPECT_EQ(loaded["first_interpreted"], 0);
@@ -243,6 +247,32 @@ TEST(Persistence, ABundleStartsHotInAnEmptyCacheDirectory) {
   EXPECT_EQ(again["explored"], 0);
   EXPECT_EQ(again["compiled"], 0);
   EXPECT_EQ(again["prepared"], 1) << again.err;
+}
+
+TEST(Persistence, ABundleMakesTheBlocksItsProgramHeldUnlessTheProgramHasARecordOfItsOwn) {
+  TempDir a, b, c;
+  const std::string bundle = a.path() + "/model.sfplans";
+  const Child made = run_child(a.path() + "/cache", "run,save:" + bundle);
+  std::vector<runtime::BundleSection> sections = runtime::read_bundle(bundle);
+  ASSERT_FALSE(sections.empty());
+  ASSERT_FALSE(sections[0].held.empty()) << "the saving process held blocks";
+  // One class more, far above this model's working set, to tell whose record was made.
+  constexpr std::uint64_t kMarker = std::uint64_t{8} << 20;
+  sections[0].held.push_back({kMarker, 1});
+  write_cache_file(bundle, FileKind::kBundle, portable_fingerprint(),
+                   runtime::encode_bundle(sections));
+  // An empty directory: the bundle's record is made while the process starts.
+  const Child loaded = run_child(b.path(), "run,load:" + bundle);
+  EXPECT_GE(loaded["cached_ahead"], kMarker) << loaded.err;
+  EXPECT_EQ(loaded["first_fresh"], 0) << loaded.err;
+  EXPECT_EQ(loaded["checksum"], made["checksum"]);
+  // The same program (the same command line) ran in this directory before: its own record is
+  // made, not the bundle's.
+  run_child(c.path(), "run");
+  const Child own = run_child(c.path(), "run,load:" + bundle);
+  EXPECT_GT(own["cached_ahead"], 0) << own.err;
+  EXPECT_LT(own["cached_ahead"], kMarker) << own.err;
+  EXPECT_EQ(own["first_fresh"], 0) << own.err;
 }
 
 TEST(Persistence, ABundleFromAnotherMachineKeepsItsPlansAndRecompilesItsKernels) {

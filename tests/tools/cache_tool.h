@@ -70,6 +70,7 @@ inline const fs::path& filled_cache() {
     sf::runtime::DeviceRuntime& cpu = sf::runtime::DeviceRuntime::get(sf::Device::cpu());
     cpu.plan_files().flush();
     cpu.prepared_op_files().flush();
+    if (cpu.block_files()) cpu.block_files()->flush();  // written as the highs grow
     return fs::path(path);
   }();
   return dir;

@@ -1,7 +1,8 @@
 // streamfuse-cache export / clear / import: a directory exported, cleared and imported again holds
 // the same files; prepared ops travel to another directory and are merged in front of its own;
 // kernels built for another machine are skipped, and with --no-native-code every kernel; a
-// bundle's device name never becomes a path outside the directory.
+// bundle's device name never becomes a path outside the directory; a bundle's held blocks are shown
+// and not imported.
 #include <set>
 #include <string>
 #include <vector>
@@ -16,12 +17,15 @@ namespace streamfuse::testing {
 namespace {
 
 TEST_F(StreamfuseCacheTool, ExportClearImportRestoresPlansAndKernels) {
-  // Every file comes back but the plan entries: they say where this directory's processes
-  // started reading ahead, which a bundle does not carry (a loaded bundle has every plan in
-  // memory; the first process on the imported directory writes them again).
+  // Every file comes back but the plan entries and the held blocks: the entries say where this
+  // directory's processes started reading ahead, which a bundle does not carry (a loaded bundle
+  // has every plan in memory; the first process on the imported directory writes them again);
+  // held blocks are a program's, and the directory's programs write their own again.
   std::set<std::string> before;
   for (const Listed& f : listed(run("list")))
-    if (f.kind != "plan entries") before.insert(f.kind + " " + f.status + " " + f.path);
+    if (f.kind != "plan entries" && f.kind != "held blocks")
+      before.insert(f.kind + " " + f.status + " " + f.path);
+  EXPECT_EQ(files("held blocks").size(), 1u);
   EXPECT_TRUE(fs::exists(dir_.path() + "/plans/cpu.entries"));
   const std::size_t kernels = files("cpu kernel").size();
   const std::size_t plans = files("plan").size();
@@ -56,7 +60,7 @@ TEST_F(StreamfuseCacheTool, ExportClearImportRestoresPlansAndKernels) {
   const Result cleared = run("clear");
   ASSERT_EQ(cleared.code, 0) << describe(cleared);
   EXPECT_NE(cleared.out.find("plans/ ("), std::string::npos) << cleared.out;
-  EXPECT_NE(cleared.out.find("prepared/ (1 files)"), std::string::npos) << cleared.out;
+  EXPECT_NE(cleared.out.find("prepared/ (2 files)"), std::string::npos) << cleared.out;
   if (kernels > 0) {
     EXPECT_NE(cleared.out.find("kernels/ ("), std::string::npos) << cleared.out;
   }
@@ -108,6 +112,33 @@ TEST_F(StreamfuseCacheTool, PreparedOpsTravelToAnotherDirectoryWithTheirDevice) 
   EXPECT_EQ(prepared_ops_in(target.path() + "/prepared/cpu.ops"), prepared);
   EXPECT_EQ(prepared_ops_in(target.path() + "/prepared/cuda:0.ops"), other);
   EXPECT_EQ(tool(d + "verify").code, 0);
+}
+
+TEST_F(StreamfuseCacheTool, ABundlesHeldBlocksAreShownButNotImported) {
+  // save_bundle writes the saving process's held blocks; a directory keeps them per program,
+  // and import has no program to give them to.
+  TempDir out;
+  const std::string bundle = out.path() + "/cache.sfplans";
+  ASSERT_EQ(run("export " + quoted(bundle)).code, 0);
+  std::vector<sf::runtime::BundleSection> sections = sf::runtime::read_bundle(bundle);
+  ASSERT_FALSE(sections.empty());
+  EXPECT_TRUE(sections[0].held.empty()) << "export carries no program's blocks";
+  sections[0].held = {{1 << 20, 2}, {4096, 3}};
+  sf::runtime::write_bundle(bundle, sections);
+  const Result info = run("info " + quoted(bundle));
+  EXPECT_NE(info.out.find("    held blocks (2 size classes, 2109440 bytes; "), std::string::npos)
+      << info.out;
+  EXPECT_NE(info.out.find("      2 x 1048576 bytes\n      3 x 4096 bytes\n"), std::string::npos)
+      << info.out;
+
+  TempDir target;
+  const std::string d = "--dir " + quoted(target.path()) + " ";
+  const Result imported = tool(d + "import " + quoted(bundle));
+  ASSERT_EQ(imported.code, 0) << describe(imported);
+  EXPECT_NE(imported.out.find("left out the held blocks of 1 device ("), std::string::npos)
+      << imported.out;
+  for (const auto& e : fs::recursive_directory_iterator(target.path()))
+    EXPECT_NE(e.path().extension(), ".blocks") << e.path();
 }
 
 TEST_F(StreamfuseCacheTool, ImportPutsTheBundlesPreparedOpsFirstAndKeepsAtMostTheLimit) {
