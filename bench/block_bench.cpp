@@ -7,8 +7,9 @@
 //   at the same size and fusion (on for both fused modes), from the products row that ran last.
 // - BM_BlockFirstIteration: iteration 1 in a fresh process (the benchmark re-executes itself as
 //   bench/cold_start_bench does) with an empty cache directory, a warm one (a previous process ran
-//   the block), and fusion off; counters first_ms, steady_ms (median of kSteadyIterations after
-//   warm-up) and first_over_steady, and the child's fusion statistics.
+//   the block), a bundle (saved by a previous process with another cache directory, loaded at
+//   start-up into an empty one), and fusion off; counters first_ms, steady_ms (median of
+//   kSteadyIterations after warm-up) and first_over_steady, and the child's fusion statistics.
 //
 // Every row counts tokens (items/s) and the products' floating-point operations (flops, a rate).
 #include <benchmark/benchmark.h>
@@ -132,9 +133,11 @@ std::string arg_value(int argc, char** argv, std::string_view name) {
   return {};
 }
 
-// The child: `--child=populate|measure --size=S`. Makes the weights and input, then times
-// iteration 1 (forward and synchronize), waits for its compiles, and times the steady state.
-// `measure` prints one `block_first_iteration key=value ...` line. Returns the exit status.
+// The child: `--child=populate|measure --size=S [--save-bundle=FILE] [--load-bundle=FILE]`.
+// Loads the bundle if asked (at start-up, as a model that ships one does), makes the weights and
+// input, then times iteration 1 (forward and synchronize), waits for its compiles, and times the
+// steady state; saves the bundle if asked. `measure` prints one `block_first_iteration
+// key=value ...` line. Returns the exit status.
 int run_child(int argc, char** argv) {
   const std::string mode = arg_value(argc, argv, "--child");
   const int s = std::atoi(arg_value(argc, argv, "--size").c_str());
@@ -142,6 +145,8 @@ int run_child(int argc, char** argv) {
     std::fprintf(stderr, "block_bench: bad child arguments\n");
     return 2;
   }
+  if (const std::string bundle = arg_value(argc, argv, "--load-bundle"); !bundle.empty())
+    sf::plans::load_bundle(bundle);
   const sf::Device cpu = sf::Device::cpu();
   sf::manual_seed(3);
   const sf::Tensor x = sf::randn({kSizes[s].batch, kSizes[s].tokens, sf::bench::kChannels});
@@ -160,6 +165,8 @@ int run_child(int argc, char** argv) {
   const sf::FusionStats after = sf::fusion_stats(cpu);
   sf::wait_for_compiles(cpu);
   for (int i = 0; i < kWarmupIterations; ++i) timed_iteration();
+  if (const std::string bundle = arg_value(argc, argv, "--save-bundle"); !bundle.empty())
+    sf::plans::save_bundle(bundle);
   if (mode == "populate") return 0;
   std::vector<double> steady(kSteadyIterations);
   for (double& t : steady) t = timed_iteration();
@@ -181,7 +188,7 @@ int run_child(int argc, char** argv) {
   return 0;
 }
 
-enum class Start : unsigned char { kEmptyCache, kWarmCache, kFusionOff };
+enum class Start : unsigned char { kEmptyCache, kWarmCache, kBundle, kFusionOff };
 
 void BM_BlockFirstIteration(benchmark::State& state, int s, Start start) {
   const std::string size_arg = "--size=" + std::to_string(s);
@@ -190,18 +197,30 @@ void BM_BlockFirstIteration(benchmark::State& state, int s, Start start) {
     const sf::bench::TempDir scratch;
     const fs::path cache = scratch.path() / "cache";
     fs::create_directories(cache);
-    if (start == Start::kWarmCache) {
-      // The earlier run is the same command (its result not read): a program run again, whose
-      // cache directory keeps what is keyed by its command line too (the allocator's blocks).
-      const sf::bench::ChildRun populate = sf::bench::spawn_child(
-          "block_bench", {"--child=measure", size_arg}, cache, fusion, scratch.path(), {});
+    std::vector<std::string> measure = {"--child=measure", size_arg};
+    if (start == Start::kWarmCache || start == Start::kBundle) {
+      // Warm: the earlier run is the same command (its result not read), a program run again,
+      // whose cache directory keeps what is keyed by its command line too (the allocator's
+      // blocks). Bundle: the earlier run has a cache directory of its own and saves a bundle,
+      // which the measured run loads into the empty one.
+      std::vector<std::string> earlier = measure;
+      fs::path earlier_cache = cache;
+      if (start == Start::kBundle) {
+        const std::string bundle = (scratch.path() / "block.sfplans").string();
+        earlier = {"--child=populate", size_arg, "--save-bundle=" + bundle};
+        earlier_cache = scratch.path() / "bundle-cache";
+        fs::create_directories(earlier_cache);
+        measure.push_back("--load-bundle=" + bundle);
+      }
+      const sf::bench::ChildRun populate =
+          sf::bench::spawn_child("block_bench", earlier, earlier_cache, fusion, scratch.path(), {});
       if (!populate.error.empty()) {
         state.SkipWithError(populate.error.c_str());
         break;
       }
     }
-    const sf::bench::ChildRun run = sf::bench::spawn_child(
-        "block_bench", {"--child=measure", size_arg}, cache, fusion, scratch.path(), kResultTag);
+    const sf::bench::ChildRun run =
+        sf::bench::spawn_child("block_bench", measure, cache, fusion, scratch.path(), kResultTag);
     if (!run.error.empty()) {
       state.SkipWithError(run.error.c_str());
       break;
@@ -236,7 +255,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < std::ssize(kSizes); ++s)
     for (const auto& [name, start] :
          {std::pair{"empty_cache", Start::kEmptyCache}, std::pair{"warm_cache", Start::kWarmCache},
-          std::pair{"fusion_off", Start::kFusionOff}})
+          std::pair{"bundle", Start::kBundle}, std::pair{"fusion_off", Start::kFusionOff}})
       benchmark::RegisterBenchmark(("BM_BlockFirstIteration/" + size_name(s) + "/" + name).c_str(),
                                    BM_BlockFirstIteration, s, start)
           ->Iterations(1)
