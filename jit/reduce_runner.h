@@ -186,8 +186,9 @@ class ReduceRunner {
   boost::container::small_vector<Operand, 8> row_ops_;
   Iteration inner_;
   Iteration rows_;
-  Iteration tile_;  // a column tile's rows (its size: the tile's)
-  Iteration span_;  // steps along the axis of a tile's rows
+  Iteration tile_;                 // a column tile's rows (its size: the tile's)
+  Iteration span_;                 // steps along the axis of a tile's rows
+  std::int64_t column_steps_ = 1;  // steps a column pass computes: kChunk / the tile's rows
   boost::container::small_vector<std::int64_t, 8> axis_bytes_;  // per operand: bytes of a step
                                                                 // along the axis
   std::int64_t span_positions_;                                 // the constructor's span
