@@ -59,7 +59,10 @@ bool is_dot_rows(DType dtype, const MatmulLayout& l) {
 constexpr std::int64_t kFewRows = 4;
 
 // Which of the library's own f32 kernels runs a product, or oneDNN (kOnednn).
-enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows };
+enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows, kBatchedGemm };
+
+// The most floats of b the batched GEMM packs per thread (its panels of one matrix): 16 MiB.
+constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 
 // The dot-row kernel takes products of one row or one column (is_dot_rows), and batched f32
 // products of at most kFewRows rows of `a` whose `b` differs in every matrix (attention's k or v
@@ -68,13 +71,21 @@ enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows };
 // contiguous (att @ v). oneDNN runs the few-row ones through its GEMM driver, which generates its
 // kernels the first time it runs any product (20-25 ms, in a process's first token) and makes a
 // primitive for each context length.
+//
+// More rows than that, with a's rows contiguous, go to the batched GEMM where this CPU has FMA
+// (x86-64-v3 and up): oneDNN's driver again, whose first run in a process generates its kernels
+// (21-24 ms in the first iteration of a block, or on the preparer while a warm process starts).
 OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
   if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
-  if (dtype != kF32 || l.m > kFewRows || l.batch_count() < 2) return OwnKernel::kOnednn;
+  if (dtype != kF32 || l.batch_count() < 2) return OwnKernel::kOnednn;
   for (int d = 0; d < l.batch_rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
     if (l.b.batch[i] != l.batch[i]) return OwnKernel::kOnednn;
   }
+  if (l.m > kFewRows)
+    return isa_level() >= 3 && l.a.col_stride == 1 && l.k * (l.n + 63) <= kMaxPackedB
+               ? OwnKernel::kBatchedGemm
+               : OwnKernel::kOnednn;
   if ((l.a.col_stride == 1 && l.b.row_stride == 1) || l.k == 1) return OwnKernel::kDotRows;
   if (l.b.col_stride == 1 || l.n == 1) return OwnKernel::kCombineRows;
   return OwnKernel::kOnednn;
@@ -181,6 +192,32 @@ void run_combine_rows(const MatmulLayout& l, const void* a, const void* b, void*
   kernels().combine_rows(args);
 }
 
+void run_batched_gemm(const MatmulLayout& l, const void* a, const void* b, void* out,
+                      int num_threads, std::span<const ProductPostOp> on_layout) {
+  BatchedGemmArgs args;
+  args.a = static_cast<const float*>(a);
+  args.a_row_stride = l.a.row_stride;
+  args.b = static_cast<const float*>(b);
+  args.b_row_stride = l.b.row_stride;
+  args.b_col_stride = l.b.col_stride;
+  args.m = l.m;
+  args.k = l.k;
+  args.n = l.n;
+  args.batches = l.batch_count();
+  args.out = static_cast<float*>(out);
+  args.num_threads = num_threads;
+  boost::container::small_vector<std::int64_t, 32> a_offsets, b_offsets;
+  args.a_offsets = matrix_offsets(l, l.a, a_offsets);
+  args.b_offsets = matrix_offsets(l, l.b, b_offsets);
+  std::array<DotRowsStep, kMaxProductPostOps> steps;
+  boost::container::small_vector<std::int64_t, 32> step_offsets;
+  if (!on_layout.empty()) {
+    args.num_steps = dot_rows_steps(l, on_layout, 1, 0, steps, step_offsets);
+    args.steps = steps.data();
+  }
+  kernels().batched_gemm(args);
+}
+
 // `post_ops` with strides over the layout's dimensions [batch..., m, n] instead of the product's:
 // the same for batch dimensions, 0 for an m or n that a 1-D operand leaves out of the product.
 std::array<ProductPostOp, kMaxProductPostOps> post_ops_on_layout(
@@ -251,8 +288,10 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
   if (const OwnKernel own = own_kernel(dtype, layout); own != OwnKernel::kOnednn) {
     if (own == OwnKernel::kDotRows)
       run_dot_rows(layout, a.data, b.data, out, num_threads, steps);
-    else
+    else if (own == OwnKernel::kCombineRows)
       run_combine_rows(layout, a.data, b.data, out, num_threads, steps);
+    else
+      run_batched_gemm(layout, a.data, b.data, out, num_threads, steps);
     if (applied) *applied = !post_ops.empty();
     return false;
   }

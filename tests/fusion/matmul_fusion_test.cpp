@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/isa.h"
 #include "fusion/builders/matmul/builder.h"
 #include "fusion/builders/registry.h"
 #include "runtime/device_runtime.h"
@@ -88,7 +89,8 @@ class MatmulFusionTest : public ::testing::Test {
 
   // Fused gives the unfused bits, and `products` products per iteration apply their steps as
   // they are stored: through oneDNN where it takes post-ops (onednn_takes_post_ops), through the
-  // dot-row kernel (`dot_rows`: products of one row or column) on every machine.
+  // library's own kernels (`dot_rows`: products of one row or column, or the batched GEMM's) on
+  // every machine that runs them.
   void check(const std::string& what, const Chain& chain, const std::vector<Tensor>& inputs,
              std::int64_t products, bool dot_rows = false) {
     SCOPED_TRACE(what);
@@ -186,14 +188,16 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
         return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.35355339f};
       },
       {q, k}, 1);
-  // A mask per (query, key), broadcast over batch and heads: no oneDNN 2.6 kernel takes it.
+  // A mask per (query, key), broadcast over batch and heads: no oneDNN 2.6 kernel takes it; the
+  // library's batched GEMM (these products where the CPU has FMA) applies it as it stores.
+  const bool batched_gemm = sf::backends::cpu::isa_level() >= 3;
   check(
       "q @ k^T * scale + mask",
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.35355339f +
                                    in[2]};
       },
-      {q, k, mask}, 0);
+      {q, k, mask}, batched_gemm ? 1 : 0, batched_gemm);
   // 1-D operands: a row times a matrix (through oneDNN), a matrix times a column (the dot-row
   // kernel, which applies the steps as it stores each result).
   const Tensor v = random_tensor({16}, 17), m = random_tensor({5, 16}, 18);

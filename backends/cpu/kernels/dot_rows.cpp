@@ -9,6 +9,7 @@
 #include "backends/cpu/kernels/isa_namespace.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/kernels/product_steps.h"
 
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
@@ -30,33 +31,6 @@ float dot(const float* __restrict row, const float* __restrict vec, std::int64_t
   for (int half = kLanes / 2; half >= 1; half /= 2)
     for (int l = 0; l < half; ++l) acc[l] += acc[l + half];
   return acc[0];
-}
-
-// `v` after the `num_steps` steps, for result `i` of vector (or weight row) `vec` of matrix
-// `batch`. One statement per step: the kernels build with -ffp-contract=off, so each rounds once,
-// as the element-wise op does.
-float apply_steps(const DotRowsStep* steps, int num_steps, float v, std::int64_t batch,
-                  std::int64_t vec, std::int64_t i) {
-  for (int s = 0; s < num_steps; ++s) {
-    const DotRowsStep& step = steps[s];
-    const float x = step.data[(step.batch_offsets ? step.batch_offsets[batch] : 0) +
-                              vec * step.vec_stride + i * step.stride];
-    switch (step.op) {
-      case 0:
-        v = v + x;
-        break;
-      case 1:
-        v = v - x;
-        break;
-      case 2:
-        v = v * x;
-        break;
-      default:
-        v = v / x;
-        break;
-    }
-  }
-  return v;
 }
 
 }  // namespace

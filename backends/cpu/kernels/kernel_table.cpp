@@ -14,6 +14,7 @@ void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
 void dot_rows(const DotRowsArgs& a);
 void combine_rows(const CombineRowsArgs& a);
+void batched_gemm(const BatchedGemmArgs& a);
 ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);
@@ -33,6 +34,7 @@ const KernelTable& kernel_table() {
       reduce,
       dot_rows,
       combine_rows,
+      batched_gemm,
       {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round, chunk_fold}};
   return table;
 }

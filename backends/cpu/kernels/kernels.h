@@ -142,6 +142,31 @@ struct CombineRowsArgs {
   int num_steps = 0;
 };
 
+// Batched f32 matrix products whose b differs in every matrix, of more rows than the few-row
+// kernels take: attention's q @ k^T and att @ v over a prompt or a sequence. For each of `batches`
+// matrices i, row r < m and column c < n,
+// out[(i * m + r) * n + c] = sum over j < k of
+// a[a_offsets[i] + r * a_row_stride + j] * b[b_offsets[i] + j * b_row_stride + c * b_col_stride]
+// (a's rows contiguous). Each result is a chain of fused multiply-adds over j in order from 0
+// (one rounding per term), the same on every ISA level (v2 has no FMA instruction and computes it
+// in software: correct, slow, not routed to) and thread count. oneDNN ran these through its GEMM
+// driver, which generates its kernels the first time any product runs through it (21-24 ms in
+// every fresh process). Steps as CombineRowsArgs' (result c of row r).
+struct BatchedGemmArgs {
+  const float* a = nullptr;
+  const std::int64_t* a_offsets = nullptr;
+  std::int64_t a_row_stride = 0;
+  const float* b = nullptr;
+  const std::int64_t* b_offsets = nullptr;
+  std::int64_t b_row_stride = 0, b_col_stride = 0;
+  std::int64_t m = 0, k = 0, n = 0;
+  std::int64_t batches = 1;
+  float* out = nullptr;
+  int num_threads = 1;
+  const DotRowsStep* steps = nullptr;
+  int num_steps = 0;
+};
+
 struct Iteration;  // layout.h
 
 // One op over n contiguous values of its compute type (stream::OpKind semantics, as the eager
@@ -209,6 +234,7 @@ struct KernelTable {
   void (*reduce)(const ReduceArgs&);
   void (*dot_rows)(const DotRowsArgs&);
   void (*combine_rows)(const CombineRowsArgs&);
+  void (*batched_gemm)(const BatchedGemmArgs&);
   ChunkOps chunk;
 };
 

@@ -101,38 +101,40 @@ TEST(MatmulPrepare, ThreadsThatRaceForOnePrimitiveBuildItOnce) {
   for (const Product& p : products) EXPECT_FLOAT_EQ(p.out.back(), 32.0f);
 }
 
-// Attention's q @ k^T over views of one [B, T, 3 * H * D] projection: batched products with
-// strided operands, which oneDNN runs through its GEMM driver. The driver generates its kernels
-// the first time it runs any product (20-25 ms); preparing such a product must do that, so that a
-// process with a warm cache does not pay it in its first iteration.
+// k^T @ q over views of one [B, T, 3 * H * D] projection: a batched product with strided
+// operands, a's rows strided along k, which oneDNN runs through its GEMM driver (attention's own
+// products, whose a rows are contiguous, run in the library's kernels where the CPU has FMA). The
+// driver generates its kernels the first time it runs any product (20-25 ms); preparing such a
+// product must do that, so that a process with a warm cache does not pay it in its first
+// iteration.
 TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
   // Nothing before this test in this file runs a product through the driver, and ctest runs each
   // test in a process of its own.
   EXPECT_FALSE(MatmulEngine::gemm_driver_ready());
   constexpr std::int64_t B = 2, H = 3, T = 16, D = 8, row = 3 * H * D;
-  const MatmulOperand q{nullptr, Shape{B, H, T, D}, {T * row, D, row, 1}};
   const MatmulOperand k_t{nullptr, Shape{B, H, D, T}, {T * row, D, 1, row}};
+  const MatmulOperand q{nullptr, Shape{B, H, T, D}, {T * row, D, row, 1}};
   MatmulEngine engine;
-  EXPECT_TRUE(engine.prepare(kF32, q, k_t, Shape{B, H, T, T}, 0));
+  EXPECT_TRUE(engine.prepare(kF32, k_t, q, Shape{B, H, D, D}, 0));
   EXPECT_TRUE(MatmulEngine::gemm_driver_ready());
 
   // The prepared product runs and computes what it should.
   std::vector<float> qkv(static_cast<std::size_t>(B * T * row));
   for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>(i % 7) - 3.0f;
-  std::vector<float> out(static_cast<std::size_t>(B * H * T * T));
-  const MatmulOperand qd{qkv.data(), q.shape, q.strides};
+  std::vector<float> out(static_cast<std::size_t>(B * H * D * D));
   const MatmulOperand kd{qkv.data() + H * D, k_t.shape, k_t.strides};
+  const MatmulOperand qd{qkv.data(), q.shape, q.strides};
   // Its first run; not worth preparing again: the driver has run (OnlyTheFirstProduct... below).
-  EXPECT_FALSE(engine.run(kF32, qd, kd, out.data(), Shape{B, H, T, T}, 0));
+  EXPECT_FALSE(engine.run(kF32, kd, qd, out.data(), Shape{B, H, D, D}, 0));
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < T; ++j) {
+      for (std::int64_t i = 0; i < D; ++i)
+        for (std::int64_t j = 0; j < D; ++j) {
           float expected = 0;
-          for (std::int64_t d = 0; d < D; ++d)
-            expected += qkv[static_cast<std::size_t>(b * T * row + i * row + h * D + d)] *
-                        qkv[static_cast<std::size_t>(b * T * row + j * row + H * D + h * D + d)];
-          ASSERT_EQ(out[static_cast<std::size_t>(((b * H + h) * T + i) * T + j)], expected)
+          for (std::int64_t t = 0; t < T; ++t)
+            expected += qkv[static_cast<std::size_t>(b * T * row + t * row + H * D + h * D + i)] *
+                        qkv[static_cast<std::size_t>(b * T * row + t * row + h * D + j)];
+          ASSERT_EQ(out[static_cast<std::size_t>(((b * H + h) * D + i) * D + j)], expected)
               << b << " " << h << " " << i << " " << j;  // small integers: exact in any order
         }
 }
@@ -143,13 +145,14 @@ TEST(MatmulPrepare, PreparingAProductOfTheGemmDriverGeneratesItsKernels) {
 TEST(MatmulPrepare, OnlyTheFirstProductThroughTheGemmDriverIsWorthPreparing) {
   constexpr std::int64_t H = 2, D = 8;
   MatmulEngine engine;
-  // att @ v of a prompt's 8 positions over a cache of `t`: [H, 8, t] x [H, t, D], v a view of a
-  // [t, 2, H * D] cache. (Up to 4 positions run in the few-row kernels, without the driver.)
+  // att @ v of 8 positions over a cache of `t`: [H, 8, t] x [H, t, D], v a view of a
+  // [t, 2, H * D] cache, att read through a transposed view (its rows strided along t), which
+  // takes the driver. (With att's rows contiguous these run in the library's own kernels.)
   const auto att_v = [&](std::int64_t t) {
     std::vector<float> att(static_cast<std::size_t>(H * 8 * t), 0.5f);
     std::vector<float> cache(static_cast<std::size_t>(t * 2 * H * D), 1.0f);
     std::vector<float> out(static_cast<std::size_t>(H * 8 * D));
-    const MatmulOperand a{att.data(), Shape{H, 8, t}, {8 * t, t, 1}};
+    const MatmulOperand a{att.data(), Shape{H, 8, t}, {8 * t, 1, 8}};
     const MatmulOperand v{cache.data() + H * D, Shape{H, t, D}, {D, 2 * H * D, 1}};
     const bool first = engine.run(kF32, a, v, out.data(), Shape{H, 8, D}, 0);
     EXPECT_EQ(out[0], static_cast<float>(t) * 0.5f);

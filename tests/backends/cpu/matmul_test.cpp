@@ -678,9 +678,11 @@ TEST_F(MatmulPlanTest, ReadableLayoutsAreNotCopied) {
         plan(kF32, Shape{9, 17}, Shape{17, 5}, rows2, rows2), plan(kF32, Shape{17}, Shape{17, 5}),
         plan(kF32, Shape{9, 17}, Shape{17}, t),
         plan(kF32, Shape{17}, Shape{17}, Spec{.step = {2}}, Spec{.step = {3}}),
-        plan(kF32, Shape{4, 9, 17}, Shape{4, 17, 5}, Spec{.zero = {true}}),
-        plan(kF32, Shape{2, 1, 9, 17}, Shape{3, 17, 5}),
-        plan(kF32, Shape{3, 9, 17}, Shape{3, 17, 5}, Spec{.step = {2, 1, 1}})}) {
+        // (A b of its own per matrix, with a's rows contiguous, runs in the library's batched
+        // GEMM where the CPU has FMA, a broadcast over the batch too: matmul_batched_gemm_test.
+        // These share b, so that oneDNN reads a's batch layouts.)
+        plan(kF32, Shape{2, 1, 9, 17}, Shape{1, 17, 5}),
+        plan(kF32, Shape{3, 9, 17}, Shape{17, 5}, Spec{.step = {2, 1, 1}})}) {
     EXPECT_FALSE(copies(log, 'a')) << log;
     EXPECT_FALSE(copies(log, 'b')) << log;
   }

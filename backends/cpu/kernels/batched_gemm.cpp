@@ -1,0 +1,180 @@
+// Batched f32 matrix products whose b differs in every matrix (kernels.h, BatchedGemmArgs):
+// attention's q @ k^T and att @ v over more rows than the few-row kernels take. A register tile of
+// kRows rows by kVectors vectors of columns accumulates fused multiply-adds over j in order, from a
+// panel of b packed for its columns (contiguous along them, zero beyond n); a's rows are read in
+// place, one broadcast per row and j.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "backends/cpu/kernels/isa_namespace.h"
+#include "backends/cpu/kernels/kernels.h"
+#include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/kernels/product_steps.h"
+
+namespace streamfuse::backends::cpu::SF_ISA_NS {
+namespace {
+
+// The vector of this ISA level: AVX-512 (32 registers: a tile of 6 x 4 vectors), AVX2 with FMA
+// (16: 6 x 2), else one float at a time with std::fma (the same roundings, in software).
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kWidth = 16, kVectors = 4;
+inline Vec zero() { return _mm512_setzero_ps(); }
+inline Vec load(const float* p) { return _mm512_loadu_ps(p); }
+inline Vec splat(float x) { return _mm512_set1_ps(x); }
+inline Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kWidth = 8, kVectors = 2;
+inline Vec zero() { return _mm256_setzero_ps(); }
+inline Vec load(const float* p) { return _mm256_loadu_ps(p); }
+inline Vec splat(float x) { return _mm256_set1_ps(x); }
+inline Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+#else
+using Vec = float;
+constexpr int kWidth = 1, kVectors = 4;
+inline Vec zero() { return 0.0f; }
+inline Vec load(const float* p) { return *p; }
+inline Vec splat(float x) { return x; }
+inline Vec fma(Vec a, Vec b, Vec c) { return std::fma(a, b, c); }
+inline void store(float* p, Vec v) { *p = v; }
+#endif
+
+constexpr int kRows = 6;
+constexpr int kMaxSteps = 4;  // steps of one value per matrix applied in registers
+constexpr std::int64_t kPanel = std::int64_t{kWidth} * kVectors;  // columns of a tile
+
+// Rows of a per task: a task packs its matrix's b once (when the task before it on the thread had
+// another matrix), so a few tiles of rows share it.
+constexpr std::int64_t kTaskRows = 8 * kRows;
+
+// sums[r * ldc + c] = sum over j < k of a[r * lda + j] * panel[j * kPanel + c], for r < kRows and
+// c < kPanel: fused multiply-adds in order of j from 0 (the first one's addend is +0, which leaves
+// its product as it is).
+//
+// Steps of one value for the whole matrix (attention's scale), `count` of them, are applied to the
+// sums in registers before they are stored: ops[s] 0 to 3 for + - * / with values[s].
+void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restrict panel,
+               std::int64_t k, float* __restrict sums, std::int64_t ldc, const int* ops,
+               const float* values, int count) {
+  Vec acc[kRows][kVectors];
+  for (auto& row : acc)
+    for (Vec& v : row) v = zero();
+  for (std::int64_t j = 0; j < k; ++j) {
+    Vec b[kVectors];
+    for (int v = 0; v < kVectors; ++v) b[v] = load(panel + j * kPanel + v * kWidth);
+#pragma GCC unroll 6
+    for (int r = 0; r < kRows; ++r) {
+      const Vec x = splat(a[r * lda + j]);
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = fma(x, b[v], acc[r][v]);
+    }
+  }
+  for (int s = 0; s < count; ++s) {
+    const Vec x = splat(values[s]);
+    for (auto& row : acc)
+      for (Vec& v : row)
+        v = ops[s] == 0 ? v + x : ops[s] == 1 ? v - x : ops[s] == 2 ? v * x : v / x;
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVectors; ++v) store(sums + r * ldc + v * kWidth, acc[r][v]);
+}
+
+// Matrix `batch`'s b as panels of kPanel columns, each k rows of kPanel (zero past n).
+void pack_b(const BatchedGemmArgs& g, std::int64_t batch, std::vector<float>& packed) {
+  const std::int64_t panels = (g.n + kPanel - 1) / kPanel;
+  packed.assign(static_cast<std::size_t>(panels * kPanel * g.k), 0.0f);
+  const float* b = g.b + (g.b_offsets ? g.b_offsets[batch] : 0);
+  for (std::int64_t p = 0; p < panels; ++p) {
+    float* dst = packed.data() + p * kPanel * g.k;
+    const std::int64_t c0 = p * kPanel, width = std::min(kPanel, g.n - c0);
+    if (g.b_col_stride == 1) {
+      for (std::int64_t j = 0; j < g.k; ++j)
+        std::copy_n(b + j * g.b_row_stride + c0, width, dst + j * kPanel);
+    } else {  // b's columns contiguous (k^T): read along them
+      for (std::int64_t c = 0; c < width; ++c) {
+        const float* column = b + (c0 + c) * g.b_col_stride;
+        for (std::int64_t j = 0; j < g.k; ++j) dst[j * kPanel + c] = column[j * g.b_row_stride];
+      }
+    }
+  }
+}
+
+// Rows [r0, r0 + rows) of matrix `batch` (rows at most kTaskRows), from its packed b.
+void task_rows(const BatchedGemmArgs& g, std::int64_t batch, std::int64_t r0, std::int64_t rows,
+               const std::vector<float>& packed, std::vector<float>& padded) {
+  alignas(64) float tile[kRows * kPanel];
+  const float* a = g.a + (g.a_offsets ? g.a_offsets[batch] : 0);
+  float* out = g.out + batch * g.m * g.n;
+  // Steps of one value per matrix go into the tile; the others follow each row's run.
+  int ops[kMaxSteps];
+  float values[kMaxSteps];
+  const bool in_tile = g.num_steps <= kMaxSteps &&
+                       std::all_of(g.steps, g.steps + g.num_steps, [](const DotRowsStep& s) {
+                         return s.stride == 0 && s.vec_stride == 0;
+                       });
+  const int tile_steps = in_tile ? g.num_steps : 0;
+  for (int s = 0; s < tile_steps; ++s) {
+    ops[s] = g.steps[s].op;
+    values[s] = g.steps[s].data[g.steps[s].batch_offsets ? g.steps[s].batch_offsets[batch] : 0];
+  }
+  for (std::int64_t t = r0; t < r0 + rows; t += kRows) {
+    const std::int64_t height = std::min<std::int64_t>(kRows, r0 + rows - t);
+    const float* rows_of_a = a + t * g.a_row_stride;
+    std::int64_t lda = g.a_row_stride;
+    if (height < kRows) {  // the last rows: copied beside zero rows, whose sums are not stored
+      padded.assign(static_cast<std::size_t>(kRows * g.k), 0.0f);
+      for (std::int64_t r = 0; r < height; ++r)
+        std::copy_n(rows_of_a + r * g.a_row_stride, g.k, padded.data() + r * g.k);
+      rows_of_a = padded.data();
+      lda = g.k;
+    }
+    for (std::int64_t c0 = 0; c0 < g.n; c0 += kPanel) {
+      const float* panel = packed.data() + (c0 / kPanel) * kPanel * g.k;
+      const std::int64_t width = std::min(kPanel, g.n - c0);
+      const bool whole = height == kRows && width == kPanel;
+      if (whole)  // straight into the result
+        tile_sums(rows_of_a, lda, panel, g.k, out + t * g.n + c0, g.n, ops, values, tile_steps);
+      else
+        tile_sums(rows_of_a, lda, panel, g.k, tile, kPanel, ops, values, tile_steps);
+      for (std::int64_t r = 0; r < height; ++r) {
+        float* dst = out + (t + r) * g.n + c0;
+        if (!whole) std::copy_n(tile + r * kPanel, width, dst);
+        if (!in_tile) apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, t + r, c0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void batched_gemm(const BatchedGemmArgs& g) {
+  const std::int64_t tasks_per_matrix = (g.m + kTaskRows - 1) / kTaskRows;
+  // Ranges are contiguous per thread, so a thread packs each matrix's b once. At least ~128K
+  // multiply-adds per thread, so a small product does not pay for a fork.
+  const std::int64_t grain = std::max<std::int64_t>(
+      1, (std::int64_t{1} << 17) / std::max<std::int64_t>(kTaskRows * g.n * g.k, 1));
+  parallel_for(g.batches * tasks_per_matrix, grain, g.num_threads,
+               [&](std::int64_t begin, std::int64_t end) {
+                 std::vector<float> packed, padded;
+                 std::int64_t packed_batch = -1;
+                 for (std::int64_t t = begin; t < end; ++t) {
+                   const std::int64_t batch = t / tasks_per_matrix;
+                   const std::int64_t r0 = (t % tasks_per_matrix) * kTaskRows;
+                   if (batch != packed_batch) {
+                     pack_b(g, batch, packed);
+                     packed_batch = batch;
+                   }
+                   task_rows(g, batch, r0, std::min(kTaskRows, g.m - r0), packed, padded);
+                 }
+               });
+}
+
+}  // namespace streamfuse::backends::cpu::SF_ISA_NS
