@@ -166,37 +166,14 @@ void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out
   kernels().dot_rows(args);
 }
 
-void run_combine_rows(const MatmulLayout& l, const void* a, const void* b, void* out,
-                      int num_threads, std::span<const ProductPostOp> on_layout) {
-  CombineRowsArgs args;
-  args.w = static_cast<const float*>(a);
-  args.w_row_stride = l.a.row_stride;
-  args.w_col_stride = l.a.col_stride;
-  args.b = static_cast<const float*>(b);
-  args.b_row_stride = l.b.row_stride;
-  args.m = l.m;
-  args.k = l.k;
-  args.n = l.n;
-  args.batches = l.batch_count();
-  args.out = static_cast<float*>(out);
-  args.num_threads = num_threads;
-  boost::container::small_vector<std::int64_t, 32> w_offsets, b_offsets;
-  args.w_offsets = matrix_offsets(l, l.a, w_offsets);
-  args.b_offsets = matrix_offsets(l, l.b, b_offsets);
-  std::array<DotRowsStep, kMaxProductPostOps> steps;
-  boost::container::small_vector<std::int64_t, 32> step_offsets;
-  if (!on_layout.empty()) {
-    args.num_steps = dot_rows_steps(l, on_layout, 1, 0, steps, step_offsets);
-    args.steps = steps.data();
-  }
-  kernels().combine_rows(args);
-}
-
-void run_batched_gemm(const MatmulLayout& l, const void* a, const void* b, void* out,
-                      int num_threads, std::span<const ProductPostOp> on_layout) {
-  BatchedGemmArgs args;
+// The product as RowProductArgs, for `kernel` (combine_rows or batched_gemm).
+void run_row_product(void (*kernel)(const RowProductArgs&), const MatmulLayout& l, const void* a,
+                     const void* b, void* out, int num_threads,
+                     std::span<const ProductPostOp> on_layout) {
+  RowProductArgs args;
   args.a = static_cast<const float*>(a);
   args.a_row_stride = l.a.row_stride;
+  args.a_col_stride = l.a.col_stride;
   args.b = static_cast<const float*>(b);
   args.b_row_stride = l.b.row_stride;
   args.b_col_stride = l.b.col_stride;
@@ -215,7 +192,7 @@ void run_batched_gemm(const MatmulLayout& l, const void* a, const void* b, void*
     args.num_steps = dot_rows_steps(l, on_layout, 1, 0, steps, step_offsets);
     args.steps = steps.data();
   }
-  kernels().batched_gemm(args);
+  kernel(args);
 }
 
 // `post_ops` with strides over the layout's dimensions [batch..., m, n] instead of the product's:
@@ -288,10 +265,10 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
   if (const OwnKernel own = own_kernel(dtype, layout); own != OwnKernel::kOnednn) {
     if (own == OwnKernel::kDotRows)
       run_dot_rows(layout, a.data, b.data, out, num_threads, steps);
-    else if (own == OwnKernel::kCombineRows)
-      run_combine_rows(layout, a.data, b.data, out, num_threads, steps);
     else
-      run_batched_gemm(layout, a.data, b.data, out, num_threads, steps);
+      run_row_product(
+          own == OwnKernel::kCombineRows ? kernels().combine_rows : kernels().batched_gemm, layout,
+          a.data, b.data, out, num_threads, steps);
     if (applied) *applied = !post_ops.empty();
     return false;
   }

@@ -1,4 +1,4 @@
-// Batched f32 matrix products whose b differs in every matrix (kernels.h, BatchedGemmArgs):
+// Batched f32 matrix products whose b differs in every matrix (kernels.h, RowProductArgs):
 // attention's q @ k^T and att @ v over more rows than the few-row kernels take. A register tile of
 // kRows rows by kVectors vectors of columns accumulates fused multiply-adds over j in order, from a
 // panel of b packed for its columns (contiguous along them, zero beyond n); a's rows are read in
@@ -88,7 +88,7 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
 }
 
 // Matrix `batch`'s b as panels of kPanel columns, each k rows of kPanel (zero past n).
-void pack_b(const BatchedGemmArgs& g, std::int64_t batch, std::vector<float>& packed) {
+void pack_b(const RowProductArgs& g, std::int64_t batch, std::vector<float>& packed) {
   const std::int64_t panels = (g.n + kPanel - 1) / kPanel;
   packed.assign(static_cast<std::size_t>(panels * kPanel * g.k), 0.0f);
   const float* b = g.b + (g.b_offsets ? g.b_offsets[batch] : 0);
@@ -108,7 +108,7 @@ void pack_b(const BatchedGemmArgs& g, std::int64_t batch, std::vector<float>& pa
 }
 
 // Rows [r0, r0 + rows) of matrix `batch` (rows at most kTaskRows), from its packed b.
-void task_rows(const BatchedGemmArgs& g, std::int64_t batch, std::int64_t r0, std::int64_t rows,
+void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std::int64_t rows,
                const std::vector<float>& packed, std::vector<float>& padded) {
   alignas(64) float tile[kRows * kPanel];
   const float* a = g.a + (g.a_offsets ? g.a_offsets[batch] : 0);
@@ -155,7 +155,7 @@ void task_rows(const BatchedGemmArgs& g, std::int64_t batch, std::int64_t r0, st
 
 }  // namespace
 
-void batched_gemm(const BatchedGemmArgs& g) {
+void batched_gemm(const RowProductArgs& g) {
   const std::int64_t tasks_per_matrix = (g.m + kTaskRows - 1) / kTaskRows;
   // Ranges are contiguous per thread, so a thread packs each matrix's b once. At least ~128K
   // multiply-adds per thread, so a small product does not pay for a fork.

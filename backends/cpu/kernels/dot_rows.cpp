@@ -1,6 +1,6 @@
 // Products of one or a few rows, f32 (kernels.h): dot products of contiguous rows with vectors
 // (DotRowsArgs: the matrix-vector products of decoding, read at the machine's memory bandwidth)
-// and a few rows of weights combining contiguous rows (CombineRowsArgs: attention's att @ v
+// and a few rows of weights combining contiguous rows (combine_rows: attention's att @ v
 // while decoding), with the steps after them (bias and residual adds) applied as each result is
 // stored.
 #include <algorithm>
@@ -84,7 +84,7 @@ void combine(const float* __restrict w, std::int64_t w_stride, const float* __re
 
 }  // namespace
 
-void combine_rows(const CombineRowsArgs& a) {
+void combine_rows(const RowProductArgs& a) {
   const std::int64_t pieces = (a.n + kCombineColumns - 1) / kCombineColumns;
   const std::int64_t total = a.batches * a.m * pieces;
   const std::int64_t grain =
@@ -95,10 +95,10 @@ void combine_rows(const CombineRowsArgs& a) {
       const std::int64_t batch = row / a.m, v = row % a.m;
       const std::int64_t c0 = (t % pieces) * kCombineColumns;
       const std::int64_t width = std::min(kCombineColumns, a.n - c0);
-      const float* w = a.w + (a.w_offsets ? a.w_offsets[batch] : 0) + v * a.w_row_stride;
+      const float* w = a.a + (a.a_offsets ? a.a_offsets[batch] : 0) + v * a.a_row_stride;
       const float* b = a.b + (a.b_offsets ? a.b_offsets[batch] : 0) + c0;
       float* out = a.out + row * a.n + c0;
-      combine(w, a.w_col_stride, b, a.b_row_stride, a.k, width, out);
+      combine(w, a.a_col_stride, b, a.b_row_stride, a.k, width, out);
       if (a.num_steps > 0)
         for (std::int64_t c = 0; c < width; ++c)
           out[c] = apply_steps(a.steps, a.num_steps, out[c], batch, v, c0 + c);

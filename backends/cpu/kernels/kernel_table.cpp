@@ -13,8 +13,8 @@ void fill(const FillArgs& a);
 void random(const RandomArgs& a);
 void reduce(const ReduceArgs& a);
 void dot_rows(const DotRowsArgs& a);
-void combine_rows(const CombineRowsArgs& a);
-void batched_gemm(const BatchedGemmArgs& a);
+void combine_rows(const RowProductArgs& a);
+void batched_gemm(const RowProductArgs& a);
 ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);

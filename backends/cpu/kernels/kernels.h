@@ -117,23 +117,20 @@ struct DotRowsArgs {
   int num_steps = 0;
 };
 
-// Matrix products of a few rows of weights with a matrix whose rows are contiguous, f32: for each
-// of `batches` matrices i, each weight row v < m and column c < n,
-// out[(i * m + v) * n + c] = sum over j < k of
-// w[w_offsets[i] + v * w_row_stride + j * w_col_stride] * b[b_offsets[i] + j * b_row_stride + c].
-// Attention's att @ v while decoding (one row of weights per head, v a view of the cache) and for
-// a short prompt: oneDNN runs these through its GEMM driver, which generates its kernels the
-// first time it runs (20-25 ms) and makes a primitive per context length. Each result is summed
-// over j in order (a product, then a sum: two roundings), the same on every ISA level and thread
-// count. Steps as DotRowsStep, result c of weight row v: data[batch_offsets[batch] +
-// v * vec_stride + c * stride].
-struct CombineRowsArgs {
-  const float* w = nullptr;
-  const std::int64_t* w_offsets = nullptr;
-  std::int64_t w_row_stride = 0, w_col_stride = 0;
+// A batched f32 product of matrices that each have their own b, for the library's own kernels
+// below: for each of `batches` matrices i, row r < m and column c < n,
+// out[(i * m + r) * n + c] = sum over j < k of a[a_offsets[i] + r * a_row_stride + j *
+// a_col_stride]
+// * b[b_offsets[i] + j * b_row_stride + c * b_col_stride] (offsets in elements; null offsets are
+// all 0). Steps as DotRowsStep, result c of row r: data[batch_offsets[batch] + r * vec_stride +
+// c * stride].
+struct RowProductArgs {
+  const float* a = nullptr;
+  const std::int64_t* a_offsets = nullptr;
+  std::int64_t a_row_stride = 0, a_col_stride = 1;
   const float* b = nullptr;
   const std::int64_t* b_offsets = nullptr;
-  std::int64_t b_row_stride = 0;
+  std::int64_t b_row_stride = 0, b_col_stride = 1;
   std::int64_t m = 0, k = 0, n = 0;
   std::int64_t batches = 1;
   float* out = nullptr;
@@ -142,30 +139,18 @@ struct CombineRowsArgs {
   int num_steps = 0;
 };
 
-// Batched f32 matrix products whose b differs in every matrix, of more rows than the few-row
-// kernels take: attention's q @ k^T and att @ v over a prompt or a sequence. For each of `batches`
-// matrices i, row r < m and column c < n,
-// out[(i * m + r) * n + c] = sum over j < k of
-// a[a_offsets[i] + r * a_row_stride + j] * b[b_offsets[i] + j * b_row_stride + c * b_col_stride]
-// (a's rows contiguous). Each result is a chain of fused multiply-adds over j in order from 0
-// (one rounding per term), the same on every ISA level (v2 has no FMA instruction and computes it
-// in software: correct, slow, not routed to) and thread count. oneDNN ran these through its GEMM
-// driver, which generates its kernels the first time any product runs through it (21-24 ms in
-// every fresh process). Steps as CombineRowsArgs' (result c of row r).
-struct BatchedGemmArgs {
-  const float* a = nullptr;
-  const std::int64_t* a_offsets = nullptr;
-  std::int64_t a_row_stride = 0;
-  const float* b = nullptr;
-  const std::int64_t* b_offsets = nullptr;
-  std::int64_t b_row_stride = 0, b_col_stride = 0;
-  std::int64_t m = 0, k = 0, n = 0;
-  std::int64_t batches = 1;
-  float* out = nullptr;
-  int num_threads = 1;
-  const DotRowsStep* steps = nullptr;
-  int num_steps = 0;
-};
+// combine_rows: a few rows of weights (a) combining b's rows, which are contiguous (b_col_stride
+// 1). Attention's att @ v while decoding (one row of weights per head, v a view of the cache) and
+// for a short prompt: oneDNN runs these through its GEMM driver, which generates its kernels the
+// first time it runs (20-25 ms) and makes a primitive per context length. Each result is summed
+// over j in order (a product, then a sum: two roundings), the same on every ISA level and thread
+// count.
+//
+// batched_gemm: more rows than the few-row kernels take, a's rows contiguous (a_col_stride 1):
+// attention's q @ k^T and att @ v over a prompt or a sequence. Each result is a chain of fused
+// multiply-adds over j in order from 0 (one rounding per term), the same on every ISA level (v2
+// has no FMA instruction and computes it in software: correct, slow, not routed to) and thread
+// count. oneDNN ran these through its GEMM driver too (21-24 ms in every fresh process).
 
 struct Iteration;  // layout.h
 
@@ -233,8 +218,8 @@ struct KernelTable {
   void (*random)(const RandomArgs&);
   void (*reduce)(const ReduceArgs&);
   void (*dot_rows)(const DotRowsArgs&);
-  void (*combine_rows)(const CombineRowsArgs&);
-  void (*batched_gemm)(const BatchedGemmArgs&);
+  void (*combine_rows)(const RowProductArgs&);
+  void (*batched_gemm)(const RowProductArgs&);
   ChunkOps chunk;
 };
 

@@ -1,5 +1,5 @@
 // Attention's batched products of more rows than the few-row kernels take (a prompt, a sequence)
-// run in the library's batched GEMM (kernels.h: BatchedGemmArgs), not through oneDNN's GEMM
+// run in the library's batched GEMM (kernels.h: RowProductArgs), not through oneDNN's GEMM
 // driver, wherever the CPU has FMA: each result is the chain of fused multiply-adds in order,
 // the same on every ISA level and thread count, whatever the tile edges and layouts; the steps
 // after the product are applied; the driver never generates its kernels for them.
@@ -166,7 +166,7 @@ TEST(MatmulBatchedGemm, EveryIsaLevelGivesTheSameBits) {
     if (!table) continue;
     for (int threads : {1, 2}) {
       std::vector<float> out(static_cast<std::size_t>(3 * 77 * 77));
-      BatchedGemmArgs args;
+      RowProductArgs args;
       args.a = p.proj.data();
       args.a_offsets = a_offsets.data();
       args.a_row_stride = p.row();

@@ -1,5 +1,5 @@
 // Attention's batched products of a few rows (decoding, a short prompt) run in the library's own
-// kernels (kernels.h: DotRowsArgs with several vectors, CombineRowsArgs), not through oneDNN's
+// kernels (kernels.h: DotRowsArgs with several vectors, combine_rows), not through oneDNN's
 // GEMM driver: each result is the documented sum in order, the same on every ISA level and
 // thread count, a row's results do not depend on how many rows the product has (a prompt's
 // position gives what that position alone gives), the steps after the product are applied as
@@ -33,7 +33,7 @@ float documented_dot(const float* row, std::int64_t row_step, const float* vec,
   return lanes[0];
 }
 
-// The CombineRowsArgs sum: in order of j, a product then a sum.
+// combine_rows' sum: in order of j, a product then a sum.
 float documented_combination(const float* w, std::int64_t w_step, const float* column,
                              std::int64_t column_step, std::int64_t k) {
   float acc = 0;
@@ -189,11 +189,11 @@ TEST(MatmulFewRows, EveryIsaLevelGivesTheSameBits) {
     if (!table) continue;
     for (int threads : {1, 2}) {
       std::vector<float> out(static_cast<std::size_t>(H * 2 * D));
-      CombineRowsArgs args;
-      args.w = m.att.data();
-      args.w_offsets = w_offsets.data();
-      args.w_row_stride = 300;
-      args.w_col_stride = 1;
+      RowProductArgs args;
+      args.a = m.att.data();
+      args.a_offsets = w_offsets.data();
+      args.a_row_stride = 300;
+      args.a_col_stride = 1;
       args.b = m.kv.data() + 2 * H * D;
       args.b_offsets = b_offsets.data();
       args.b_row_stride = kRow;
