@@ -57,8 +57,8 @@ constexpr std::int64_t kPanel = std::int64_t{kWidth} * kVectors;  // columns of 
 constexpr std::int64_t kTaskRows = 8 * kRows;
 
 // sums[r * ldc + c] = sum over j < k of a[r * lda + j] * panel[j * kPanel + c], for r < kRows and
-// c < kPanel: fused multiply-adds in order of j from 0 (the first one's addend is +0, which leaves
-// its product as it is).
+// c < kPanel: fused multiply-adds in order of j from 0, starting from +0 (so the first term is its
+// product rounded once, and a product of -0 sums to +0).
 //
 // Steps of one value for the whole matrix (attention's scale), `count` of them, are applied to the
 // sums in registers before they are stored: ops[s] 0 to 3 for + - * / with values[s].

@@ -148,9 +148,10 @@ struct RowProductArgs {
 //
 // batched_gemm: more rows than the few-row kernels take, a's rows contiguous (a_col_stride 1):
 // attention's q @ k^T and att @ v over a prompt or a sequence. Each result is a chain of fused
-// multiply-adds over j in order from 0 (one rounding per term), the same on every ISA level (v2
-// has no FMA instruction and computes it in software: correct, slow, not routed to) and thread
-// count. oneDNN ran these through its GEMM driver too (21-24 ms in every fresh process).
+// multiply-adds over j in order from 0, starting from +0 (one rounding per term), the same on
+// every ISA level (v2 has no FMA instruction and computes it in software: correct, slow, not
+// routed to) and thread count. oneDNN ran these through its GEMM driver too (21-24 ms in every
+// fresh process).
 
 struct Iteration;  // layout.h
 
