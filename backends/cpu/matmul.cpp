@@ -1,8 +1,9 @@
 // MatmulEngine: turns the operands into a MatmulLayout, handles empty products, and sends the
 // rest to oneDNN (f32, f16, bf16), the library's own blocked loop (integers, and f64, which
 // oneDNN 2.x has no matmul for), its dot-row kernel (f32 products of one row or one column whose
-// operands are contiguous along k) or its few-row kernels (batched f32 products of a few rows:
-// attention while decoding and for a short prompt); oneDNN's errors become streamfuse::Error.
+// operands are contiguous along k), its few-row kernels (batched f32 products of a few rows:
+// attention while decoding and for a short prompt) or its batched GEMM (attention over more
+// rows); oneDNN's errors become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
 #include <array>
@@ -83,7 +84,8 @@ OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
     if (l.b.batch[i] != l.batch[i]) return OwnKernel::kOnednn;
   }
   if (l.m > kFewRows)
-    return isa_level() >= 3 && l.a.col_stride == 1 && l.k * (l.n + 63) <= kMaxPackedB
+    return isa_level() >= 3 && l.a.col_stride == 1 &&
+                   l.k * (l.n + 63) <= kMaxPackedB  // n in panels
                ? OwnKernel::kBatchedGemm
                : OwnKernel::kOnednn;
   if ((l.a.col_stride == 1 && l.b.row_stride == 1) || l.k == 1) return OwnKernel::kDotRows;

@@ -113,7 +113,9 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
   alignas(64) float tile[kRows * kPanel];
   const float* a = g.a + (g.a_offsets ? g.a_offsets[batch] : 0);
   float* out = g.out + batch * g.m * g.n;
-  // Steps of one value per matrix go into the tile; the others follow each row's run.
+  // Steps of one value per matrix go into the tile (the attention scale: applied to each stored
+  // run instead, q @ k^T of [8, 12, 512, 64] took 14.1 ms instead of 10.5); the others follow
+  // each row's run.
   int ops[kMaxSteps];
   float values[kMaxSteps];
   const bool in_tile = g.num_steps <= kMaxSteps &&

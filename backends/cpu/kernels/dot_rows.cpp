@@ -99,9 +99,7 @@ void combine_rows(const RowProductArgs& a) {
       const float* b = a.b + (a.b_offsets ? a.b_offsets[batch] : 0) + c0;
       float* out = a.out + row * a.n + c0;
       combine(w, a.a_col_stride, b, a.b_row_stride, a.k, width, out);
-      if (a.num_steps > 0)
-        for (std::int64_t c = 0; c < width; ++c)
-          out[c] = apply_steps(a.steps, a.num_steps, out[c], batch, v, c0 + c);
+      apply_steps_to_run(a.steps, a.num_steps, out, width, batch, v, c0);
     }
   });
 }
