@@ -72,6 +72,19 @@ bool is_product_step(const core::OpDesc& op, int value_slot, const Shape& shape)
 // The most steps one execute_product() call fuses (the matmul builder closes after them).
 inline constexpr std::size_t kMaxProductSteps = 4;
 
+// The middle of a chain of products (Backend::execute_product_chain): what turns rows of the
+// first product's result into rows of the second's left operand.
+class RowStage {
+ public:
+  virtual ~RowStage() = default;
+  // Rows [row, row + count) of matrix `matrix` (its place among the first product's matrices,
+  // row-major over their batch dimensions): `in` holds them as the first product stored them,
+  // `out` receives them, both contiguous, row after row (the first product's n elements a row).
+  // Called from several threads at once, on disjoint rows; never throws.
+  virtual void rows(std::int64_t matrix, std::int64_t row, std::int64_t count, const float* in,
+                    float* out) const noexcept = 0;
+};
+
 // The settings of Config that concern a backend.
 struct BackendSettings {
   int num_threads = 0;  // 0: every core
@@ -135,6 +148,24 @@ class Backend {
   }
   // Products execute_product() ran with their steps applied as the product was stored.
   virtual std::int64_t fused_products() const { return 0; }
+  // Runs `first` (inputs: its operands' handles), `stage` over its result's rows, and `second`
+  // with the stage's result as its left operand (second_b: its right operand's handle), a few
+  // rows at a time, so that neither intermediate is written to memory: attention's q @ k^T,
+  // softmax and att @ v. Both products are f32, the stage's result has the first product's shape,
+  // and the second's left operand is that result. Returns true with `out` holding the second
+  // product, equal bit for bit to running the three one after the other; false, having run
+  // nothing, where this backend has no kernel for these operands (the caller runs them one after
+  // the other). Throws Error as execute() does.
+  virtual bool execute_product_chain(const core::OpDesc& first, std::span<TensorHandle> inputs,
+                                     const RowStage& stage, const core::OpDesc& second,
+                                     const TensorHandle& second_b, TensorHandle& out) {
+    (void)first, (void)inputs, (void)stage, (void)second, (void)second_b, (void)out;
+    return false;
+  }
+  // Whether execute_product_chain() runs any chain (the product-chain builder is made only where
+  // it does), and how many it ran.
+  virtual bool chains_products() const { return false; }
+  virtual std::int64_t chained_products() const { return 0; }
 
   // Streams (backends/execution_stream.h): the calls made for one stream's ops run in order; a
   // backend that queues work (CUDA) may overlap those of different streams. A tensor `h` made by

@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/layout.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/views.h"
+#include "backends/views.h"
 #include "jit/interpreter.h"
 #include "jit/launch_key.h"
 #include "jit/reduce_launch_memo.h"
@@ -87,7 +88,146 @@ class CompiledReduce final : public ReduceExecutor {
   CpuReduceLaunch base_{};
 };
 
+// A compiled reduction kernel run a piece of rows at a time (jit/launcher.h's RowKernel): each
+// piece within one run of the innermost outer dimension is a launch of its own, of that many
+// rows, the outer dimensions above it of size 1 and every operand's data at the piece's first
+// row (a buffered one at its buffer). The kernel reads sizes at run time and the strides of its
+// specialization's classes stay what they were: the piece's rows compute as in the whole launch.
+class CompiledRows final : public RowKernel {
+ public:
+  CompiledRows(CpuReduceKernelFn fn, const ReduceLayout& layout, std::span<const Operand> ops,
+               std::span<const std::int64_t> scalars, std::span<const int> buffered,
+               std::atomic<std::uint64_t>& launches)
+      : fn_(fn),
+        outer_rank_(layout.outer_rank),
+        scalars_(scalars.begin(), scalars.end()),
+        launches_(launches) {
+    const backends::cpu::Iteration& it = layout.it;
+    rank_ = it.rank;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      data_.push_back(ops[k].data);
+      bytes_.push_back(static_cast<std::int64_t>(element_size(ops[k].dtype)));
+      buffer_.push_back(-1);
+      for (int d = 0; d < it.rank; ++d)
+        strides_.push_back(it.strides[k][static_cast<std::size_t>(d)]);
+    }
+    for (std::size_t i = 0; i < buffered.size(); ++i)
+      buffer_[static_cast<std::size_t>(buffered[i])] = static_cast<int>(i);
+    for (int d = 0; d < it.rank; ++d) sizes_[d] = it.sizes[static_cast<std::size_t>(d)];
+    lanes_.assign(layout.lanes.begin(), layout.lanes.end());
+    base_.sizes = nullptr;
+    base_.strides = strides_.data();
+    base_.scalars = scalars_.data();
+    base_.lanes = lanes_.data();
+    base_.n = layout.n;
+    base_.mode = kWholeRows;
+  }
+  ~CompiledRows() override {
+    if (ran_.load(std::memory_order_relaxed)) launches_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void rows(std::int64_t row, std::int64_t count,
+            std::span<char* const> buffers) const noexcept override {
+    ran_.store(true, std::memory_order_relaxed);
+    const int inner = outer_rank_ - 1;  // the outer dimension whose run a piece stays in
+    std::int64_t done = 0;
+    while (done < count) {
+      const std::int64_t g = row + done;
+      const std::int64_t at = g % sizes_[inner];
+      const std::int64_t piece = std::min<std::int64_t>(count - done, sizes_[inner] - at);
+      std::int64_t index[kMaxRank] = {};
+      index[inner] = at;
+      std::int64_t rest = g / sizes_[inner];
+      for (int d = inner - 1; d >= 0; --d) {
+        index[d] = rest % sizes_[d];
+        rest /= sizes_[d];
+      }
+      boost::container::small_vector<char*, 16> data(data_.size());
+      for (std::size_t k = 0; k < data_.size(); ++k) {
+        if (buffer_[k] >= 0) {
+          data[k] = buffers[static_cast<std::size_t>(buffer_[k])] + done * base_.n * bytes_[k];
+          continue;
+        }
+        std::int64_t offset = 0;
+        for (int d = 0; d <= inner; ++d)
+          offset += index[d] *
+                    strides_[k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)];
+        data[k] = data_[k] + offset * bytes_[k];
+      }
+      long long sizes[kMaxRank];
+      for (int d = 0; d < rank_; ++d) sizes[d] = d < inner ? 1 : sizes_[d];
+      sizes[inner] = piece;
+      CpuReduceLaunch launch = base_;
+      launch.data = data.data();
+      launch.sizes = sizes;
+      launch.row_begin = 0;
+      launch.row_end = piece;
+      fn_(&launch);
+      done += piece;
+    }
+  }
+
+ private:
+  CpuReduceKernelFn fn_;
+  int rank_ = 0, outer_rank_ = 0;
+  boost::container::small_vector<long long, 8> scalars_;
+  boost::container::small_vector<char*, 16> data_;
+  boost::container::small_vector<std::int64_t, 16> bytes_;
+  boost::container::small_vector<int, 16> buffer_;  // per operand: its buffer's index, or -1
+  boost::container::small_vector<long long, 64> strides_;
+  long long sizes_[kMaxRank] = {};
+  boost::container::small_vector<int, 8> lanes_;
+  CpuReduceLaunch base_{};
+  std::atomic<std::uint64_t>& launches_;
+  mutable std::atomic<bool> ran_{false};
+};
+
 }  // namespace
+
+std::unique_ptr<RowKernel> CpuLauncher::row_kernel(const FusedProgram& program,
+                                                   const ProgramFacts& facts, const Shape& shape,
+                                                   std::span<const LaunchOperand> inputs,
+                                                   std::span<const LaunchOperand> outputs,
+                                                   std::span<const std::int64_t> scalars,
+                                                   std::span<const int> buffered) {
+  const std::size_t n = inputs.size() + outputs.size();
+  if (program.anchor.kind != AnchorKind::kReduce || !cache_ ||
+      !compile_.load(std::memory_order_relaxed) ||
+      n > static_cast<std::size_t>(backends::cpu::kMaxOperands))
+    return nullptr;
+  // A buffered operand has no memory here: a distinct address of its own stands in for it, so
+  // that the specialization key sees no output written over an input. It is never read.
+  static char stand_ins[backends::cpu::kMaxOperands];
+  boost::container::small_vector<Operand, 16> ops;
+  std::size_t k = 0;
+  for (std::span<const LaunchOperand> list : {inputs, outputs})
+    for (const LaunchOperand& o : list) {
+      const bool stand_in =
+          std::find(buffered.begin(), buffered.end(), static_cast<int>(k)) != buffered.end();
+      ops.push_back(stand_in
+                        ? Operand{&stand_ins[k], o.dtype,
+                                  backends::broadcast_strides(o.shape, o.handle->strides, shape)}
+                        : backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
+      ++k;
+    }
+  const ReduceLayout& layout = ReduceLaunchMemo::layout(program, facts.hash, shape, ops);
+  if (layout.rows == 0 || layout.walk != ReduceWalk::kRows || layout.inner_rank != 1 ||
+      layout.outer_rank < 1)
+    return nullptr;
+  const backends::cpu::Iteration& it = layout.it;
+  for (int b : buffered) {  // rows n elements apart, elements adjacent
+    const auto& st = it.strides[static_cast<std::size_t>(b)];
+    if (st[static_cast<std::size_t>(it.rank - 1)] != 1 ||
+        st[static_cast<std::size_t>(layout.outer_rank - 1)] != layout.n)
+      return nullptr;
+  }
+  const SpecializationKey& key =
+      ReduceLaunchMemo::key(program, facts, ops, inputs, outputs, scalars);
+  std::optional<ReadyKernel> kernel = cache_->find_or_request(facts.hash, program, key);
+  if (!kernel) return nullptr;
+  return std::make_unique<CompiledRows>(kernel->cpu_reduce(), layout, ops, scalars, buffered,
+                                        compiled_);
+}
 
 void CpuLauncher::launch_reduce(const FusedProgram& program, const ProgramFacts& facts,
                                 const Shape& shape, std::span<const Operand> ops,

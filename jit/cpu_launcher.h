@@ -25,6 +25,12 @@ class CpuLauncher final : public KernelLauncher {
                       std::span<const LaunchOperand> inputs, std::span<const LaunchOperand> outputs,
                       std::span<const std::int64_t> scalars) override;
 
+  std::unique_ptr<RowKernel> row_kernel(const FusedProgram& program, const ProgramFacts& facts,
+                                        const Shape& shape, std::span<const LaunchOperand> inputs,
+                                        std::span<const LaunchOperand> outputs,
+                                        std::span<const std::int64_t> scalars,
+                                        std::span<const int> buffered) override;
+
   void set_num_threads(int n) { num_threads_.store(n, std::memory_order_relaxed); }
   // Off: interpret everything (STREAMFUSE_JIT=interpret), whatever the cache holds.
   void set_compile(bool on) { compile_.store(on, std::memory_order_relaxed); }

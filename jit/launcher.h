@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "backends/backend.h"
@@ -14,6 +15,20 @@ struct LaunchOperand {
   const backends::TensorHandle* handle = nullptr;
   Shape shape;  // inputs broadcast to the launch shape; outputs have it
   DType dtype = kF32;
+};
+
+// A reduction kernel's launch (row_kernel()) computed a few of its rows at a time, some of its
+// operands read from or written to buffers that hold only those rows: the middle of a chain of
+// products (backends::Backend::execute_product_chain), whose intermediates never reach memory.
+class RowKernel {
+ public:
+  virtual ~RowKernel() = default;
+  // Rows [row, row + count) of the launch (rows as the reduction's result numbers them), exactly
+  // as launch() computes them. buffers[i] holds operand buffered[i]'s elements of those rows,
+  // contiguous, row after row (written there for an output). Safe to call from several threads
+  // at once on disjoint rows; never throws.
+  virtual void rows(std::int64_t row, std::int64_t count,
+                    std::span<char* const> buffers) const noexcept = 0;
 };
 
 class KernelLauncher {
@@ -37,6 +52,22 @@ class KernelLauncher {
                               std::span<const std::int64_t> scalars) {
     (void)program, (void)facts, (void)shape, (void)inputs, (void)outputs, (void)scalars;
     return false;
+  }
+
+  // The launch as a RowKernel, or null where this launcher has none for it now: a reduction over
+  // the innermost dimension walked by rows, whose compiled kernel is ready (one is asked for as
+  // launch() would: a later call finds it). `buffered` indexes inputs then outputs; each
+  // buffered operand's handle is only looked at for its strides (its storage may be empty), which
+  // must lay it out contiguously over `shape`.
+  virtual std::unique_ptr<RowKernel> row_kernel(const FusedProgram& program,
+                                                const ProgramFacts& facts, const Shape& shape,
+                                                std::span<const LaunchOperand> inputs,
+                                                std::span<const LaunchOperand> outputs,
+                                                std::span<const std::int64_t> scalars,
+                                                std::span<const int> buffered) {
+    (void)program, (void)facts, (void)shape, (void)inputs, (void)outputs, (void)scalars,
+        (void)buffered;
+    return nullptr;
   }
 
   // True for a launcher with no fallback, whose launch() throws when a kernel cannot be built

@@ -163,6 +163,7 @@ FusionStats DeviceRuntime::fusion_stats() const {
   }
   s.ops_prepared = static_cast<std::int64_t>(preparer_->prepared());
   s.fused_products = parts_.backend->fused_products();
+  s.chained_products = parts_.backend->chained_products();
   const jit::KernelLauncher::Counts launches = parts_.launcher->counts();
   s.compiled_launches = static_cast<std::int64_t>(launches.compiled);
   s.interpreted_launches = static_cast<std::int64_t>(launches.interpreted);

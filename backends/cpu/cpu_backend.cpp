@@ -155,6 +155,27 @@ void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inpu
   report_first_use(op, {m[0].strides, m[1].strides});
 }
 
+bool CpuBackend::execute_product_chain(const core::OpDesc& first, std::span<TensorHandle> inputs,
+                                       const RowStage& stage, const core::OpDesc& second,
+                                       const TensorHandle& second_b, TensorHandle& out) {
+  for (const core::OpDesc* op : {&first, &second}) {
+    if (op->attrs.dtype != kF32 || op->outputs[0].dtype != kF32) return false;
+    for (const core::TensorDesc& in : op->inputs)
+      if (in.dtype != kF32) return false;
+  }
+  const MatmulOperand a{element_ptr(inputs[0], kF32), first.inputs[0].shape, inputs[0].strides};
+  const MatmulOperand b{element_ptr(inputs[1], kF32), first.inputs[1].shape, inputs[1].strides};
+  const MatmulOperand v{element_ptr(second_b, kF32), second.inputs[1].shape, second_b.strides};
+  const core::TensorDesc& od = second.outputs[0];
+  TensorHandle result = allocate(od.shape, kF32);
+  if (!matmul_.run_chain(a, b, first.outputs[0].shape, stage, v, result.storage.data(), od.shape,
+                         threads()))
+    return false;  // the block goes back to the allocator unused
+  out = std::move(result);
+  chained_products_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 bool CpuBackend::execute_product(const core::OpDesc& product, std::span<TensorHandle> inputs,
                                  std::span<const ProductStep> steps, TensorHandle& out) {
   const core::TensorDesc& od = product.outputs[0];

@@ -41,6 +41,14 @@ class CpuBackend final : public Backend {
   std::int64_t fused_products() const override {
     return fused_products_.load(std::memory_order_relaxed);
   }
+  // Through the batched GEMM, where both products run in it (MatmulEngine::run_chain).
+  bool execute_product_chain(const core::OpDesc& first, std::span<TensorHandle> inputs,
+                             const RowStage& stage, const core::OpDesc& second,
+                             const TensorHandle& second_b, TensorHandle& out) override;
+  bool chains_products() const override { return true; }
+  std::int64_t chained_products() const override {
+    return chained_products_.load(std::memory_order_relaxed);
+  }
   // Matmuls of float dtypes: their oneDNN primitive.
   bool prepare(const PreparedOp& p) override;
   void set_prepared_listener(std::function<void(const PreparedOp&)> listener) override;
@@ -76,6 +84,7 @@ class CpuBackend final : public Backend {
   const KernelTable& kernels_;
   std::atomic<int> num_threads_{0};
   std::atomic<std::int64_t> fused_products_{0};
+  std::atomic<std::int64_t> chained_products_{0};
   std::mutex listener_mutex_;  // set once at start-up, read on first uses: never contended
   std::function<void(const PreparedOp&)> listener_;
 };

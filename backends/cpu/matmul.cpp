@@ -168,11 +168,17 @@ void run_dot_rows(const MatmulLayout& l, const void* a, const void* b, void* out
   kernels().dot_rows(args);
 }
 
-// The product as RowProductArgs, for `kernel` (combine_rows or batched_gemm).
-void run_row_product(void (*kernel)(const RowProductArgs&), const MatmulLayout& l, const void* a,
-                     const void* b, void* out, int num_threads,
-                     std::span<const ProductPostOp> on_layout) {
+// A product as RowProductArgs, with the offsets and steps they point to: filled in place
+// (fill_row_product) and not moved after, since args points into it.
+struct RowProduct {
   RowProductArgs args;
+  boost::container::small_vector<std::int64_t, 32> a_offsets, b_offsets, step_offsets;
+  std::array<DotRowsStep, kMaxProductPostOps> steps;
+};
+
+void fill_row_product(RowProduct& p, const MatmulLayout& l, const void* a, const void* b, void* out,
+                      int num_threads, std::span<const ProductPostOp> on_layout) {
+  RowProductArgs& args = p.args;
   args.a = static_cast<const float*>(a);
   args.a_row_stride = l.a.row_stride;
   args.a_col_stride = l.a.col_stride;
@@ -185,16 +191,27 @@ void run_row_product(void (*kernel)(const RowProductArgs&), const MatmulLayout& 
   args.batches = l.batch_count();
   args.out = static_cast<float*>(out);
   args.num_threads = num_threads;
-  boost::container::small_vector<std::int64_t, 32> a_offsets, b_offsets;
-  args.a_offsets = matrix_offsets(l, l.a, a_offsets);
-  args.b_offsets = matrix_offsets(l, l.b, b_offsets);
-  std::array<DotRowsStep, kMaxProductPostOps> steps;
-  boost::container::small_vector<std::int64_t, 32> step_offsets;
+  args.a_offsets = matrix_offsets(l, l.a, p.a_offsets);
+  args.b_offsets = matrix_offsets(l, l.b, p.b_offsets);
   if (!on_layout.empty()) {
-    args.num_steps = dot_rows_steps(l, on_layout, 1, 0, steps, step_offsets);
-    args.steps = steps.data();
+    args.num_steps = dot_rows_steps(l, on_layout, 1, 0, p.steps, p.step_offsets);
+    args.steps = p.steps.data();
   }
-  kernel(args);
+}
+
+// The product as RowProductArgs, for `kernel` (combine_rows or batched_gemm).
+void run_row_product(void (*kernel)(const RowProductArgs&), const MatmulLayout& l, const void* a,
+                     const void* b, void* out, int num_threads,
+                     std::span<const ProductPostOp> on_layout) {
+  RowProduct p;
+  fill_row_product(p, l, a, b, out, num_threads, on_layout);
+  kernel(p.args);
+}
+
+// RowChainArgs::stage calling a RowStage.
+void stage_rows(const void* context, std::int64_t matrix, std::int64_t row, std::int64_t count,
+                const float* in, float* out) {
+  static_cast<const RowStage*>(context)->rows(matrix, row, count, in, out);
 }
 
 // `post_ops` with strides over the layout's dimensions [batch..., m, n] instead of the product's:
@@ -282,6 +299,40 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
                 " (status " + std::to_string(static_cast<int>(e.status)) +
                 "); a contiguous copy of the operands may work around an unsupported layout");
   }
+}
+
+bool MatmulEngine::run_chain(const MatmulOperand& a, const MatmulOperand& b,
+                             const Shape& first_shape, const RowStage& stage,
+                             const MatmulOperand& second_b, void* out, const Shape& out_shape,
+                             int num_threads) {
+  check_product_shapes(kF32, a, b, first_shape);
+  // The second product's left operand: the stage's result, contiguous (its data is the chain's
+  // buffers, never this pointer).
+  const MatmulOperand second_a{nullptr, first_shape, contiguous_strides(first_shape)};
+  check_product_shapes(kF32, second_a, second_b, out_shape);
+  if (first_shape.numel() == 0 || out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0)
+    return false;
+  const MatmulLayout first = make_matmul_layout(a, b, first_shape);
+  const MatmulLayout second = make_matmul_layout(second_a, second_b, out_shape);
+  // Both in the batched GEMM, over the same matrices, rows and columns.
+  if (own_kernel(kF32, first) != OwnKernel::kBatchedGemm ||
+      own_kernel(kF32, second) != OwnKernel::kBatchedGemm || second.m != first.m ||
+      second.k != first.n || second.batch_rank != first.batch_rank ||
+      second.a.row_stride != first.n || second.a.col_stride != 1)
+    return false;
+  for (int d = 0; d < first.batch_rank; ++d)
+    if (second.batch[static_cast<std::size_t>(d)] != first.batch[static_cast<std::size_t>(d)])
+      return false;
+  RowChainArgs chain;
+  RowProduct p1, p2;
+  fill_row_product(p1, first, a.data, b.data, nullptr, num_threads, {});
+  fill_row_product(p2, second, nullptr, second_b.data, out, num_threads, {});
+  chain.first = p1.args;
+  chain.second = p2.args;
+  chain.stage = &stage_rows;
+  chain.context = &stage;
+  kernels().batched_gemm_chain(chain);
+  return true;
 }
 
 bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOperand& b,

@@ -56,6 +56,16 @@ class MatmulEngine {
   bool run(const MatmulOperand& a, const MatmulOperand& b, void* out, const Shape& out_shape,
            int num_threads, std::span<const ProductPostOp> post_ops, bool* applied);
 
+  // a @ b (f32, into first_shape), `stage` over its rows, and their result @ second_b into `out`
+  // (contiguous, of out_shape), a tile of rows at a time through the batched GEMM
+  // (kernels.h, RowChainArgs): attention's q @ k^T, softmax, att @ v without writing the scores
+  // or the weights to memory. Returns false, having run nothing, unless both products run in the
+  // batched GEMM (b per matrix, a's rows contiguous, a CPU with FMA) over the same matrices.
+  // Throws ShapeError when the shapes are not those of the two products.
+  bool run_chain(const MatmulOperand& a, const MatmulOperand& b, const Shape& first_shape,
+                 const RowStage& stage, const MatmulOperand& second_b, void* out,
+                 const Shape& out_shape, int num_threads);
+
   // Creates the oneDNN primitive run() would use for operands of these shapes and strides
   // (their data is not read), unless it exists. Returns false where run() uses none (integer
   // dtypes, empty products). Throws Error when the shapes are not those of a product into

@@ -7,6 +7,8 @@
 #include "fusion/builders/elementwise/codec.h"
 #include "fusion/builders/matmul/builder.h"
 #include "fusion/builders/matmul/codec.h"
+#include "fusion/builders/product_chain/builder.h"
+#include "fusion/builders/product_chain/codec.h"
 #include "fusion/builders/reduce/builder.h"
 #include "fusion/builders/reduce/codec.h"
 #include "streamfuse/error.h"
@@ -26,6 +28,8 @@ std::vector<OptimizationKind> built_in() {
       {"reduce", &make<ReduceBuilder>, &kReduceCodec},
       {"matmul", &make<MatmulBuilder>, &kMatmulCodec,
        [](const backends::Backend& b) { return b.fuses_product_epilogues(); }},
+      {"product_chain", &make<ProductChainBuilder>, &kProductChainCodec,
+       [](const backends::Backend& b) { return b.chains_products(); }},
   };
 }
 

@@ -43,6 +43,11 @@ struct FusionStats {
   // scaling) as they stored their result, one write instead of one per step (a plan of the
   // matmul kind, on a backend that fuses product epilogues: the CPU's oneDNN post-ops).
   std::int64_t fused_products = 0;
+  // Chains of a product, a row-wise kernel over its result and a second product of that
+  // (attention's q @ k^T, softmax, att @ v) run a tile of rows at a time, neither intermediate
+  // written to memory (a plan of the product-chain kind, on a backend that chains products: the
+  // CPU's batched GEMM, on CPUs with FMA).
+  std::int64_t chained_products = 0;
 };
 
 // What fusion on `device` has done so far in this process.

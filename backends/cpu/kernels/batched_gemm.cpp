@@ -2,7 +2,8 @@
 // attention's q @ k^T and att @ v over more rows than the few-row kernels take. A register tile of
 // kRows rows by kVectors vectors of columns accumulates fused multiply-adds over j in order, from a
 // panel of b packed for its columns (contiguous along them, zero beyond n); a's rows are read in
-// place, one broadcast per row and j.
+// place, one broadcast per row and j. batched_gemm_chain runs two such products with a row-wise
+// stage between them a task's rows at a time (attention: kernels.h, RowChainArgs).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -107,12 +108,13 @@ void pack_b(const RowProductArgs& g, std::int64_t batch, std::vector<float>& pac
   }
 }
 
-// Rows [r0, r0 + rows) of matrix `batch` (rows at most kTaskRows), from its packed b.
+// Rows [r0, r0 + rows) of matrix `batch` (rows at most kTaskRows), from its packed b: row r0 of
+// a at `a` (rows lda apart), row r0 of the result stored at `out` (rows ldc apart). Steps index
+// their operands by the rows' places in the matrix, wherever they are stored.
 void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std::int64_t rows,
+               const float* a, std::int64_t lda, float* out, std::int64_t ldc,
                const std::vector<float>& packed, std::vector<float>& padded) {
   alignas(64) float tile[kRows * kPanel];
-  const float* a = g.a + (g.a_offsets ? g.a_offsets[batch] : 0);
-  float* out = g.out + batch * g.m * g.n;
   // Steps of one value per matrix go into the tile (the attention scale: applied to each stored
   // run instead, q @ k^T of [8, 12, 512, 64] took 14.1 ms instead of 10.5); the others follow
   // each row's run.
@@ -127,43 +129,52 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
     ops[s] = g.steps[s].op;
     values[s] = g.steps[s].data[g.steps[s].batch_offsets ? g.steps[s].batch_offsets[batch] : 0];
   }
-  for (std::int64_t t = r0; t < r0 + rows; t += kRows) {
-    const std::int64_t height = std::min<std::int64_t>(kRows, r0 + rows - t);
-    const float* rows_of_a = a + t * g.a_row_stride;
-    std::int64_t lda = g.a_row_stride;
+  for (std::int64_t t = 0; t < rows; t += kRows) {
+    const std::int64_t height = std::min<std::int64_t>(kRows, rows - t);
+    const float* rows_of_a = a + t * lda;
+    std::int64_t tile_lda = lda;
     if (height < kRows) {  // the last rows: copied beside zero rows, whose sums are not stored
       padded.assign(static_cast<std::size_t>(kRows * g.k), 0.0f);
       for (std::int64_t r = 0; r < height; ++r)
-        std::copy_n(rows_of_a + r * g.a_row_stride, g.k, padded.data() + r * g.k);
+        std::copy_n(rows_of_a + r * lda, g.k, padded.data() + r * g.k);
       rows_of_a = padded.data();
-      lda = g.k;
+      tile_lda = g.k;
     }
     for (std::int64_t c0 = 0; c0 < g.n; c0 += kPanel) {
       const float* panel = packed.data() + (c0 / kPanel) * kPanel * g.k;
       const std::int64_t width = std::min(kPanel, g.n - c0);
       const bool whole = height == kRows && width == kPanel;
       if (whole)  // straight into the result
-        tile_sums(rows_of_a, lda, panel, g.k, out + t * g.n + c0, g.n, ops, values, tile_steps);
+        tile_sums(rows_of_a, tile_lda, panel, g.k, out + t * ldc + c0, ldc, ops, values,
+                  tile_steps);
       else
-        tile_sums(rows_of_a, lda, panel, g.k, tile, kPanel, ops, values, tile_steps);
+        tile_sums(rows_of_a, tile_lda, panel, g.k, tile, kPanel, ops, values, tile_steps);
       for (std::int64_t r = 0; r < height; ++r) {
-        float* dst = out + (t + r) * g.n + c0;
+        float* dst = out + (t + r) * ldc + c0;
         if (!whole) std::copy_n(tile + r * kPanel, width, dst);
-        if (!in_tile) apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, t + r, c0);
+        if (!in_tile) apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, r0 + t + r, c0);
       }
     }
   }
+}
+
+// Row r0 of matrix `batch` of g's a.
+const float* a_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0) {
+  return g.a + (g.a_offsets ? g.a_offsets[batch] : 0) + r0 * g.a_row_stride;
+}
+
+// At least ~128K multiply-adds per thread, so a small product does not pay for a fork.
+std::int64_t task_grain(std::int64_t multiply_adds_per_task) {
+  return std::max<std::int64_t>(
+      1, (std::int64_t{1} << 17) / std::max<std::int64_t>(multiply_adds_per_task, 1));
 }
 
 }  // namespace
 
 void batched_gemm(const RowProductArgs& g) {
   const std::int64_t tasks_per_matrix = (g.m + kTaskRows - 1) / kTaskRows;
-  // Ranges are contiguous per thread, so a thread packs each matrix's b once. At least ~128K
-  // multiply-adds per thread, so a small product does not pay for a fork.
-  const std::int64_t grain = std::max<std::int64_t>(
-      1, (std::int64_t{1} << 17) / std::max<std::int64_t>(kTaskRows * g.n * g.k, 1));
-  parallel_for(g.batches * tasks_per_matrix, grain, g.num_threads,
+  // Ranges are contiguous per thread, so a thread packs each matrix's b once.
+  parallel_for(g.batches * tasks_per_matrix, task_grain(kTaskRows * g.n * g.k), g.num_threads,
                [&](std::int64_t begin, std::int64_t end) {
                  std::vector<float> packed, padded;
                  std::int64_t packed_batch = -1;
@@ -174,7 +185,39 @@ void batched_gemm(const RowProductArgs& g) {
                      pack_b(g, batch, packed);
                      packed_batch = batch;
                    }
-                   task_rows(g, batch, r0, std::min(kTaskRows, g.m - r0), packed, padded);
+                   task_rows(g, batch, r0, std::min(kTaskRows, g.m - r0), a_rows(g, batch, r0),
+                             g.a_row_stride, g.out + (batch * g.m + r0) * g.n, g.n, packed, padded);
+                 }
+               });
+}
+
+// A task's rows go through the first product, the stage and the second product before the next
+// task's: its two buffers of kTaskRows rows of first.n floats (96 KiB each at 512 columns) and
+// the two packed b's of its matrix (128 KiB each for attention's k and v of 512 positions and 64
+// channels) stay in the core's cache.
+void batched_gemm_chain(const RowChainArgs& c) {
+  const RowProductArgs &f = c.first, &s = c.second;
+  const std::int64_t tasks_per_matrix = (f.m + kTaskRows - 1) / kTaskRows;
+  parallel_for(f.batches * tasks_per_matrix, task_grain(kTaskRows * (f.n * f.k + s.n * s.k)),
+               f.num_threads, [&](std::int64_t begin, std::int64_t end) {
+                 std::vector<float> packed_first, packed_second, padded;
+                 std::vector<float> scores(static_cast<std::size_t>(kTaskRows * f.n));
+                 std::vector<float> weights(scores.size());
+                 std::int64_t packed_batch = -1;
+                 for (std::int64_t t = begin; t < end; ++t) {
+                   const std::int64_t batch = t / tasks_per_matrix;
+                   const std::int64_t r0 = (t % tasks_per_matrix) * kTaskRows;
+                   const std::int64_t rows = std::min(kTaskRows, f.m - r0);
+                   if (batch != packed_batch) {
+                     pack_b(f, batch, packed_first);
+                     pack_b(s, batch, packed_second);
+                     packed_batch = batch;
+                   }
+                   task_rows(f, batch, r0, rows, a_rows(f, batch, r0), f.a_row_stride,
+                             scores.data(), f.n, packed_first, padded);
+                   c.stage(c.context, batch, r0, rows, scores.data(), weights.data());
+                   task_rows(s, batch, r0, rows, weights.data(), f.n,
+                             s.out + (batch * s.m + r0) * s.n, s.n, packed_second, padded);
                  }
                });
 }

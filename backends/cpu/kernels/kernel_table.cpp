@@ -15,6 +15,7 @@ void reduce(const ReduceArgs& a);
 void dot_rows(const DotRowsArgs& a);
 void combine_rows(const RowProductArgs& a);
 void batched_gemm(const RowProductArgs& a);
+void batched_gemm_chain(const RowChainArgs& a);
 ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);
@@ -35,6 +36,7 @@ const KernelTable& kernel_table() {
       dot_rows,
       combine_rows,
       batched_gemm,
+      batched_gemm_chain,
       {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round, chunk_fold}};
   return table;
 }

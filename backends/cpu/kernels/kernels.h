@@ -153,6 +153,22 @@ struct RowProductArgs {
 // routed to) and thread count. oneDNN ran these through its GEMM driver too (21-24 ms in every
 // fresh process).
 
+// Two batched GEMMs (batched_gemm above) with a row-wise stage between them, tile by tile:
+// attention's q @ k^T, softmax and att @ v. For each matrix i and tile of rows, `first`'s rows go
+// into a buffer, `stage` turns them into rows of second's a (both buffers contiguous, first.n
+// floats a row, in cache), and second's rows are stored: neither intermediate is written to
+// memory. first.out and second.a, a_offsets, a_row_stride are unused (the buffers stand in);
+// second.k == first.n, second.m == first.m, the same batches. Each result is the one the three
+// computed one after the other would store, on every thread count.
+struct RowChainArgs {
+  RowProductArgs first, second;
+  // Rows [row, row + count) of matrix `matrix`: `in` as first stored them, into `out`. Called
+  // from several threads at once, on disjoint rows.
+  void (*stage)(const void* context, std::int64_t matrix, std::int64_t row, std::int64_t count,
+                const float* in, float* out) = nullptr;
+  const void* context = nullptr;
+};
+
 struct Iteration;  // layout.h
 
 // One op over n contiguous values of its compute type (stream::OpKind semantics, as the eager
@@ -221,6 +237,7 @@ struct KernelTable {
   void (*dot_rows)(const DotRowsArgs&);
   void (*combine_rows)(const RowProductArgs&);
   void (*batched_gemm)(const RowProductArgs&);
+  void (*batched_gemm_chain)(const RowChainArgs&);
   ChunkOps chunk;
 };
 

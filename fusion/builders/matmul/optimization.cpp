@@ -5,37 +5,9 @@
 #include <boost/container/small_vector.hpp>
 
 #include "backends/backend.h"
+#include "fusion/offset_context.h"
 
 namespace streamfuse::fusion {
-
-namespace {
-
-// The segment seen from op `first` on: how the epilogue, built over the ops after the product,
-// runs inside it.
-class OffsetContext final : public ExecutionContext {
- public:
-  OffsetContext(ExecutionContext& base, std::size_t first) : base_(base), first_(first) {}
-  const core::OpDesc& op(std::size_t i) const override { return base_.op(first_ + i); }
-  void run_operation(std::size_t i) override { base_.run_operation(first_ + i); }
-  backends::TensorHandle handle(core::TensorId id, core::Failure* failure) override {
-    return base_.handle(id, failure);
-  }
-  void set_handle(core::TensorId id, backends::TensorHandle h) override {
-    base_.set_handle(id, std::move(h));
-  }
-  void set_failed(core::TensorId id, core::Failure why) override {
-    base_.set_failed(id, std::move(why));
-  }
-  void erase(core::TensorId id) override { base_.erase(id); }
-  backends::Backend& backend() override { return base_.backend(); }
-  jit::KernelLauncher& launcher() override { return base_.launcher(); }
-
- private:
-  ExecutionContext& base_;
-  std::size_t first_;
-};
-
-}  // namespace
 
 MatmulOptimization::MatmulOptimization(std::size_t len, std::vector<MatmulStep> steps,
                                        std::unique_ptr<Optimization> epilogue)

@@ -1,0 +1,171 @@
+#include "fusion/builders/product_chain/optimization.h"
+
+#include <array>
+#include <vector>
+
+#include <boost/container/small_vector.hpp>
+
+#include "backends/backend.h"
+#include "core/log.h"
+#include "fusion/offset_context.h"
+
+namespace streamfuse::fusion {
+namespace {
+
+const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
+  const core::OpDesc& op = context.op(s.op);
+  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
+}
+
+// The reduce kernel as the chain's stage: matrix m's rows are the kernel's rows from m * rows on.
+class KernelRows final : public backends::RowStage {
+ public:
+  KernelRows(const jit::RowKernel& kernel, std::int64_t rows_per_matrix)
+      : kernel_(kernel), rows_(rows_per_matrix) {}
+  // The kernel's buffered operands are P (the kernel reads it) and W (it writes it), in order.
+  void rows(std::int64_t matrix, std::int64_t row, std::int64_t count, const float* in,
+            float* out) const noexcept override {
+    const std::array<char*, 2> buffers{reinterpret_cast<char*>(const_cast<float*>(in)),
+                                       reinterpret_cast<char*>(out)};
+    kernel_.rows(matrix * rows_ + row, count, buffers);
+  }
+
+ private:
+  const jit::RowKernel& kernel_;
+  std::int64_t rows_;
+};
+
+}  // namespace
+
+ProductChainOptimization::ProductChainOptimization(std::size_t lead, std::size_t middle_len,
+                                                   std::size_t aside, std::size_t drops,
+                                                   std::unique_ptr<ReduceOptimization> middle)
+    : lead_(lead),
+      middle_len_(middle_len),
+      aside_(aside),
+      drops_(drops),
+      middle_(std::move(middle)) {}
+
+void ProductChainOptimization::run_chain_ops(ExecutionContext& context) const {
+  context.run_operation(0);
+  for (std::size_t i = middle_first(); i < middle_end(); ++i) context.run_operation(i);
+  for (std::size_t i = second(); i < len(); ++i) context.run_operation(i);
+}
+
+std::string ProductChainOptimization::describe() const {
+  return "product chain: product, " + middle_->describe() + ", product, a tile of rows at a time";
+}
+
+// The plan without the chain: the first product, the reduce kernel, the second product. All or
+// nothing as an optimization must be: the first product's inputs are erased only once the
+// kernel ran (it throws only before changing anything), and its result is taken back if the
+// kernel throws.
+void ProductChainOptimization::run_one_after_another(ExecutionContext& context) const {
+  const core::OpDesc& first = context.op(0);
+  const core::TensorId p = first.outputs[0].id;
+  core::Failure failure;
+  std::array<backends::TensorHandle, 2> inputs;
+  for (std::size_t i = 0; i < 2 && !failure; ++i)
+    inputs[i] = context.handle(first.inputs[i].id, &failure);
+  if (failure) {  // each op as unfused: its failure passes to what reads its result
+    run_chain_ops(context);
+    return;
+  }
+  backends::TensorHandle product;
+  context.backend().execute(first, inputs, std::span(&product, 1));
+  context.set_handle(p, std::move(product));
+  OffsetContext middle(context, middle_first());
+  try {
+    middle_->execute(middle);
+  } catch (...) {
+    context.erase(p);
+    throw;
+  }
+  for (const core::TensorDesc& in : first.inputs)
+    if (in.status == core::TensorStatus::kReadWrite) context.erase(in.id);
+  for (std::size_t i = second(); i < len(); ++i) context.run_operation(i);
+}
+
+bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
+  backends::Backend& backend = context.backend();
+  const core::OpDesc& first = context.op(0);
+  const core::OpDesc& second = context.op(this->second());
+  const core::TensorId p = first.outputs[0].id;
+  core::Failure failure;
+  std::array<backends::TensorHandle, 2> inputs;
+  for (std::size_t i = 0; i < 2 && !failure; ++i)
+    inputs[i] = context.handle(first.inputs[i].id, &failure);
+  const backends::TensorHandle v = context.handle(second.inputs[1].id, &failure);
+  if (failure) return false;
+
+  // The kernel's operands as the reduce optimization gives them, P and W buffered: their handles
+  // only say how a contiguous tensor of P's shape is laid out.
+  OffsetContext middle(context, middle_first());
+  const TracedBlock& k = middle_->kernel();
+  const std::vector<TracedTensor>& tensors = middle_->tensors();
+  const Shape& shape = first.outputs[0].shape;
+  backends::TensorHandle layout;
+  layout.strides = backends::contiguous_strides(shape);
+  boost::container::small_vector<backends::TensorHandle, 8> handles(k.inputs.size());
+  boost::container::small_vector<jit::LaunchOperand, 8> ins, outs;
+  int product_operand = -1;
+  for (std::size_t i = 0; i < k.inputs.size(); ++i) {
+    const core::TensorDesc& d = desc_at(middle, tensors[k.inputs[i]].source);
+    if (d.id == p) {
+      product_operand = static_cast<int>(i);
+      ins.push_back({&layout, d.shape, d.dtype});
+      continue;
+    }
+    handles[i] = context.handle(d.id, &failure);
+    if (failure) return false;
+    ins.push_back({&handles[i], d.shape, d.dtype});
+  }
+  if (product_operand < 0) return false;  // the builder takes only kernels that read P
+  outs.push_back({&layout, shape, kF32});
+  boost::container::small_vector<std::int64_t, 8> scalars;
+  for (std::size_t s = 0; s < k.scalars.size(); ++s) {
+    const Scalar& value = middle.op(k.scalars[s].op).scalars[k.scalars[s].slot];
+    scalars.push_back(jit::scalar_bits(k.program.scalars[s], value));
+  }
+  const std::array<int, 2> buffered{product_operand, static_cast<int>(ins.size())};
+  const std::unique_ptr<jit::RowKernel> rows =
+      context.launcher().row_kernel(k.program, k.facts, shape, ins, outs, scalars, buffered);
+  if (!rows) return false;
+  const KernelRows stage(*rows, shape[shape.rank() - 2]);
+  backends::TensorHandle result;
+  if (!backend.execute_product_chain(first, inputs, stage, second, v, result)) return false;
+
+  // As the three would leave them: the first product's inputs, the kernel's and the second
+  // product's b erased where this was their last use; P and W never existed.
+  for (const core::TensorDesc& in : first.inputs)
+    if (in.status == core::TensorStatus::kReadWrite) context.erase(in.id);
+  for (const TracedTensor& t : tensors) {
+    const core::TensorDesc& d = desc_at(middle, t.source);
+    if (t.erase && d.id != p) context.erase(d.id);
+  }
+  if (second.inputs[1].status == core::TensorStatus::kReadWrite) context.erase(second.inputs[1].id);
+  context.set_handle(second.outputs[0].id, std::move(result));
+  // The drops after it; those of P and W (held by a variable until then) have nothing to drop.
+  for (std::size_t i = this->second() + 1; i < len(); ++i) {
+    const core::TensorId dropped = context.op(i).inputs[0].id;
+    if (dropped != p && dropped != second.inputs[0].id) context.run_operation(i);
+  }
+  return true;
+}
+
+// The views before and after the middle run first, on their own (they read nothing the chain
+// makes). After them the optimization no longer throws: where the chain or the
+// products one after the other fail (they change nothing then), the other ops run one by one.
+void ProductChainOptimization::execute(ExecutionContext& context) {
+  for (std::size_t i = 1; i < middle_first(); ++i) context.run_operation(i);
+  for (std::size_t i = middle_end(); i < second(); ++i) context.run_operation(i);
+  try {
+    if (!run_tiled(context)) run_one_after_another(context);
+  } catch (const std::exception& e) {
+    core::warn_once(std::string("product-chain-fallback:") + e.what(),
+                    std::string("a fused segment failed and ran unfused instead: ") + e.what());
+    run_chain_ops(context);
+  }
+}
+
+}  // namespace streamfuse::fusion
