@@ -83,6 +83,14 @@ class RowStage {
   // Called from several threads at once, on disjoint rows; never throws.
   virtual void rows(std::int64_t matrix, std::int64_t row, std::int64_t count, const float* in,
                     float* out) const noexcept = 0;
+  // How many of the first product's columns, from the first, those rows' results depend on, or
+  // -1 for all: `in` need not hold the others' values (a causal mask makes the rest of each row
+  // -inf whatever the product was there, and the chain does not compute them).
+  virtual std::int64_t columns(std::int64_t matrix, std::int64_t row,
+                               std::int64_t count) const noexcept {
+    (void)matrix, (void)row, (void)count;
+    return -1;
+  }
 };
 
 // The settings of Config that concern a backend.

@@ -214,6 +214,12 @@ void stage_rows(const void* context, std::int64_t matrix, std::int64_t row, std:
   static_cast<const RowStage*>(context)->rows(matrix, row, count, in, out);
 }
 
+// RowChainArgs::columns asking the RowStage.
+std::int64_t stage_columns(const void* context, std::int64_t matrix, std::int64_t row,
+                           std::int64_t count) {
+  return static_cast<const RowStage*>(context)->columns(matrix, row, count);
+}
+
 // `post_ops` with strides over the layout's dimensions [batch..., m, n] instead of the product's:
 // the same for batch dimensions, 0 for an m or n that a 1-D operand leaves out of the product.
 std::array<ProductPostOp, kMaxProductPostOps> post_ops_on_layout(
@@ -330,6 +336,7 @@ bool MatmulEngine::run_chain(const MatmulOperand& a, const MatmulOperand& b,
   chain.first = p1.args;
   chain.second = p2.args;
   chain.stage = &stage_rows;
+  chain.columns = &stage_columns;
   chain.context = &stage;
   kernels().batched_gemm_chain(chain);
   return true;

@@ -161,6 +161,37 @@ TEST_F(ProductChainTest, MasksThatVaryPerBatchOrHeadAndNoMask) {
       1);
 }
 
+// The chain skips the scores a causal mask discards and the weights' zero tail: infinities and
+// NaNs there give the unfused bits (an infinite v row where the weights are zero makes NaNs, as
+// unfused: the chain sums those rows in full).
+TEST_F(ProductChainTest, NonFiniteValuesWhereTheMaskDiscardsThem) {
+  const std::int64_t b = 1, h = 2, t = 70, d = 8;
+  const Tensor mask = causal_mask(t);
+  std::vector<double> q_values(static_cast<std::size_t>(b * h * t * d), 0.5);
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (double& x : q_values) x = u(rng);
+  std::vector<double> k_values = q_values, v_values = q_values;
+  // k's last position is NaN (only the last query reads it), v's last position infinite.
+  for (std::int64_t i = 0; i < h; ++i)
+    for (std::int64_t c = 0; c < d; ++c) {
+      k_values[static_cast<std::size_t>((i * t + t - 1) * d + c)] = NAN;
+      v_values[static_cast<std::size_t>((i * t + t - 1) * d + c)] = INFINITY;
+    }
+  const Tensor q = sf::testing::tensor_of(q_values, {b, h, t, d}, sf::kF32);
+  const Tensor k = sf::testing::tensor_of(k_values, {b, h, t, d}, sf::kF32);
+  const Tensor v = sf::testing::tensor_of(v_values, {b, h, t, d}, sf::kF32);
+  const Tensor finite_v = sf::testing::tensor_of(q_values, {b, h, t, d}, sf::kF32);
+  for (const Tensor* values : {&v, &finite_v})
+    check(
+        values == &v ? "infinite v" : "finite v",
+        [&] {
+          Tensor s = sf::where(mask, sf::matmul(q, k.transpose(-2, -1)) * 0.3f, -INFINITY);
+          return std::vector<Tensor>{sf::matmul(sf::nn::softmax(std::move(s), -1), *values)};
+        },
+        1);
+}
+
 TEST_F(ProductChainTest, OtherRowKernelsInTheMiddle) {
   const Tensor a = random_tensor({3, 20, 12}, 7), b = random_tensor({3, 12, 30}, 8);
   const Tensor c = random_tensor({3, 30, 9}, 9);
@@ -230,6 +261,41 @@ TEST_F(ProductChainTest, BadInputIsAnErrorAtItsCallAndNothingIsLost) {
   const std::vector<unsigned char> expected = bytes_of(good);
   EXPECT_THROW((void)sf::matmul(att(), bad_v), sf::ShapeError);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(bytes_of(sf::matmul(att(), v)), expected);
+}
+
+// The mask guards the product only where every use of it ends in where's true branch.
+TEST(ProductChainGuard, OnlyAWhereOverEveryUseGuardsTheProduct) {
+  const Tensor p_in = sf::randn({1, 2, 8, 8}), mask = causal_mask(8), bias = sf::randn({8});
+  const auto guard_of = [&](const std::function<Tensor(Tensor)>& middle) {
+    const Tensor q = sf::randn({1, 2, 8, 4}), k_t = sf::randn({1, 2, 4, 8}),
+                 v = sf::randn({1, 2, 8, 4});
+    sf::synchronize();
+    Tensor y;
+    const auto ops =
+        sf::testing::record_without_running([&] { y = sf::matmul(middle(sf::matmul(q, k_t)), v); });
+    sf::fusion::ProductChainBuilder builder;
+    sf::testing::feed(builder, ops);
+    if (builder.len() == 0) return -2;
+    const auto plan = sf::testing::plan_of(builder, ops);
+    const auto& chain =
+        dynamic_cast<const sf::fusion::ProductChainOptimization&>(*plan->optimization);
+    return chain.guard_for_testing();
+  };
+  EXPECT_GE(guard_of([&](Tensor p) {
+              return sf::nn::softmax(sf::where(mask, std::move(p) * 0.5f, -INFINITY), -1);
+            }),
+            0);
+  EXPECT_EQ(guard_of([&](Tensor p) { return sf::nn::softmax(std::move(p) + bias, -1); }), -1);
+  EXPECT_EQ(guard_of([&](Tensor p) {
+              Tensor twice = p * 2.0f;
+              return sf::nn::softmax(sf::where(mask, std::move(p), std::move(twice)), -1);
+            }),
+            -1);
+  EXPECT_EQ(guard_of([&](Tensor p) {
+              Tensor m = sf::max(p, -1, true);
+              return sf::nn::softmax(sf::where(mask, std::move(p) - std::move(m), -INFINITY), -1);
+            }),
+            -1);
 }
 
 // A chain's plan persists as its ops: decoding replays the builder, which must take all of them.

@@ -108,12 +108,22 @@ void pack_b(const RowProductArgs& g, std::int64_t batch, std::vector<float>& pac
   }
 }
 
+// What a chain's task computes of a product: columns [0, n) (the rest stored as zeros), and the
+// sums over j < k only (the terms after it are zero products: a's values there are zeros and b's
+// rows finite, so each would add a zero to its sum and leave it as it is; a sum is never -0).
+struct Limits {
+  std::int64_t n, k;
+};
+
 // Rows [r0, r0 + rows) of matrix `batch` (rows at most kTaskRows), from its packed b: row r0 of
 // a at `a` (rows lda apart), row r0 of the result stored at `out` (rows ldc apart). Steps index
 // their operands by the rows' places in the matrix, wherever they are stored.
 void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std::int64_t rows,
                const float* a, std::int64_t lda, float* out, std::int64_t ldc,
-               const std::vector<float>& packed, std::vector<float>& padded) {
+               const std::vector<float>& packed, std::vector<float>& padded,
+               Limits limits = {-1, -1}) {
+  const std::int64_t n_end = limits.n < 0 ? g.n : limits.n;
+  const std::int64_t k_end = limits.k < 0 ? g.k : limits.k;
   alignas(64) float tile[kRows * kPanel];
   // Steps of one value per matrix go into the tile (the attention scale: applied to each stored
   // run instead, q @ k^T of [8, 12, 512, 64] took 14.1 ms instead of 10.5); the others follow
@@ -140,22 +150,52 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
       rows_of_a = padded.data();
       tile_lda = g.k;
     }
-    for (std::int64_t c0 = 0; c0 < g.n; c0 += kPanel) {
+    std::int64_t c0 = 0;
+    for (; c0 < n_end; c0 += kPanel) {
       const float* panel = packed.data() + (c0 / kPanel) * kPanel * g.k;
       const std::int64_t width = std::min(kPanel, g.n - c0);
       const bool whole = height == kRows && width == kPanel;
       if (whole)  // straight into the result
-        tile_sums(rows_of_a, tile_lda, panel, g.k, out + t * ldc + c0, ldc, ops, values,
+        tile_sums(rows_of_a, tile_lda, panel, k_end, out + t * ldc + c0, ldc, ops, values,
                   tile_steps);
       else
-        tile_sums(rows_of_a, tile_lda, panel, g.k, tile, kPanel, ops, values, tile_steps);
+        tile_sums(rows_of_a, tile_lda, panel, k_end, tile, kPanel, ops, values, tile_steps);
       for (std::int64_t r = 0; r < height; ++r) {
         float* dst = out + (t + r) * ldc + c0;
         if (!whole) std::copy_n(tile + r * kPanel, width, dst);
         if (!in_tile) apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, r0 + t + r, c0);
       }
     }
+    if (c0 < g.n)
+      for (std::int64_t r = 0; r < height; ++r)
+        std::fill(out + (t + r) * ldc + c0, out + (t + r) * ldc + g.n, 0.0f);
   }
+}
+
+// 1 + the last row of a packed b (k rows, `panels` panels) holding an infinity or a NaN, or 0.
+std::int64_t rows_to_last_nonfinite(const std::vector<float>& packed, std::int64_t k,
+                                    std::int64_t panels) {
+  for (std::int64_t j = k - 1; j >= 0; --j)
+    for (std::int64_t p = 0; p < panels; ++p) {
+      const float* row = packed.data() + (p * k + j) * kPanel;
+      for (std::int64_t c = 0; c < kPanel; ++c)
+        if (!std::isfinite(row[c])) return j + 1;
+    }
+  return 0;
+}
+
+// 1 + the last column holding a nonzero value (or a NaN) in any of `rows` rows of n values, or 0.
+std::int64_t columns_to_last_nonzero(const float* values, std::int64_t rows, std::int64_t n) {
+  std::int64_t end = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = values + r * n;
+    for (std::int64_t c = n - 1; c >= end; --c)
+      if (row[c] != 0.0f) {  // true for a NaN
+        end = c + 1;
+        break;
+      }
+  }
+  return end;
 }
 
 // Row r0 of matrix `batch` of g's a.
@@ -203,7 +243,7 @@ void batched_gemm_chain(const RowChainArgs& c) {
                  std::vector<float> packed_first, packed_second, padded;
                  std::vector<float> scores(static_cast<std::size_t>(kTaskRows * f.n));
                  std::vector<float> weights(scores.size());
-                 std::int64_t packed_batch = -1;
+                 std::int64_t packed_batch = -1, nonfinite_rows = 0;
                  for (std::int64_t t = begin; t < end; ++t) {
                    const std::int64_t batch = t / tasks_per_matrix;
                    const std::int64_t r0 = (t % tasks_per_matrix) * kTaskRows;
@@ -211,13 +251,22 @@ void batched_gemm_chain(const RowChainArgs& c) {
                    if (batch != packed_batch) {
                      pack_b(f, batch, packed_first);
                      pack_b(s, batch, packed_second);
+                     nonfinite_rows =
+                         rows_to_last_nonfinite(packed_second, s.k, (s.n + kPanel - 1) / kPanel);
                      packed_batch = batch;
                    }
+                   // Columns the stage reads nothing of (a causal mask's) are not computed.
+                   const std::int64_t asked =
+                       c.columns ? c.columns(c.context, batch, r0, rows) : -1;
+                   const std::int64_t columns = asked < 0 ? f.n : std::min(asked, f.n);
                    task_rows(f, batch, r0, rows, a_rows(f, batch, r0), f.a_row_stride,
-                             scores.data(), f.n, packed_first, padded);
+                             scores.data(), f.n, packed_first, padded, {columns, -1});
                    c.stage(c.context, batch, r0, rows, scores.data(), weights.data());
+                   // The weights' zero columns at the end (the masked positions) add nothing.
+                   const std::int64_t k =
+                       std::max(columns_to_last_nonzero(weights.data(), rows, f.n), nonfinite_rows);
                    task_rows(s, batch, r0, rows, weights.data(), f.n,
-                             s.out + (batch * s.m + r0) * s.n, s.n, packed_second, padded);
+                             s.out + (batch * s.m + r0) * s.n, s.n, packed_second, padded, {-1, k});
                  }
                });
 }

@@ -159,13 +159,20 @@ struct RowProductArgs {
 // floats a row, in cache), and second's rows are stored: neither intermediate is written to
 // memory. first.out and second.a, a_offsets, a_row_stride are unused (the buffers stand in);
 // second.k == first.n, second.m == first.m, the same batches. Each result is the one the three
-// computed one after the other would store, on every thread count.
+// computed one after the other would store, on every thread count. The second product's sums
+// stop at the last nonzero weight of a task's rows where the rest of v's rows are finite (the
+// terms after it would each add a zero).
 struct RowChainArgs {
   RowProductArgs first, second;
   // Rows [row, row + count) of matrix `matrix`: `in` as first stored them, into `out`. Called
   // from several threads at once, on disjoint rows.
   void (*stage)(const void* context, std::int64_t matrix, std::int64_t row, std::int64_t count,
                 const float* in, float* out) = nullptr;
+  // Null, or how many of first's columns (from the first) those rows' stage depends on (negative:
+  // all): the others are not computed (zeros stand in for them). A causal mask's rows need fewer
+  // than n.
+  std::int64_t (*columns)(const void* context, std::int64_t matrix, std::int64_t row,
+                          std::int64_t count) = nullptr;
   const void* context = nullptr;
 };
 

@@ -19,6 +19,7 @@ void ProductChainBuilder::reset() {
   middle_.reset();
   shape_ = Shape();
   product_ = weights_ = 0;
+  product_input_ = -1;
   product_bytes_ = 0;
 }
 
@@ -118,7 +119,11 @@ bool ProductChainBuilder::middle_fits() {
       return false;
     }
   }
-  if (!reads_product) return false;
+  product_input_ = -1;
+  for (std::size_t i = 0; i < k.inputs.size(); ++i)
+    if (desc(reduce->tensors()[k.inputs[i]].source).id == product_)
+      product_input_ = static_cast<int>(i);
+  if (!reads_product || product_input_ < 0) return false;
   made_.clear();
   made_.push_back(product_);
   for (std::size_t i = middle_first(); i < middle_first() + middle_len_; ++i)
@@ -178,6 +183,7 @@ std::unique_ptr<Optimization> ProductChainBuilder::build() const {
     throw Error("product chain builder: the middle is not the reduce kernel it took");
   middle.release();
   return std::make_unique<ProductChainOptimization>(lead_, middle_len_, aside_, len_ - second_ - 1,
+                                                    product_input_,
                                                     std::unique_ptr<ReduceOptimization>(reduce));
 }
 

@@ -75,6 +75,7 @@ class ProductChainBuilder final : public OptimizationBuilder {
   Shape shape_;                     // P's (relative)
   core::TensorId product_ = 0;      // P
   core::TensorId weights_ = 0;      // W
+  int product_input_ = -1;          // the middle kernel's input that P is
   std::int64_t product_bytes_ = 0;  // P's, at the sizes explored
 };
 

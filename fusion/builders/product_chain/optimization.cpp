@@ -6,7 +6,9 @@
 #include <boost/container/small_vector.hpp>
 
 #include "backends/backend.h"
+#include "backends/views.h"
 #include "core/log.h"
+#include "fusion/builders/product_chain/guard.h"
 #include "fusion/offset_context.h"
 
 namespace streamfuse::fusion {
@@ -17,11 +19,44 @@ const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
   return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
 }
 
+// The bool input that guards P (guard.h), viewed over P's shape: which columns of a tile's rows
+// the kernel reads P at.
+struct Guard {
+  const unsigned char* data = nullptr;  // null: no guard, every column is read
+  std::array<std::int64_t, kMaxRank> strides{};
+  Shape shape;  // P's
+};
+
 // The reduce kernel as the chain's stage: matrix m's rows are the kernel's rows from m * rows on.
 class KernelRows final : public backends::RowStage {
  public:
-  KernelRows(const jit::RowKernel& kernel, std::int64_t rows_per_matrix)
-      : kernel_(kernel), rows_(rows_per_matrix) {}
+  KernelRows(const jit::RowKernel& kernel, std::int64_t rows_per_matrix, Guard guard)
+      : kernel_(kernel), rows_(rows_per_matrix), guard_(std::move(guard)) {}
+  // 1 + the last column where the guard is true in any of the rows (scanned from the end: a
+  // causal mask's row r reads r + 1 columns).
+  std::int64_t columns(std::int64_t matrix, std::int64_t row,
+                       std::int64_t count) const noexcept override {
+    if (!guard_.data) return -1;
+    const int rank = guard_.shape.rank();
+    std::int64_t offset = 0, rest = matrix;
+    for (int d = rank - 3; d >= 0; --d) {
+      offset += (rest % guard_.shape[d]) * guard_.strides[static_cast<std::size_t>(d)];
+      rest /= guard_.shape[d];
+    }
+    const std::int64_t n = guard_.shape[rank - 1];
+    const std::int64_t row_stride = guard_.strides[static_cast<std::size_t>(rank - 2)];
+    const std::int64_t column_stride = guard_.strides[static_cast<std::size_t>(rank - 1)];
+    std::int64_t end = 0;
+    for (std::int64_t r = row; r < row + count && end < n; ++r) {
+      const unsigned char* at = guard_.data + offset + r * row_stride;
+      for (std::int64_t c = n - 1; c >= end; --c)
+        if (at[c * column_stride]) {
+          end = c + 1;
+          break;
+        }
+    }
+    return end;
+  }
   // The kernel's buffered operands are P (the kernel reads it) and W (it writes it), in order.
   void rows(std::int64_t matrix, std::int64_t row, std::int64_t count, const float* in,
             float* out) const noexcept override {
@@ -33,17 +68,21 @@ class KernelRows final : public backends::RowStage {
  private:
   const jit::RowKernel& kernel_;
   std::int64_t rows_;
+  Guard guard_;
 };
 
 }  // namespace
 
 ProductChainOptimization::ProductChainOptimization(std::size_t lead, std::size_t middle_len,
                                                    std::size_t aside, std::size_t drops,
+                                                   int product_input,
                                                    std::unique_ptr<ReduceOptimization> middle)
     : lead_(lead),
       middle_len_(middle_len),
       aside_(aside),
       drops_(drops),
+      product_input_(product_input),
+      guard_(guarding_input(middle->kernel().program, product_input)),
       middle_(std::move(middle)) {}
 
 void ProductChainOptimization::run_chain_ops(ExecutionContext& context) const {
@@ -120,7 +159,8 @@ bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
     if (failure) return false;
     ins.push_back({&handles[i], d.shape, d.dtype});
   }
-  if (product_operand < 0) return false;  // the builder takes only kernels that read P
+  // The builder found P there; a segment that matched its plan has it there too.
+  if (product_operand != product_input_) return false;
   outs.push_back({&layout, shape, kF32});
   boost::container::small_vector<std::int64_t, 8> scalars;
   for (std::size_t s = 0; s < k.scalars.size(); ++s) {
@@ -131,7 +171,18 @@ bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
   const std::unique_ptr<jit::RowKernel> rows =
       context.launcher().row_kernel(k.program, k.facts, shape, ins, outs, scalars, buffered);
   if (!rows) return false;
-  const KernelRows stage(*rows, shape[shape.rank() - 2]);
+  // Where a mask guards P, the chain computes P only at the columns the mask keeps.
+  Guard guard;
+  if (guard_ >= 0) {
+    const int g = guard_;
+    const core::TensorDesc& d =
+        desc_at(middle, tensors[k.inputs[static_cast<std::size_t>(g)]].source);
+    const backends::TensorHandle& h = handles[static_cast<std::size_t>(g)];
+    guard.data = reinterpret_cast<const unsigned char*>(backends::element_ptr(h, kBool));
+    guard.strides = backends::broadcast_strides(d.shape, h.strides, shape);
+    guard.shape = shape;
+  }
+  const KernelRows stage(*rows, shape[shape.rank() - 2], std::move(guard));
   backends::TensorHandle result;
   if (!backend.execute_product_chain(first, inputs, stage, second, v, result)) return false;
 

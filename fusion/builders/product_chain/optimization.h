@@ -20,15 +20,20 @@ class ProductChainOptimization final : public Optimization {
  public:
   // Op 0 is the first product; then `lead` views and drops that need nothing the chain makes,
   // the `middle_len` ops `middle` covers, `aside` more views and drops, the second product, and
-  // `drops` drops (the last of them of P or W, where a named variable held them).
+  // `drops` drops (the last of them of P or W, where a named variable held them). P is the
+  // middle kernel's input `product_input`.
   ProductChainOptimization(std::size_t lead, std::size_t middle_len, std::size_t aside,
-                           std::size_t drops, std::unique_ptr<ReduceOptimization> middle);
+                           std::size_t drops, int product_input,
+                           std::unique_ptr<ReduceOptimization> middle);
 
   std::size_t len() const override { return second() + 1 + drops_; }
   void execute(ExecutionContext& context) override;
   std::string describe() const override;
   std::string_view codec() const override { return "product_chain"; }
   void read_ahead(jit::KernelCache& kernels) const override { middle_->read_ahead(kernels); }
+
+  // The middle kernel's input that guards P (guard.h), or -1.
+  int guard_for_testing() const { return guard_; }
 
  private:
   // The chain a tile at a time; false, having changed nothing, where it cannot run so.
@@ -42,6 +47,8 @@ class ProductChainOptimization final : public Optimization {
   std::size_t second() const { return middle_end() + aside_; }
 
   std::size_t lead_, middle_len_, aside_, drops_;
+  int product_input_;
+  int guard_;  // the kernel's input that guards P, or -1
   std::unique_ptr<ReduceOptimization> middle_;
 };
 
