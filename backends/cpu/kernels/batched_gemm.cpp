@@ -5,6 +5,7 @@
 // place, one broadcast per row and j. batched_gemm_chain runs two such products with a row-wise
 // stage between them a task's rows at a time (attention: kernels.h, RowChainArgs).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -172,26 +173,44 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
   }
 }
 
+// Floats as their bits, for tests the compiler vectorizes (a float compare with NaNs in mind it
+// does one element at a time).
+inline std::uint32_t bits(float x) { return std::bit_cast<std::uint32_t>(x); }
+constexpr std::uint32_t kExponent = 0x7f800000u, kMagnitude = 0x7fffffffu;
+
 // 1 + the last row of a packed b (k rows, `panels` panels) holding an infinity or a NaN, or 0.
 std::int64_t rows_to_last_nonfinite(const std::vector<float>& packed, std::int64_t k,
                                     std::int64_t panels) {
-  for (std::int64_t j = k - 1; j >= 0; --j)
+  for (std::int64_t j = k - 1; j >= 0; --j) {
+    std::uint32_t exponent = 0;  // the largest: all ones for an infinity or a NaN
     for (std::int64_t p = 0; p < panels; ++p) {
       const float* row = packed.data() + (p * k + j) * kPanel;
       for (std::int64_t c = 0; c < kPanel; ++c)
-        if (!std::isfinite(row[c])) return j + 1;
+        exponent = std::max(exponent, bits(row[c]) & kExponent);
     }
+    if (exponent == kExponent) return j + 1;
+  }
   return 0;
 }
 
 // 1 + the last column holding a nonzero value (or a NaN) in any of `rows` rows of n values, or 0.
+// Each row is scanned from its end down to the end found so far, a cache line at a time (a
+// causal mask's zeros are half of the weights).
 std::int64_t columns_to_last_nonzero(const float* values, std::int64_t rows, std::int64_t n) {
+  constexpr std::int64_t kLine = 16;
   std::int64_t end = 0;
-  for (std::int64_t r = 0; r < rows; ++r) {
+  for (std::int64_t r = 0; r < rows && end < n; ++r) {
     const float* row = values + r * n;
-    for (std::int64_t c = n - 1; c >= end; --c)
-      if (row[c] != 0.0f) {  // true for a NaN
-        end = c + 1;
+    std::int64_t c = n;
+    while (c - end >= kLine) {
+      std::uint32_t any = 0;
+      for (std::int64_t i = c - kLine; i < c; ++i) any |= bits(row[i]) & kMagnitude;
+      if (any) break;
+      c -= kLine;
+    }
+    for (; c > end; --c)
+      if (bits(row[c - 1]) & kMagnitude) {
+        end = c;
         break;
       }
   }

@@ -1,5 +1,6 @@
 #include "fusion/builders/product_chain/optimization.h"
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -27,37 +28,60 @@ struct Guard {
   Shape shape;  // P's
 };
 
+// 1 + the last index in [from, n) where a row of bools (`stride` apart) is true, or `from`:
+// scanned from the end, a cache line at a time where the row is contiguous.
+std::int64_t last_true_end(const unsigned char* row, std::int64_t stride, std::int64_t from,
+                           std::int64_t n) {
+  std::int64_t c = n;
+  if (stride == 1) {
+    constexpr std::int64_t kLine = 64;
+    while (c - from >= kLine) {
+      unsigned char any = 0;
+      for (std::int64_t i = c - kLine; i < c; ++i) any |= row[i];
+      if (any) break;
+      c -= kLine;
+    }
+  }
+  for (; c > from; --c)
+    if (row[(c - 1) * stride]) return c;
+  return from;
+}
+
 // The reduce kernel as the chain's stage: matrix m's rows are the kernel's rows from m * rows on.
 class KernelRows final : public backends::RowStage {
  public:
   KernelRows(const jit::RowKernel& kernel, std::int64_t rows_per_matrix, Guard guard)
-      : kernel_(kernel), rows_(rows_per_matrix), guard_(std::move(guard)) {}
-  // 1 + the last column where the guard is true in any of the rows (scanned from the end: a
-  // causal mask's row r reads r + 1 columns).
+      : kernel_(kernel), rows_(rows_per_matrix), guard_(std::move(guard)) {
+    if (!guard_.data) return;
+    const int rank = guard_.shape.rank();
+    for (int d = 0; d + 2 < rank; ++d)
+      if (guard_.strides[static_cast<std::size_t>(d)] != 0) return;
+    // The same mask for every matrix (a causal mask broadcast over batch and heads): each row's
+    // end once, instead of once per matrix.
+    row_ends_.resize(static_cast<std::size_t>(rows_));
+    for (std::int64_t r = 0; r < rows_; ++r)
+      row_ends_[static_cast<std::size_t>(r)] = row_end(0, r, 0);
+  }
+
+  // 1 + the last column where the guard is true in any of the rows.
   std::int64_t columns(std::int64_t matrix, std::int64_t row,
                        std::int64_t count) const noexcept override {
     if (!guard_.data) return -1;
-    const int rank = guard_.shape.rank();
+    std::int64_t end = 0;
+    if (!row_ends_.empty()) {
+      for (std::int64_t r = row; r < row + count; ++r)
+        end = std::max(end, row_ends_[static_cast<std::size_t>(r)]);
+      return end;
+    }
     std::int64_t offset = 0, rest = matrix;
-    for (int d = rank - 3; d >= 0; --d) {
+    for (int d = guard_.shape.rank() - 3; d >= 0; --d) {
       offset += (rest % guard_.shape[d]) * guard_.strides[static_cast<std::size_t>(d)];
       rest /= guard_.shape[d];
     }
-    const std::int64_t n = guard_.shape[rank - 1];
-    const std::int64_t row_stride = guard_.strides[static_cast<std::size_t>(rank - 2)];
-    const std::int64_t column_stride = guard_.strides[static_cast<std::size_t>(rank - 1)];
-    std::int64_t end = 0;
-    for (std::int64_t r = row; r < row + count && end < n; ++r) {
-      const unsigned char* at = guard_.data + offset + r * row_stride;
-      for (std::int64_t c = n - 1; c >= end; --c)
-        if (at[c * column_stride]) {
-          end = c + 1;
-          break;
-        }
-    }
+    for (std::int64_t r = row; r < row + count; ++r) end = row_end(offset, r, end);
     return end;
   }
-  // The kernel's buffered operands are P (the kernel reads it) and W (it writes it), in order.
+
   void rows(std::int64_t matrix, std::int64_t row, std::int64_t count, const float* in,
             float* out) const noexcept override {
     const std::array<char*, 2> buffers{reinterpret_cast<char*>(const_cast<float*>(in)),
@@ -66,9 +90,18 @@ class KernelRows final : public backends::RowStage {
   }
 
  private:
+  // max(end, 1 + the last column where row `r` of the matrix at `offset` is true).
+  std::int64_t row_end(std::int64_t offset, std::int64_t r, std::int64_t end) const {
+    const int rank = guard_.shape.rank();
+    return last_true_end(
+        guard_.data + offset + r * guard_.strides[static_cast<std::size_t>(rank - 2)],
+        guard_.strides[static_cast<std::size_t>(rank - 1)], end, guard_.shape[rank - 1]);
+  }
+
   const jit::RowKernel& kernel_;
   std::int64_t rows_;
   Guard guard_;
+  std::vector<std::int64_t> row_ends_;  // per row, where the mask is one for every matrix
 };
 
 }  // namespace
