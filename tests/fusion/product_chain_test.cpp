@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -190,6 +191,35 @@ TEST_F(ProductChainTest, NonFiniteValuesWhereTheMaskDiscardsThem) {
           return std::vector<Tensor>{sf::matmul(sf::nn::softmax(std::move(s), -1), *values)};
         },
         1);
+}
+
+// Views recorded among the chain's ops run before them, drops after: here the mask's variable
+// dies after v's view, between the softmax that reads the mask and the second product, and the
+// product's variable after the second product.
+TEST_F(ProductChainTest, ViewsRunBeforeTheChainAndDropsAfterIt) {
+  const Tensor q = random_tensor({2, 2, 30, 8}, 41), k = random_tensor({2, 2, 30, 8}, 42);
+  const Tensor v_rows = random_tensor({2, 30, 16}, 43), base_mask = causal_mask(30);
+  check(
+      "the mask dropped between the softmax and the second product",
+      [&] {
+        // A view of its own, made in the program, whose drop the chain's ops are recorded around.
+    std::optional<Tensor> mask = base_mask.reshape({900}).reshape({30, 30});
+        Tensor att =
+            sf::nn::softmax(sf::where(*mask, sf::matmul(q, k.transpose(-2, -1)), -INFINITY), -1);
+        Tensor v = v_rows.reshape({2, 30, 2, 8}).permute({0, 2, 1, 3});
+        mask.reset();
+        return std::vector<Tensor>{sf::matmul(std::move(att), std::move(v))};
+      },
+      1);
+  check(
+      "the product held until after the second product",
+      [&] {
+        const Tensor product = sf::matmul(q, k.transpose(-2, -1));
+        Tensor att = sf::nn::softmax(sf::where(base_mask, product * 0.5f, -INFINITY), -1);
+        return std::vector<Tensor>{
+            sf::matmul(std::move(att), v_rows.reshape({2, 30, 2, 8}).permute({0, 2, 1, 3}))};
+      },
+      1);
 }
 
 TEST_F(ProductChainTest, OtherRowKernelsInTheMiddle) {

@@ -15,6 +15,7 @@ void ProductChainBuilder::reset() {
   len_ = middle_len_ = aside_ = second_ = lead_ = middle_fed_ = 0;
   relative_.clear();
   made_.clear();
+  read_.clear();
   pending_.clear();
   middle_.reset();
   shape_ = Shape();
@@ -36,8 +37,7 @@ void ProductChainBuilder::register_op(const core::OpDesc& relative, const core::
       // Views of what exists (v's, as C++ may evaluate matmul's arguments right to left) before
       // the middle's first op.
       if (middle_fed_ == 0 && is_aside(relative)) {
-        taken = std::none_of(relative.inputs.begin(), relative.inputs.end(),
-                             [&](const core::TensorDesc& in) { return in.id == product_; });
+        taken = takes_aside(relative);
         ++lead_;
         break;
       }
@@ -82,6 +82,8 @@ bool ProductChainBuilder::take_first(const core::OpDesc& rel, const core::OpDesc
   if (shape_.rank() < 3 || !batched_per_matrix(rel)) return false;
   product_ = rel.outputs[0].id;
   product_bytes_ = scored_bytes(real.outputs[0]);
+  made_.push_back(product_);
+  for (const core::TensorDesc& in : rel.inputs) read_.push_back(in.id);
   return true;
 }
 
@@ -124,10 +126,10 @@ bool ProductChainBuilder::middle_fits() {
     if (desc(reduce->tensors()[k.inputs[i]].source).id == product_)
       product_input_ = static_cast<int>(i);
   if (!reads_product || product_input_ < 0) return false;
-  made_.clear();
-  made_.push_back(product_);
-  for (std::size_t i = middle_first(); i < middle_first() + middle_len_; ++i)
+  for (std::size_t i = middle_first(); i < middle_first() + middle_len_; ++i) {
     for (const core::TensorDesc& out : relative_[i].outputs) made_.push_back(out.id);
+    for (const core::TensorDesc& in : relative_[i].inputs) read_.push_back(in.id);
+  }
   return true;
 }
 
@@ -139,8 +141,7 @@ bool ProductChainBuilder::take_second(const core::OpDesc& rel) {
   // Views and drops of what exists before the chain (attention's v, a view of the projection,
   // is recorded just before the product that reads it) run on their own first.
   if (is_aside(rel)) {
-    for (const core::TensorDesc& in : rel.inputs)
-      if (made_in_chain(in.id)) return false;
+    if (!takes_aside(rel)) return false;
     ++aside_;
     return true;
   }
@@ -155,6 +156,24 @@ bool ProductChainBuilder::take_second(const core::OpDesc& rel) {
   second_ = relative_.size() - 1;
   if (a.status != core::TensorStatus::kReadWrite) pending_.push_back(weights_);
   settle();
+  return true;
+}
+
+bool ProductChainBuilder::takes_aside(const core::OpDesc& rel) {
+  if (rel.kind == core::OpKind::kDrop) {  // run after the chain: a tensor may live longer
+    const core::TensorId id = rel.inputs[0].id;
+    if (std::find(pending_.begin(), pending_.end(), id) != pending_.end()) {
+      std::erase(pending_, id);  // P, held by a variable until here
+      return true;
+    }
+    return !made_in_chain(id);
+  }
+  // A view runs before the chain's ops: it may read nothing they make, nor be the last use of
+  // something they read.
+  for (const core::TensorDesc& in : rel.inputs)
+    if (made_in_chain(in.id) || (in.status == core::TensorStatus::kReadWrite &&
+                                 std::find(read_.begin(), read_.end(), in.id) != read_.end()))
+      return false;
   return true;
 }
 

@@ -8,9 +8,9 @@
 // Takes only what a tile can hold: P and W die inside the chain (W at the second product), the
 // kernel publishes nothing but W and reads P and tensors that exist before the chain, and both
 // products have a b per matrix (b's batch dimensions those of the result), as attention's k and v
-// have. Views and drops of tensors made before the chain may come before or after the kernel's
-// ops (users slice v out of a projection just before they use it, and C++ may evaluate
-// matmul(softmax(s), v_view)'s arguments right to left): they run first.
+// have. Views and drops may come before or after the kernel's ops (users slice v out of a
+// projection just before they use it, and C++ may evaluate matmul(softmax(s), v_view)'s arguments
+// right to left): views of what exists run first, drops after.
 // P or W held by a named variable die at its drop after the second product: the chain takes the
 // drops up to the last of them.
 // Anything else closes the builder, and the segment splits as before: the product, the reduce
@@ -49,8 +49,11 @@ class ProductChainBuilder final : public OptimizationBuilder {
   // product.
   bool take_second(const core::OpDesc& rel);
   bool made_in_chain(core::TensorId id) const;
-  // A view or a drop: what may run on its own before the chain, when it reads nothing it makes.
+  // A view or a drop recorded among the chain's ops, which runs on its own: a view before them
+  // (when it reads nothing they make and is the last use of nothing they read), a drop after
+  // them (a drop of P, held by a variable, ends what the chain waits for).
   static bool is_aside(const core::OpDesc& rel);
+  bool takes_aside(const core::OpDesc& rel);
   std::size_t middle_first() const { return 1 + lead_; }
   // After the second product: drops, until P and W are dead.
   bool take_drop(const core::OpDesc& rel);
@@ -69,6 +72,7 @@ class ProductChainBuilder final : public OptimizationBuilder {
   std::size_t middle_fed_ = 0;        // ops offered to the middle
   std::size_t aside_ = 0;             // views and drops between the middle and the second product
   std::vector<core::TensorId> made_;  // what the first product and the middle make
+  std::vector<core::TensorId> read_;  // what they read
   std::size_t second_ = 0;            // the second product's place
   // P and W while something still holds them (a named variable, dropped after the product).
   std::vector<core::TensorId> pending_;

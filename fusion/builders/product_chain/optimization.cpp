@@ -121,7 +121,11 @@ ProductChainOptimization::ProductChainOptimization(std::size_t lead, std::size_t
 void ProductChainOptimization::run_chain_ops(ExecutionContext& context) const {
   context.run_operation(0);
   for (std::size_t i = middle_first(); i < middle_end(); ++i) context.run_operation(i);
-  for (std::size_t i = second(); i < len(); ++i) context.run_operation(i);
+  context.run_operation(second());
+}
+
+bool ProductChainOptimization::is_aside(std::size_t i) const {
+  return (i > 0 && i < middle_first()) || (i >= middle_end() && i < second());
 }
 
 std::string ProductChainOptimization::describe() const {
@@ -155,7 +159,7 @@ void ProductChainOptimization::run_one_after_another(ExecutionContext& context) 
   }
   for (const core::TensorDesc& in : first.inputs)
     if (in.status == core::TensorStatus::kReadWrite) context.erase(in.id);
-  for (std::size_t i = second(); i < len(); ++i) context.run_operation(i);
+  context.run_operation(second());
 }
 
 bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
@@ -229,26 +233,32 @@ bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
   }
   if (second.inputs[1].status == core::TensorStatus::kReadWrite) context.erase(second.inputs[1].id);
   context.set_handle(second.outputs[0].id, std::move(result));
-  // The drops after it; those of P and W (held by a variable until then) have nothing to drop.
-  for (std::size_t i = this->second() + 1; i < len(); ++i) {
-    const core::TensorId dropped = context.op(i).inputs[0].id;
-    if (dropped != p && dropped != second.inputs[0].id) context.run_operation(i);
-  }
   return true;
 }
 
-// The views before and after the middle run first, on their own (they read nothing the chain
-// makes). After them the optimization no longer throws: where the chain or the
-// products one after the other fail (they change nothing then), the other ops run one by one.
+// The views among the chain's ops run first, on their own (they read nothing the chain makes and
+// let go of nothing it reads), and the drops after it. In between the optimization never throws:
+// where the chain or the products one after the other fail (they change nothing then), the
+// chain's ops run one by one.
 void ProductChainOptimization::execute(ExecutionContext& context) {
-  for (std::size_t i = 1; i < middle_first(); ++i) context.run_operation(i);
-  for (std::size_t i = middle_end(); i < second(); ++i) context.run_operation(i);
+  for (std::size_t i = 1; i < second(); ++i)
+    if (is_aside(i) && context.op(i).kind != core::OpKind::kDrop) context.run_operation(i);
+  bool tiled = false;
   try {
-    if (!run_tiled(context)) run_one_after_another(context);
+    tiled = run_tiled(context);
+    if (!tiled) run_one_after_another(context);
   } catch (const std::exception& e) {
     core::warn_once(std::string("product-chain-fallback:") + e.what(),
                     std::string("a fused segment failed and ran unfused instead: ") + e.what());
     run_chain_ops(context);
+  }
+  // Tiled, P and W never existed: a variable's drop of them has nothing to drop.
+  const core::TensorId p = context.op(0).outputs[0].id, w = context.op(second()).inputs[0].id;
+  for (std::size_t i = 1; i < len(); ++i) {
+    const core::OpDesc& op = context.op(i);
+    if (i <= second() && !(is_aside(i) && op.kind == core::OpKind::kDrop)) continue;
+    if (tiled && (op.inputs[0].id == p || op.inputs[0].id == w)) continue;
+    context.run_operation(i);
   }
 }
 

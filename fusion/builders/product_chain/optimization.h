@@ -40,8 +40,10 @@ class ProductChainOptimization final : public Optimization {
   bool run_tiled(ExecutionContext& context) const;
   void run_one_after_another(ExecutionContext& context) const;
 
-  // The product's and the middle's ops, one by one, then the second product and the drops.
+  // The product's and the middle's ops, one by one, then the second product.
   void run_chain_ops(ExecutionContext& context) const;
+  // Whether op i is a view or drop among the chain's ops (not after the second product).
+  bool is_aside(std::size_t i) const;
   std::size_t middle_first() const { return 1 + lead_; }
   std::size_t middle_end() const { return middle_first() + middle_len_; }
   std::size_t second() const { return middle_end() + aside_; }
