@@ -8,15 +8,11 @@
 #include "backends/index_layout.h"
 #include "backends/views.h"
 #include "core/log.h"
+#include "fusion/segment_tensors.h"
 #include "streamfuse/error.h"
 
 namespace streamfuse::fusion {
 namespace {
-
-const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
-  const core::OpDesc& op = context.op(s.op);
-  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
-}
 
 // A tensor's value during one run: taken from the context, or made by a kernel of this run.
 struct Value {

@@ -11,14 +11,10 @@
 #include "core/log.h"
 #include "fusion/builders/product_chain/guard.h"
 #include "fusion/offset_context.h"
+#include "fusion/segment_tensors.h"
 
 namespace streamfuse::fusion {
 namespace {
-
-const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
-  const core::OpDesc& op = context.op(s.op);
-  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
-}
 
 // The bool input that guards P (guard.h), viewed over P's shape: which columns of a tile's rows
 // the kernel reads P at.

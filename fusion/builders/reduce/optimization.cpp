@@ -5,15 +5,11 @@
 #include <boost/container/small_vector.hpp>
 
 #include "backends/backend.h"
+#include "fusion/segment_tensors.h"
 #include "jit/reduce_layout.h"
 
 namespace streamfuse::fusion {
 namespace {
-
-const core::TensorDesc& desc_at(ExecutionContext& context, TensorSource s) {
-  const core::OpDesc& op = context.op(s.op);
-  return s.slot < 0 ? op.outputs[0] : op.inputs[static_cast<std::size_t>(s.slot)];
-}
 
 struct Value {
   const core::TensorDesc* desc = nullptr;
