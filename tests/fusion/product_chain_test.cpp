@@ -203,7 +203,7 @@ TEST_F(ProductChainTest, ViewsRunBeforeTheChainAndDropsAfterIt) {
       "the mask dropped between the softmax and the second product",
       [&] {
         // A view of its own, made in the program, whose drop the chain's ops are recorded around.
-    std::optional<Tensor> mask = base_mask.reshape({900}).reshape({30, 30});
+        std::optional<Tensor> mask = base_mask.reshape({900}).reshape({30, 30});
         Tensor att =
             sf::nn::softmax(sf::where(*mask, sf::matmul(q, k.transpose(-2, -1)), -INFINITY), -1);
         Tensor v = v_rows.reshape({2, 30, 2, 8}).permute({0, 2, 1, 3});

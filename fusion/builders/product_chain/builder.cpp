@@ -79,7 +79,8 @@ bool ProductChainBuilder::take_first(const core::OpDesc& rel, const core::OpDesc
   for (const core::TensorDesc& in : rel.inputs)
     if (in.dtype != kF32) return false;
   shape_ = rel.outputs[0].shape;
-  if (shape_.rank() < 3 || !batched_per_matrix(rel)) return false;
+  // Size id 0 is one row (a decode step's): the few-row kernels' product, never tiled.
+  if (shape_.rank() < 3 || shape_[shape_.rank() - 2] == 0 || !batched_per_matrix(rel)) return false;
   product_ = rel.outputs[0].id;
   product_bytes_ = scored_bytes(real.outputs[0]);
   made_.push_back(product_);
