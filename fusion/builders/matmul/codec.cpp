@@ -1,35 +1,18 @@
 #include "fusion/builders/matmul/codec.h"
 
-#include <string>
-
 #include "fusion/builders/matmul/builder.h"
-#include "fusion/builders/matmul/optimization.h"
+#include "fusion/builders/replayed_codec.h"
 
 namespace streamfuse::fusion {
 namespace {
 
-void encode(cache::OutArchive& out, const Optimization& optimization) {
-  out(static_cast<std::uint64_t>(optimization.len()));
-}
-
 std::shared_ptr<Optimization> decode(cache::InArchive& in, std::span<const core::OpDesc> ops) {
-  std::uint64_t len = 0;
-  in(len);
-  if (len != ops.size())
-    cache::bad_payload("matmul optimization covers " + std::to_string(len) + " of the plan's " +
-                       std::to_string(ops.size()) + " ops");
   MatmulBuilder builder;
-  for (const core::OpDesc& op : ops) builder.register_op(op, op);
-  if (builder.len() != ops.size())
-    cache::bad_payload(
-        "the plan's ops are not a product and steps the matmul builder takes (it "
-        "takes " +
-        std::to_string(builder.len()) + " of " + std::to_string(ops.size()) + ")");
-  return std::shared_ptr<Optimization>(builder.build());
+  return replayed_codec::decode(in, ops, builder, "matmul", "a product and steps");
 }
 
 }  // namespace
 
-const OptimizationCodec kMatmulCodec{"matmul", &encode, &decode};
+const OptimizationCodec kMatmulCodec{"matmul", &replayed_codec::encode, &decode};
 
 }  // namespace streamfuse::fusion

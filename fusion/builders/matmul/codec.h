@@ -1,6 +1,5 @@
-// The persistence of MatmulOptimization: only how many ops it covers. The decoder replays
-// MatmulBuilder over the plan's ops and requires it to take exactly those, so a decoded plan is
-// one the builder would have made.
+// The persistence of MatmulOptimization (fusion/builders/replayed_codec.h): only how many ops it
+// covers; the decoder replays MatmulBuilder over the plan's ops.
 #pragma once
 
 #include "fusion/optimization_codec.h"
