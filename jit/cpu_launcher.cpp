@@ -23,27 +23,51 @@ namespace {
 
 constexpr std::int64_t kGrain = 16384;  // elements a thread must have before another starts
 
+// A reduction launch's arguments as a compiled kernel reads them (jit/kernel_abi.h): the
+// operands' data and strides flattened, the sizes, lanes and scalars; `base` points into them
+// (so it is neither copied nor moved).
+struct FlatLaunch {
+  FlatLaunch(const ReduceLayout& layout, std::span<const Operand> ops,
+             std::span<const std::int64_t> scalar_args)
+      : rank(layout.it.rank), scalars(scalar_args.begin(), scalar_args.end()) {
+    const backends::cpu::Iteration& it = layout.it;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      data.push_back(ops[k].data);
+      for (int d = 0; d < it.rank; ++d)
+        strides.push_back(it.strides[k][static_cast<std::size_t>(d)]);
+    }
+    for (int d = 0; d < it.rank; ++d) sizes[d] = it.sizes[static_cast<std::size_t>(d)];
+    lanes.assign(layout.lanes.begin(), layout.lanes.end());
+    base.data = data.data();
+    base.sizes = sizes;
+    base.strides = strides.data();
+    base.scalars = scalars.data();
+    base.lanes = lanes.data();
+    base.n = layout.n;
+  }
+  FlatLaunch(const FlatLaunch&) = delete;
+  FlatLaunch& operator=(const FlatLaunch&) = delete;
+
+  // Operand k's stride along dimension d.
+  long long stride(std::size_t k, int d) const {
+    return strides[k * static_cast<std::size_t>(rank) + static_cast<std::size_t>(d)];
+  }
+
+  int rank;
+  boost::container::small_vector<long long, 8> scalars;
+  boost::container::small_vector<char*, 16> data;
+  boost::container::small_vector<long long, 64> strides;
+  long long sizes[kMaxRank] = {};
+  boost::container::small_vector<int, 8> lanes;
+  CpuReduceLaunch base{};
+};
+
 // A compiled reduction kernel doing what the layout's split asks (jit/kernel_abi.h).
 class CompiledReduce final : public ReduceExecutor {
  public:
   CompiledReduce(CpuReduceKernelFn fn, const ReduceLayout& layout, std::span<const Operand> ops,
                  std::span<const std::int64_t> scalars)
-      : fn_(fn), scalars_(scalars.begin(), scalars.end()) {
-    const backends::cpu::Iteration& it = layout.it;
-    for (std::size_t k = 0; k < ops.size(); ++k) {
-      data_.push_back(ops[k].data);
-      for (int d = 0; d < it.rank; ++d)
-        strides_.push_back(it.strides[k][static_cast<std::size_t>(d)]);
-    }
-    for (int d = 0; d < it.rank; ++d) sizes_[d] = it.sizes[static_cast<std::size_t>(d)];
-    lanes_.assign(layout.lanes.begin(), layout.lanes.end());
-    base_.data = data_.data();
-    base_.sizes = sizes_;
-    base_.strides = strides_.data();
-    base_.scalars = scalars_.data();
-    base_.lanes = lanes_.data();
-    base_.n = layout.n;
-  }
+      : fn_(fn), args_(layout, ops, scalars) {}
   void whole_rows(std::int64_t begin, std::int64_t end) override {
     call(kWholeRows, begin, end, 0, 0, 0, nullptr, nullptr);
   }
@@ -66,7 +90,7 @@ class CompiledReduce final : public ReduceExecutor {
  private:
   void call(int mode, std::int64_t row_begin, std::int64_t row_end, std::int64_t begin,
             std::int64_t end, int stage, void* partials, const std::int64_t* results) {
-    CpuReduceLaunch launch = base_;
+    CpuReduceLaunch launch = args_.base;
     launch.mode = mode;
     launch.row_begin = row_begin;
     launch.row_end = row_end;
@@ -80,12 +104,7 @@ class CompiledReduce final : public ReduceExecutor {
   }
 
   CpuReduceKernelFn fn_;
-  boost::container::small_vector<long long, 8> scalars_;
-  boost::container::small_vector<char*, 16> data_;
-  boost::container::small_vector<long long, 64> strides_;
-  long long sizes_[kMaxRank] = {};
-  boost::container::small_vector<int, 8> lanes_;
-  CpuReduceLaunch base_{};
+  FlatLaunch args_;
 };
 
 // A compiled reduction kernel run a piece of rows at a time (jit/launcher.h's RowKernel): each
@@ -99,28 +118,14 @@ class CompiledRows final : public RowKernel {
                std::span<const std::int64_t> scalars, std::span<const int> buffered,
                std::atomic<std::uint64_t>& launches)
       : fn_(fn),
+        args_(layout, ops, scalars),
         outer_rank_(layout.outer_rank),
-        scalars_(scalars.begin(), scalars.end()),
+        buffer_(ops.size(), -1),
         launches_(launches) {
-    const backends::cpu::Iteration& it = layout.it;
-    rank_ = it.rank;
-    for (std::size_t k = 0; k < ops.size(); ++k) {
-      data_.push_back(ops[k].data);
-      bytes_.push_back(static_cast<std::int64_t>(element_size(ops[k].dtype)));
-      buffer_.push_back(-1);
-      for (int d = 0; d < it.rank; ++d)
-        strides_.push_back(it.strides[k][static_cast<std::size_t>(d)]);
-    }
+    for (const Operand& o : ops) bytes_.push_back(static_cast<std::int64_t>(element_size(o.dtype)));
     for (std::size_t i = 0; i < buffered.size(); ++i)
       buffer_[static_cast<std::size_t>(buffered[i])] = static_cast<int>(i);
-    for (int d = 0; d < it.rank; ++d) sizes_[d] = it.sizes[static_cast<std::size_t>(d)];
-    lanes_.assign(layout.lanes.begin(), layout.lanes.end());
-    base_.sizes = nullptr;
-    base_.strides = strides_.data();
-    base_.scalars = scalars_.data();
-    base_.lanes = lanes_.data();
-    base_.n = layout.n;
-    base_.mode = kWholeRows;
+    args_.base.mode = kWholeRows;
   }
   ~CompiledRows() override {
     if (ran_.load(std::memory_order_relaxed)) launches_.fetch_add(1, std::memory_order_relaxed);
@@ -130,36 +135,35 @@ class CompiledRows final : public RowKernel {
             std::span<char* const> buffers) const noexcept override {
     ran_.store(true, std::memory_order_relaxed);
     const int inner = outer_rank_ - 1;  // the outer dimension whose run a piece stays in
+    const long long* sizes = args_.sizes;
     std::int64_t done = 0;
     while (done < count) {
       const std::int64_t g = row + done;
-      const std::int64_t at = g % sizes_[inner];
-      const std::int64_t piece = std::min<std::int64_t>(count - done, sizes_[inner] - at);
+      const std::int64_t at = g % sizes[inner];
+      const std::int64_t piece = std::min<std::int64_t>(count - done, sizes[inner] - at);
       std::int64_t index[kMaxRank] = {};
       index[inner] = at;
-      std::int64_t rest = g / sizes_[inner];
+      std::int64_t rest = g / sizes[inner];
       for (int d = inner - 1; d >= 0; --d) {
-        index[d] = rest % sizes_[d];
-        rest /= sizes_[d];
+        index[d] = rest % sizes[d];
+        rest /= sizes[d];
       }
-      boost::container::small_vector<char*, 16> data(data_.size());
-      for (std::size_t k = 0; k < data_.size(); ++k) {
+      boost::container::small_vector<char*, 16> data(args_.data.size());
+      for (std::size_t k = 0; k < data.size(); ++k) {
         if (buffer_[k] >= 0) {
-          data[k] = buffers[static_cast<std::size_t>(buffer_[k])] + done * base_.n * bytes_[k];
+          data[k] = buffers[static_cast<std::size_t>(buffer_[k])] + done * args_.base.n * bytes_[k];
           continue;
         }
         std::int64_t offset = 0;
-        for (int d = 0; d <= inner; ++d)
-          offset += index[d] *
-                    strides_[k * static_cast<std::size_t>(rank_) + static_cast<std::size_t>(d)];
-        data[k] = data_[k] + offset * bytes_[k];
+        for (int d = 0; d <= inner; ++d) offset += index[d] * args_.stride(k, d);
+        data[k] = args_.data[k] + offset * bytes_[k];
       }
-      long long sizes[kMaxRank];
-      for (int d = 0; d < rank_; ++d) sizes[d] = d < inner ? 1 : sizes_[d];
-      sizes[inner] = piece;
-      CpuReduceLaunch launch = base_;
+      long long piece_sizes[kMaxRank];
+      for (int d = 0; d < args_.rank; ++d) piece_sizes[d] = d < inner ? 1 : sizes[d];
+      piece_sizes[inner] = piece;
+      CpuReduceLaunch launch = args_.base;
       launch.data = data.data();
-      launch.sizes = sizes;
+      launch.sizes = piece_sizes;
       launch.row_begin = 0;
       launch.row_end = piece;
       fn_(&launch);
@@ -169,15 +173,10 @@ class CompiledRows final : public RowKernel {
 
  private:
   CpuReduceKernelFn fn_;
-  int rank_ = 0, outer_rank_ = 0;
-  boost::container::small_vector<long long, 8> scalars_;
-  boost::container::small_vector<char*, 16> data_;
-  boost::container::small_vector<std::int64_t, 16> bytes_;
+  FlatLaunch args_;
+  int outer_rank_;
+  boost::container::small_vector<std::int64_t, 16> bytes_;  // per operand: its element's
   boost::container::small_vector<int, 16> buffer_;  // per operand: its buffer's index, or -1
-  boost::container::small_vector<long long, 64> strides_;
-  long long sizes_[kMaxRank] = {};
-  boost::container::small_vector<int, 8> lanes_;
-  CpuReduceLaunch base_{};
   std::atomic<std::uint64_t>& launches_;
   mutable std::atomic<bool> ran_{false};
 };
