@@ -12,7 +12,7 @@ namespace streamfuse::fusion {
 void ProductChainBuilder::reset() {
   status_ = BuilderStatus::kOpen;
   phase_ = Phase::kFirst;
-  len_ = middle_len_ = aside_ = second_ = lead_ = middle_fed_ = 0;
+  len_ = middle_len_ = aside_ = lead_ = middle_fed_ = 0;
   relative_.clear();
   made_.clear();
   read_.clear();
@@ -109,24 +109,17 @@ bool ProductChainBuilder::middle_fits() {
   const core::TensorDesc& w = desc(reduce->tensors()[k.outputs[0]].source);
   if (w.dtype != kF32 || w.shape != shape_) return false;
   weights_ = w.id;
-  // P is read by the kernel and dies in it; nothing but W is published.
-  bool reads_product = false;
-  for (const TracedTensor& t : reduce->tensors()) {
-    const core::TensorDesc& d = desc(t.source);
-    if (d.id == product_) {
-      if (t.publish) return false;
-      // Held past the middle (a named variable): its drop must come before the plan ends.
-      if (!t.erase) pending_.push_back(product_);
-      reads_product = true;
-    } else if (t.publish && d.id != weights_) {
-      return false;
-    }
-  }
+  // P is one of the kernel's inputs, and dies in it or at a drop after the chain (a variable's);
+  // nothing but W is published.
   product_input_ = -1;
   for (std::size_t i = 0; i < k.inputs.size(); ++i)
     if (desc(reduce->tensors()[k.inputs[i]].source).id == product_)
       product_input_ = static_cast<int>(i);
-  if (!reads_product || product_input_ < 0) return false;
+  if (product_input_ < 0) return false;
+  if (!reduce->tensors()[k.inputs[static_cast<std::size_t>(product_input_)]].erase)
+    pending_.push_back(product_);
+  for (const TracedTensor& t : reduce->tensors())
+    if (t.publish && desc(t.source).id != weights_) return false;
   for (std::size_t i = middle_first(); i < middle_first() + middle_len_; ++i) {
     for (const core::TensorDesc& out : relative_[i].outputs) made_.push_back(out.id);
     for (const core::TensorDesc& in : relative_[i].inputs) read_.push_back(in.id);
@@ -154,7 +147,6 @@ bool ProductChainBuilder::take_second(const core::OpDesc& rel) {
   if (a.id != weights_ || made_in_chain(rel.inputs[1].id) ||
       rel.outputs[0].shape.rank() != shape_.rank() || !batched_per_matrix(rel))
     return false;
-  second_ = relative_.size() - 1;
   if (a.status != core::TensorStatus::kReadWrite) pending_.push_back(weights_);
   settle();
   return true;
@@ -199,10 +191,10 @@ void ProductChainBuilder::settle() {
 std::unique_ptr<Optimization> ProductChainBuilder::build() const {
   std::unique_ptr<Optimization> middle = middle_.build();
   auto* reduce = dynamic_cast<ReduceOptimization*>(middle.get());
-  if (!reduce || second_ != middle_first() + middle_len_ + aside_ || len_ <= second_)
+  if (!reduce || len_ <= second())
     throw Error("product chain builder: the middle is not the reduce kernel it took");
   middle.release();
-  return std::make_unique<ProductChainOptimization>(lead_, middle_len_, aside_, len_ - second_ - 1,
+  return std::make_unique<ProductChainOptimization>(lead_, middle_len_, aside_, len_ - second() - 1,
                                                     product_input_,
                                                     std::unique_ptr<ReduceOptimization>(reduce));
 }

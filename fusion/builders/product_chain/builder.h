@@ -55,6 +55,8 @@ class ProductChainBuilder final : public OptimizationBuilder {
   static bool is_aside(const core::OpDesc& rel);
   bool takes_aside(const core::OpDesc& rel);
   std::size_t middle_first() const { return 1 + lead_; }
+  // The second product's place (once taken).
+  std::size_t second() const { return middle_first() + middle_len_ + aside_; }
   // After the second product: drops, until P and W are dead.
   bool take_drop(const core::OpDesc& rel);
   // The chain is an optimization from here on when nothing it makes is still held.
@@ -73,7 +75,6 @@ class ProductChainBuilder final : public OptimizationBuilder {
   std::size_t aside_ = 0;             // views and drops between the middle and the second product
   std::vector<core::TensorId> made_;  // what the first product and the middle make
   std::vector<core::TensorId> read_;  // what they read
-  std::size_t second_ = 0;            // the second product's place
   // P and W while something still holds them (a named variable, dropped after the product).
   std::vector<core::TensorId> pending_;
   Shape shape_;                     // P's (relative)
