@@ -1,0 +1,27 @@
+// A batched product whose right operand is one matrix for the whole batch (a linear layer over
+// [batch..., rows, features]) and whose left matrices lie row after row at one stride is a single
+// product of batch x rows rows. oneDNN makes a primitive per shape (a fraction of a millisecond,
+// its kernels generated for it), and a model whose batch or sequence length changes from call to
+// call made one per (batch, rows) pair, more than its bounded cache holds: a decoder block at
+// random (batch, length) made 3.6 primitives an iteration, for ever. Folded, a shape is one
+// count of rows, and one product of them runs instead of one per matrix.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "backends/cpu/matmul.h"
+#include "backends/matmul_layout.h"
+
+namespace streamfuse::backends::cpu {
+
+// `l` as one product of batch x m rows (batch rank 0), or nullopt where it is not one: b varies
+// along a batch dimension of more than one matrix, a's rows are not one stride apart across its
+// matrices, or l has no batch dimension.
+std::optional<MatmulLayout> batch_as_rows(const MatmulLayout& l);
+
+// Post-op `p` (strides over l's [batch..., m, n]) over the folded [batch x m, n], or nullopt
+// where its rows are not one stride apart (a per-row operand repeated along the batch).
+std::optional<ProductPostOp> post_op_as_rows(const MatmulLayout& l, const ProductPostOp& p);
+
+}  // namespace streamfuse::backends::cpu
