@@ -10,6 +10,8 @@
 //   the block), a bundle (saved by a previous process with another cache directory, loaded at
 //   start-up into an empty one), and fusion off; counters first_ms, steady_ms (median of
 //   kSteadyIterations after warm-up) and first_over_steady, and the child's fusion statistics.
+// - BM_BlockDynamic: the block at another (batch, tokens) each call (kDynamicShapes in turn),
+//   fusion off and fused-jit.
 //
 // Every row counts tokens (items/s) and the products' floating-point operations (flops, a rate).
 #include <benchmark/benchmark.h>
@@ -116,6 +118,49 @@ void BM_Block(benchmark::State& state) {
   if (floor != products_ms().end()) state.counters["block_over_products"] = ms / floor->second;
   set_counters(state, s);
   state.SetLabel(size_name(s) + "/block/" + sf::bench::mode_name(mode));
+}
+
+// args: fusion mode. The block at a different (batch, tokens) each call, as a server sees
+// requests: kDynamicShapes pairs drawn once (batch 1-4, tokens 1-128, a fixed seed), called in
+// turn. Each shape is new to the shape-specialized parts (oneDNN's primitives, kernels' launch
+// layouts) until they come round again; the plans, whose sizes are relative, are not.
+constexpr int kDynamicShapes = 128;
+void BM_BlockDynamic(benchmark::State& state) {
+  const auto mode = static_cast<FusionMode>(state.range(0));
+  sf::bench::use_mode(mode);
+  sf::manual_seed(5);
+  std::uint64_t bits = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&bits](std::int64_t n) {  // splitmix64, so the shapes are the same anywhere
+    bits += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t z = bits;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return static_cast<std::int64_t>((z ^ (z >> 31)) % static_cast<std::uint64_t>(n));
+  };
+  std::vector<std::pair<sf::Tensor, sf::Tensor>> inputs;  // (x, mask) per shape
+  double tokens = 0;
+  for (int i = 0; i < kDynamicShapes; ++i) {
+    const std::int64_t b = 1 + next(4), t = 1 + next(128);
+    inputs.emplace_back(sf::randn({b, t, sf::bench::kChannels}), sf::bench::causal_mask(t));
+    tokens += static_cast<double>(b * t);
+  }
+  std::size_t at = 0;
+  const auto run = [&] {
+    const auto& [x, mask] = inputs[at++ % inputs.size()];
+    return sf::bench::block(weights(), mask, x);
+  };
+  // Every shape once, then the kernels waited for: timed calls run what a long-running server
+  // runs, its plans known and kernels compiled, the shapes still changing.
+  for (int i = 0; i < kDynamicShapes; ++i) sf::Tensor warm = run();
+  sf::bench::warm_up(run);
+  for (auto _ : state) {
+    sf::Tensor y = run();
+    sf::synchronize();
+    benchmark::DoNotOptimize(y);
+  }
+  state.SetItemsProcessed(
+      static_cast<std::int64_t>(tokens / kDynamicShapes * static_cast<double>(state.iterations())));
+  state.SetLabel(std::string("dynamic shapes/block/") + sf::bench::mode_name(mode));
 }
 
 // ---- first iteration in a fresh process --------------------------------------------------------
@@ -238,6 +283,11 @@ BENCHMARK(BM_Products)
     ->UseRealTime();
 BENCHMARK(BM_Block)
     ->ArgsProduct({{0, 1, 2}, {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_BlockDynamic)
+    ->Arg(sf::bench::kUnfused)
+    ->Arg(sf::bench::kCompiled)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
