@@ -178,6 +178,16 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
       },
       {x, w, b, r}, 1);
+  // The batched product runs as one product of 3 x 20 rows (backends/cpu/matmul_batch_rows.h);
+  // an operand per position repeated for each matrix does not fold with it, so the product is
+  // stored alone and the steps run after it, whether fusion is on or off: the same bits.
+  const Tensor per_position = random_tensor({20, 24}, 21);
+  check(
+      "batched x @ w + an operand per position",
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
+      },
+      {x, w, per_position}, 0);
   // Attention's scores: q @ k^T over heads, scaled, then a mask per (query, key) broadcast over
   // batch and heads.
   const Tensor q = random_tensor({2, 4, 12, 8}, 14), k = random_tensor({2, 4, 12, 8}, 15);
