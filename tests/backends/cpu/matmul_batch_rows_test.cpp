@@ -12,9 +12,12 @@
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/matmul_batch_rows.h"
 #include "backends/matmul_layout.h"
+#include "tests/backends/cpu/random_floats.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
+
+using testing::random_floats;
 
 MatmulOperand operand(const Shape& shape, std::array<std::int64_t, kMaxRank> strides) {
   return {nullptr, shape, strides};
@@ -85,20 +88,12 @@ TEST(MatmulBatchRows, PostOpsFoldWhereTheirRowsAreOneStrideApart) {
   EXPECT_FALSE(post_op_as_rows(l, post({0, 5, 1})));
 }
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 // Folded, [b, t, k] @ [k, n] is the 2-D product of its b * t rows: the same bits, and one
 // primitive for every (b, t) with the same count of rows.
 TEST(MatmulBatchRows, ShapesWithTheSameRowsShareAPrimitiveAndGiveThe2DBits) {
   MatmulEngine engine;
   const std::int64_t k = 96, n = 40;
-  const std::vector<float> x = random_values(12 * k, 1), w = random_values(k * n, 2);
+  const std::vector<float> x = random_floats(12 * k, 1), w = random_floats(k * n, 2);
   std::vector<float> flat(12 * n);
   engine.run(kF32, {x.data(), Shape{12, k}, {k, 1}}, {w.data(), Shape{k, n}, {n, 1}}, flat.data(),
              Shape{12, n}, 0);
@@ -115,7 +110,7 @@ TEST(MatmulBatchRows, ShapesWithTheSameRowsShareAPrimitiveAndGiveThe2DBits) {
   // With post-ops: a bias folds with the product; a per-position operand repeated for each
   // matrix does not, and the product is then stored alone (the caller adds it), its bits still
   // the 2-D product's.
-  const std::vector<float> bias = random_values(n, 3), per_position = random_values(4 * n, 4);
+  const std::vector<float> bias = random_floats(n, 3), per_position = random_floats(4 * n, 4);
   std::vector<float> out(12 * n);
   bool applied = false;
   const ProductPostOp with_bias{core::OpKind::kAdd, bias.data(), {0, 0, 1}};

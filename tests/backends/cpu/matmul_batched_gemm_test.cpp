@@ -14,17 +14,12 @@
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/matmul.h"
+#include "tests/backends/cpu/random_floats.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> value(-1, 1);
-  std::vector<float> v(n);
-  for (float& f : v) f = value(rng);
-  return v;
-}
+using testing::random_floats;
 
 // The documented sum: fused multiply-adds over j in order from 0.
 float documented(const float* a, const float* b, std::int64_t b_step, std::int64_t k) {
@@ -39,8 +34,8 @@ struct Attention {
   std::int64_t heads, t, d;
   bool mix;
   std::int64_t row() const { return 3 * heads * d; }
-  std::vector<float> proj = random_values(static_cast<std::size_t>(t * row()), 11);
-  std::vector<float> att = random_values(static_cast<std::size_t>(heads * t * t), 12);
+  std::vector<float> proj = random_floats(static_cast<std::size_t>(t * row()), 11);
+  std::vector<float> att = random_floats(static_cast<std::size_t>(heads * t * t), 12);
   MatmulOperand lhs() const {
     if (mix) return {att.data(), Shape{heads, t, t}, {t * t, t, 1}};
     return {proj.data(), Shape{heads, t, d}, {d, row(), 1}};
@@ -93,7 +88,7 @@ TEST(MatmulBatchedGemm, AttentionIsTheDocumentedSumWithoutTheGemmDriver) {
 TEST(MatmulBatchedGemm, AMatrixOfABroadcastOverTheBatch) {
   if (isa_level() < 3) GTEST_SKIP() << "no FMA: these products stay with oneDNN";
   // One [9, 17] a for four b of their own: a's batch stride is 0.
-  const std::vector<float> a = random_values(9 * 17, 13), b = random_values(4 * 17 * 5, 14);
+  const std::vector<float> a = random_floats(9 * 17, 13), b = random_floats(4 * 17 * 5, 14);
   std::vector<float> out(4 * 9 * 5);
   MatmulEngine engine;
   engine.run(kF32, {a.data(), Shape{4, 9, 17}, {0, 17, 1}}, {b.data(), Shape{4, 17, 5}, {85, 5, 1}},
@@ -115,7 +110,7 @@ TEST(MatmulBatchedGemm, StepsAreAppliedToEveryResult) {
   // One value for every result (applied in registers), then a mask [70, 70] broadcast over heads
   // and a per-head bias (applied to each run of results).
   const std::vector<float> scale{0.125f};
-  const std::vector<float> mask = random_values(70 * 70, 5), bias = random_values(3, 6);
+  const std::vector<float> mask = random_floats(70 * 70, 5), bias = random_floats(3, 6);
   for (bool only_scale : {true, false}) {
     std::array<ProductPostOp, 3> steps;
     steps[0] = {core::OpKind::kMul, scale.data(), {0, 0, 0}};
@@ -143,7 +138,7 @@ TEST(MatmulBatchedGemm, StepsAreAppliedToEveryResult) {
 
 TEST(MatmulBatchedGemm, SharedWeightsAndStridedRowsStayWithOnednn) {
   MatmulEngine engine;
-  const std::vector<float> x = random_values(3 * 8 * 64, 8), w = random_values(64 * 64, 9);
+  const std::vector<float> x = random_floats(3 * 8 * 64, 8), w = random_floats(64 * 64, 9);
   std::vector<float> out(3 * 8 * 64);
   const MatmulOperand xs{x.data(), Shape{3, 8, 64}, {8 * 64, 64, 1}};
   const MatmulOperand shared{w.data(), Shape{64, 64}, {64, 1}};

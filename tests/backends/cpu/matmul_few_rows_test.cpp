@@ -13,9 +13,12 @@
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/kernels.h"
 #include "backends/cpu/matmul.h"
+#include "tests/backends/cpu/random_floats.h"
 
 namespace streamfuse::backends::cpu {
 namespace {
+
+using testing::random_floats;
 
 constexpr std::int64_t H = 3, D = 64, kRow = 3 * H * D;  // a [T, 3 * H * D] projection
 
@@ -44,20 +47,12 @@ float documented_combination(const float* w, std::int64_t w_step, const float* c
   return acc;
 }
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> value(-1, 1);
-  std::vector<float> v(n);
-  for (float& f : v) f = value(rng);
-  return v;
-}
-
 // q @ k^T for `rows` query positions over `t` cached positions: q rows of a [rows, 3HD]
 // projection, k the second third of a [t, 3HD] one, both viewed per head.
 struct Scores {
   std::int64_t rows, t;
-  std::vector<float> q = random_values(static_cast<std::size_t>(rows * kRow), 1);
-  std::vector<float> kv = random_values(static_cast<std::size_t>(t * kRow), 2);
+  std::vector<float> q = random_floats(static_cast<std::size_t>(rows * kRow), 1);
+  std::vector<float> kv = random_floats(static_cast<std::size_t>(t * kRow), 2);
   MatmulOperand lhs() const { return {q.data(), Shape{H, rows, D}, {D, kRow, 1}}; }
   MatmulOperand rhs() const { return {kv.data() + H * D, Shape{H, D, t}, {D, 1, kRow}}; }
   Shape out_shape() const { return Shape{H, rows, t}; }
@@ -70,8 +65,8 @@ struct Scores {
 // att @ v: [H, rows, t] weights over v, the last third of the [t, 3HD] projection per head.
 struct Mix {
   std::int64_t rows, t;
-  std::vector<float> att = random_values(static_cast<std::size_t>(H * rows * t), 3);
-  std::vector<float> kv = random_values(static_cast<std::size_t>(t * kRow), 4);
+  std::vector<float> att = random_floats(static_cast<std::size_t>(H * rows * t), 3);
+  std::vector<float> kv = random_floats(static_cast<std::size_t>(t * kRow), 4);
   MatmulOperand lhs() const { return {att.data(), Shape{H, rows, t}, {rows * t, t, 1}}; }
   MatmulOperand rhs() const { return {kv.data() + 2 * H * D, Shape{H, t, D}, {D, kRow, 1}}; }
   Shape out_shape() const { return Shape{H, rows, D}; }
@@ -132,7 +127,7 @@ TEST(MatmulFewRows, StepsAreAppliedAsResultsAreStored) {
   const Shape shape = s.out_shape();
   // scores * 0.125 + mask, the mask [1, 2, 40] broadcast over heads, then a per-head bias.
   const std::vector<float> scale{0.125f};
-  const std::vector<float> mask = random_values(2 * 40, 5), bias = random_values(H, 6);
+  const std::vector<float> mask = random_floats(2 * 40, 5), bias = random_floats(H, 6);
   std::array<ProductPostOp, 3> steps;
   steps[0] = {core::OpKind::kMul, scale.data(), {0, 0, 0}};
   steps[1] = {core::OpKind::kAdd, mask.data(), {0, 40, 1}};
@@ -152,7 +147,7 @@ TEST(MatmulFewRows, StepsAreAppliedAsResultsAreStored) {
 
   const Mix m{3, 20};
   std::vector<float> mixed(static_cast<std::size_t>(m.out_shape().numel()));
-  const std::vector<float> residual = random_values(mixed.size(), 7);
+  const std::vector<float> residual = random_floats(mixed.size(), 7);
   const std::array<ProductPostOp, 1> add{{{core::OpKind::kAdd, residual.data(), {3 * D, D, 1}}}};
   engine.run(m.lhs(), m.rhs(), mixed.data(), m.out_shape(), 0, add, &applied);
   EXPECT_TRUE(applied);
@@ -172,7 +167,7 @@ TEST(MatmulFewRows, LongerPromptsAndSharedWeightsDoNotTakeTheFewRowKernels) {
   engine.run(kF32, five.lhs(), five.rhs(), out.data(), five.out_shape(), 0);
   const std::size_t longer = isa_level() >= 3 ? 0u : 1u;
   EXPECT_EQ(engine.cached_primitives(), longer);
-  const std::vector<float> x = random_values(H * 2 * D, 8), w = random_values(D * D, 9);
+  const std::vector<float> x = random_floats(H * 2 * D, 8), w = random_floats(D * D, 9);
   const MatmulOperand xs{x.data(), Shape{H, 2, D}, {2 * D, D, 1}};
   const MatmulOperand shared{w.data(), Shape{D, D}, {D, 1}};
   engine.run(kF32, xs, shared, out.data(), Shape{H, 2, D}, 0);
