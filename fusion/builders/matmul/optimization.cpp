@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "fusion/offset_context.h"
+#include "fusion/segment_tensors.h"
 
 namespace streamfuse::fusion {
 
@@ -29,9 +30,7 @@ void MatmulOptimization::run_one_by_one(ExecutionContext& context) const {
 void MatmulOptimization::execute(ExecutionContext& context) {
   const core::OpDesc& product = context.op(0);
   core::Failure failure;
-  std::array<backends::TensorHandle, 2> operands;
-  for (std::size_t i = 0; i < 2 && !failure; ++i)
-    operands[i] = context.handle(product.inputs[i].id, &failure);
+  std::array<backends::TensorHandle, 2> operands = product_operands(context, product, &failure);
   boost::container::small_vector<backends::ProductStep, backends::kMaxProductSteps> steps;
   for (const MatmulStep& s : steps_) {
     if (failure) break;
@@ -61,8 +60,7 @@ void MatmulOptimization::execute(ExecutionContext& context) {
     }
   }
   // The existing tensors whose last use the product was.
-  for (const core::TensorDesc& in : product.inputs)
-    if (in.status == core::TensorStatus::kReadWrite) context.erase(in.id);
+  erase_last_uses(context, product);
   if (!applied) return;
   // The steps' operands whose last use this was; the chain's own values were never stored.
   for (const backends::ProductStep& step : steps)

@@ -8,6 +8,19 @@
 #include "streamfuse/error.h"
 
 namespace streamfuse::fusion {
+namespace {
+
+// A matrix product of two f32 operands into f32: what both of the chain's products are.
+bool is_f32_product(const core::OpDesc& rel) {
+  if (rel.kind != core::OpKind::kMatmul || rel.inputs.size() != 2 || rel.outputs.size() != 1 ||
+      rel.attrs.dtype != kF32 || rel.outputs[0].dtype != kF32)
+    return false;
+  for (const core::TensorDesc& in : rel.inputs)
+    if (in.dtype != kF32) return false;
+  return true;
+}
+
+}  // namespace
 
 void ProductChainBuilder::reset() {
   status_ = BuilderStatus::kOpen;
@@ -73,11 +86,7 @@ bool ProductChainBuilder::batched_per_matrix(const core::OpDesc& op) const {
 }
 
 bool ProductChainBuilder::take_first(const core::OpDesc& rel, const core::OpDesc& real) {
-  if (rel.kind != core::OpKind::kMatmul || rel.inputs.size() != 2 || rel.outputs.size() != 1 ||
-      rel.attrs.dtype != kF32 || rel.outputs[0].dtype != kF32)
-    return false;
-  for (const core::TensorDesc& in : rel.inputs)
-    if (in.dtype != kF32) return false;
+  if (!is_f32_product(rel)) return false;
   shape_ = rel.outputs[0].shape;
   // Size id 0 is one row (a decode step's): the few-row kernels' product, never tiled.
   if (shape_.rank() < 3 || shape_[shape_.rank() - 2] == 0 || !batched_per_matrix(rel)) return false;
@@ -140,9 +149,7 @@ bool ProductChainBuilder::take_second(const core::OpDesc& rel) {
     return true;
   }
   phase_ = Phase::kDrops;
-  if (rel.kind != core::OpKind::kMatmul || rel.inputs.size() != 2 || rel.outputs.size() != 1 ||
-      rel.attrs.dtype != kF32 || rel.outputs[0].dtype != kF32 || rel.inputs[1].dtype != kF32)
-    return false;
+  if (!is_f32_product(rel)) return false;
   const core::TensorDesc& a = rel.inputs[0];
   if (a.id != weights_ || made_in_chain(rel.inputs[1].id) ||
       rel.outputs[0].shape.rank() != shape_.rank() || !batched_per_matrix(rel))

@@ -9,7 +9,8 @@ int guarding_input(const jit::FusedProgram& program, int guarded) {
   const auto registers = static_cast<std::size_t>(program.num_registers);
   std::vector<char> depends(registers, 0);  // on `guarded`'s element, unguarded
   std::vector<int> loaded(registers, -1);   // the input a kLoad register holds
-  const auto reads = [&](const jit::Instruction& in, std::int32_t reg) {
+  // Whether register `reg` (an instruction's argument, -1 for none) still depends on it.
+  const auto reads = [&](std::int32_t reg) {
     return reg >= 0 && static_cast<std::size_t>(reg) < registers &&
            depends[static_cast<std::size_t>(reg)];
   };
@@ -22,11 +23,11 @@ int guarding_input(const jit::FusedProgram& program, int guarded) {
       depends[out] = in.index == guarded;
       continue;
     }
-    const bool tainted = reads(in, in.args[0]) || reads(in, in.args[1]) || reads(in, in.args[2]);
+    const bool tainted = reads(in.args[0]) || reads(in.args[1]) || reads(in.args[2]);
     if (!tainted) continue;
     if (in.kind == jit::InstrKind::kLoadAt) return -1;
-    if (in.kind == jit::InstrKind::kOp && in.op == core::OpKind::kWhere && !reads(in, in.args[0]) &&
-        reads(in, in.args[1]) && !reads(in, in.args[2]) && in.args[0] >= 0) {
+    if (in.kind == jit::InstrKind::kOp && in.op == core::OpKind::kWhere && !reads(in.args[0]) &&
+        reads(in.args[1]) && !reads(in.args[2]) && in.args[0] >= 0) {
       const int condition = loaded[static_cast<std::size_t>(in.args[0])];
       if (condition >= 0 && condition != guarded &&
           program.inputs[static_cast<std::size_t>(condition)] == kBool &&
@@ -38,17 +39,13 @@ int guarding_input(const jit::FusedProgram& program, int guarded) {
     depends[out] = 1;
   }
   // Nothing that leaves the prologue may still depend on it unguarded.
-  const auto leaks = [&](std::int32_t reg) {
-    return reg >= 0 && static_cast<std::size_t>(reg) < registers &&
-           depends[static_cast<std::size_t>(reg)];
-  };
   for (const jit::ReduceStage& st : program.anchor.stages)
-    if (leaks(st.input)) return -1;
+    if (reads(st.input)) return -1;
   for (const jit::ProgramOutput& o : program.outputs)
-    if (leaks(o.reg)) return -1;
+    if (reads(o.reg)) return -1;
   for (const jit::Instruction& in : program.epilogue)
     for (std::int32_t a : in.args)
-      if (leaks(a)) return -1;
+      if (reads(a)) return -1;
   return guard;
 }
 

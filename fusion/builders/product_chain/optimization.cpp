@@ -136,9 +136,7 @@ void ProductChainOptimization::run_one_after_another(ExecutionContext& context) 
   const core::OpDesc& first = context.op(0);
   const core::TensorId p = first.outputs[0].id;
   core::Failure failure;
-  std::array<backends::TensorHandle, 2> inputs;
-  for (std::size_t i = 0; i < 2 && !failure; ++i)
-    inputs[i] = context.handle(first.inputs[i].id, &failure);
+  std::array<backends::TensorHandle, 2> inputs = product_operands(context, first, &failure);
   if (failure) {  // each op as unfused: its failure passes to what reads its result
     run_chain_ops(context);
     return;
@@ -153,8 +151,7 @@ void ProductChainOptimization::run_one_after_another(ExecutionContext& context) 
     context.erase(p);
     throw;
   }
-  for (const core::TensorDesc& in : first.inputs)
-    if (in.status == core::TensorStatus::kReadWrite) context.erase(in.id);
+  erase_last_uses(context, first);
   context.run_operation(second());
 }
 
@@ -164,9 +161,8 @@ bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
   const core::OpDesc& second = context.op(this->second());
   const core::TensorId p = first.outputs[0].id;
   core::Failure failure;
-  std::array<backends::TensorHandle, 2> inputs;
-  for (std::size_t i = 0; i < 2 && !failure; ++i)
-    inputs[i] = context.handle(first.inputs[i].id, &failure);
+  std::array<backends::TensorHandle, 2> inputs = product_operands(context, first, &failure);
+  if (failure) return false;
   const backends::TensorHandle v = context.handle(second.inputs[1].id, &failure);
   if (failure) return false;
 
@@ -221,8 +217,7 @@ bool ProductChainOptimization::run_tiled(ExecutionContext& context) const {
 
   // As the three would leave them: the first product's inputs, the kernel's and the second
   // product's b erased where this was their last use; P and W never existed.
-  for (const core::TensorDesc& in : first.inputs)
-    if (in.status == core::TensorStatus::kReadWrite) context.erase(in.id);
+  erase_last_uses(context, first);
   for (const TracedTensor& t : tensors) {
     const core::TensorDesc& d = desc_at(middle, t.source);
     if (t.erase && d.id != p) context.erase(d.id);
