@@ -23,6 +23,30 @@ namespace {
 
 constexpr std::int64_t kGrain = 16384;  // elements a thread must have before another starts
 
+using Operands = boost::container::small_vector<Operand, 16>;
+
+// The launch's operands (inputs, then outputs) broadcast to `shape`. A buffered one (its index in
+// `buffered`) has no memory: a distinct address of its own stands in for it, so that a
+// specialization key sees no output written over an input; it is never read.
+Operands launch_operands(std::span<const LaunchOperand> inputs,
+                         std::span<const LaunchOperand> outputs, const Shape& shape,
+                         std::span<const int> buffered = {}) {
+  static char stand_ins[backends::cpu::kMaxOperands];
+  Operands ops;
+  std::size_t k = 0;
+  for (std::span<const LaunchOperand> list : {inputs, outputs})
+    for (const LaunchOperand& o : list) {
+      const bool stand_in =
+          std::find(buffered.begin(), buffered.end(), static_cast<int>(k)) != buffered.end();
+      ops.push_back(stand_in
+                        ? Operand{&stand_ins[k], o.dtype,
+                                  backends::broadcast_strides(o.shape, o.handle->strides, shape)}
+                        : backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
+      ++k;
+    }
+  return ops;
+}
+
 // A reduction launch's arguments as a compiled kernel reads them (jit/kernel_abi.h): the
 // operands' data and strides flattened, the sizes, lanes and scalars; `base` points into them
 // (so it is neither copied nor moved).
@@ -194,21 +218,7 @@ std::unique_ptr<RowKernel> CpuLauncher::row_kernel(const FusedProgram& program,
       !compile_.load(std::memory_order_relaxed) ||
       n > static_cast<std::size_t>(backends::cpu::kMaxOperands))
     return nullptr;
-  // A buffered operand has no memory here: a distinct address of its own stands in for it, so
-  // that the specialization key sees no output written over an input. It is never read.
-  static char stand_ins[backends::cpu::kMaxOperands];
-  boost::container::small_vector<Operand, 16> ops;
-  std::size_t k = 0;
-  for (std::span<const LaunchOperand> list : {inputs, outputs})
-    for (const LaunchOperand& o : list) {
-      const bool stand_in =
-          std::find(buffered.begin(), buffered.end(), static_cast<int>(k)) != buffered.end();
-      ops.push_back(stand_in
-                        ? Operand{&stand_ins[k], o.dtype,
-                                  backends::broadcast_strides(o.shape, o.handle->strides, shape)}
-                        : backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
-      ++k;
-    }
+  const Operands ops = launch_operands(inputs, outputs, shape, buffered);
   const ReduceLayout& layout = ReduceLaunchMemo::layout(program, facts.hash, shape, ops);
   if (layout.rows == 0 || layout.walk != ReduceWalk::kRows || layout.inner_rank != 1 ||
       layout.outer_rank < 1)
@@ -260,10 +270,7 @@ bool CpuLauncher::ops_are_faster(const FusedProgram& program, const ProgramFacts
   if (program.anchor.kind != AnchorKind::kReduce || !cache_ ||
       !compile_.load(std::memory_order_relaxed) || shape.numel() < kOpsBeforeColumnKernelElements)
     return false;
-  boost::container::small_vector<Operand, 16> ops;
-  for (std::span<const LaunchOperand> list : {inputs, outputs})
-    for (const LaunchOperand& o : list)
-      ops.push_back(backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
+  const Operands ops = launch_operands(inputs, outputs, shape);
   if (ReduceLaunchMemo::layout(program, facts.hash, shape, ops).walk != ReduceWalk::kColumns)
     return false;
   const SpecializationKey& key =
@@ -281,10 +288,7 @@ void CpuLauncher::launch(const FusedProgram& program, const ProgramFacts& facts,
   const std::size_t n = inputs.size() + outputs.size();
   if (n > static_cast<std::size_t>(backends::cpu::kMaxOperands))
     throw Error("internal error: a fused kernel with " + std::to_string(n) + " operands");
-  boost::container::small_vector<Operand, 16> ops;
-  for (std::span<const LaunchOperand> list : {inputs, outputs})
-    for (const LaunchOperand& o : list)
-      ops.push_back(backends::cpu::broadcast_operand(*o.handle, o.shape, o.dtype, shape));
+  const Operands ops = launch_operands(inputs, outputs, shape);
   if (program.anchor.kind == AnchorKind::kReduce) {
     launch_reduce(program, facts, shape, ops, inputs, outputs, scalars);
     return;

@@ -490,16 +490,11 @@ AsRun as_run(const MatmulLayout& l, std::span<const ProductPostOp> post_ops) {
   AsRun r;
   const std::optional<MatmulLayout> folded = batch_as_rows(l);
   r.layout = folded ? *folded : l;
-  for (std::size_t i = 0; i < post_ops.size() && i < r.post.size(); ++i) {
-    if (!folded) {
-      r.post[i] = post_ops[i];
-      continue;
-    }
-    const std::optional<ProductPostOp> p = post_op_as_rows(l, post_ops[i]);
-    if (!p) return AsRun{r.layout, {}, 0};
-    r.post[i] = *p;
+  for (const ProductPostOp& p : post_ops.first(std::min(post_ops.size(), r.post.size()))) {
+    const std::optional<ProductPostOp> as_rows = folded ? post_op_as_rows(l, p) : p;
+    if (!as_rows) return AsRun{r.layout, {}, 0};
+    r.post[r.num_post++] = *as_rows;
   }
-  r.num_post = std::min(post_ops.size(), r.post.size());
   return r;
 }
 
