@@ -1,9 +1,10 @@
-// MatmulEngine: turns the operands into a MatmulLayout, handles empty products, and sends the
-// rest to oneDNN (f32, f16, bf16), the library's own blocked loop (integers, and f64, which
-// oneDNN 2.x has no matmul for), its dot-row kernel (f32 products of one row or one column whose
-// operands are contiguous along k), its few-row kernels (batched f32 products of a few rows:
-// attention while decoding and for a short prompt) or its batched GEMM (attention over more
-// rows); oneDNN's errors become streamfuse::Error.
+// MatmulEngine: turns the operands into a MatmulLayout, folds a batch over one weight into rows,
+// handles empty products, and sends the rest to oneDNN (f32, f16, bf16), the library's own
+// blocked loop (integers, and f64, which oneDNN 2.x has no matmul for), its dot-row kernel (f32
+// products of one row or one column whose operands are contiguous along k), its few-row kernels
+// (batched f32 products of a few rows: attention while decoding and for a short prompt), its
+// batched GEMM (attention over more rows) or its one-b GEMM (linear layers); oneDNN's errors
+// become streamfuse::Error.
 #include "backends/cpu/matmul.h"
 
 #include <array>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "backends/cpu/isa.h"
+#include "backends/cpu/matmul_batch_rows.h"
 #include "backends/cpu/matmul_layout.h"
 #include "core/ir.h"
 #include "streamfuse/error.h"
@@ -60,14 +62,14 @@ bool is_dot_rows(DType dtype, const MatmulLayout& l) {
 constexpr std::int64_t kFewRows = 4;
 
 // Which of the library's own f32 kernels runs a product, or oneDNN (kOnednn).
-enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows, kBatchedGemm };
+enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows, kBatchedGemm, kOneB };
 
 // The most floats of b the batched GEMM packs per thread (its panels of one matrix): 16 MiB.
 constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 
 // The dot-row kernel takes products of one row or one column (is_dot_rows), and batched f32
 // products of at most kFewRows rows of `a` whose `b` differs in every matrix (attention's k or v
-// per head; a weight shared by the batch stays with oneDNN's brgemm kernels) where a's rows and
+// per head; a weight shared by the batch is below) where a's rows and
 // b's columns are contiguous along k (q @ k^T); the combined-rows kernel those where b's rows are
 // contiguous (att @ v). oneDNN runs the few-row ones through its GEMM driver, which generates its
 // kernels the first time it runs any product (20-25 ms, in a process's first token) and makes a
@@ -76,9 +78,24 @@ constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 // More rows than that, with a's rows contiguous, go to the batched GEMM where this CPU has FMA
 // (x86-64-v3 and up): oneDNN's driver again, whose first run in a process generates its kernels
 // (21-24 ms in the first iteration of a block, or on the preparer while a warm process starts).
+//
+// A product whose b is one matrix for every row (2-D, or a linear layer over a batch, folded to
+// one product of its rows: product_as_rows) of more than kFewRows rows per matrix goes to the
+// one-b GEMM where this CPU has FMA and a's and b's rows are contiguous (x @ W with W stored
+// [in, out]): as fast as oneDNN's brgemm kernels at 128 rows of a linear layer, faster from
+// 1,024, and with no primitive to generate per shape: a process's first iteration and a model
+// whose shapes change run no JIT (bench/README.md, "Linear layers in the library's own GEMM").
+// Narrower than 16 columns it would compute mostly padding, and b's columns contiguous (a W^T
+// view) would need a transposing pack it does not have: oneDNN.
 OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
   if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
-  if (dtype != kF32 || l.batch_count() < 2) return OwnKernel::kOnednn;
+  if (dtype != kF32) return OwnKernel::kOnednn;
+  if (l.b.matrices(l.batch_rank) == 1)
+    return isa_level() >= 3 && l.m > kFewRows && l.n >= 16 && l.a.col_stride == 1 &&
+                   l.b.col_stride == 1 && l.k * 64 <= kMaxPackedB  // one panel
+               ? OwnKernel::kOneB
+               : OwnKernel::kOnednn;
+  if (l.batch_count() < 2) return OwnKernel::kOnednn;
   for (int d = 0; d < l.batch_rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
     if (l.b.batch[i] != l.batch[i]) return OwnKernel::kOnednn;
@@ -192,7 +209,8 @@ void fill_row_product(RowProduct& p, const MatmulLayout& l, const void* a, const
   args.out = static_cast<float*>(out);
   args.num_threads = num_threads;
   args.a_offsets = matrix_offsets(l, l.a, p.a_offsets);
-  args.b_offsets = matrix_offsets(l, l.b, p.b_offsets);
+  // One b for every matrix (gemm_one_b) has no offsets.
+  if (l.b.matrices(l.batch_rank) > 1) args.b_offsets = matrix_offsets(l, l.b, p.b_offsets);
   if (!on_layout.empty()) {
     args.num_steps = dot_rows_steps(l, on_layout, 1, 0, p.steps, p.step_offsets);
     args.steps = p.steps.data();
@@ -286,20 +304,27 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
     return false;
   }
   const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
-  const std::span<const ProductPostOp> steps(on_layout.data(), post_ops.size());
-  if (const OwnKernel own = own_kernel(dtype, layout); own != OwnKernel::kOnednn) {
-    if (own == OwnKernel::kDotRows)
-      run_dot_rows(layout, a.data, b.data, out, num_threads, steps);
-    else
-      run_row_product(
-          own == OwnKernel::kCombineRows ? kernels().combine_rows : kernels().batched_gemm, layout,
-          a.data, b.data, out, num_threads, steps);
+  const std::span<const ProductPostOp> on_product(on_layout.data(), post_ops.size());
+  if (is_dot_rows(dtype, layout)) {  // per matrix, unfolded
+    run_dot_rows(layout, a.data, b.data, out, num_threads, on_product);
     if (applied) *applied = !post_ops.empty();
     return false;
   }
+  const ProductAsRows rows = product_as_rows(layout, on_product);
+  const std::span<const ProductPostOp> steps = rows.post_ops();
+  if (const OwnKernel own = own_kernel(dtype, rows.layout); own != OwnKernel::kOnednn) {
+    if (own == OwnKernel::kDotRows)
+      run_dot_rows(rows.layout, a.data, b.data, out, num_threads, steps);
+    else
+      run_row_product(own == OwnKernel::kCombineRows   ? kernels().combine_rows
+                      : own == OwnKernel::kBatchedGemm ? kernels().batched_gemm
+                                                       : kernels().gemm_one_b,
+                      rows.layout, a.data, b.data, out, num_threads, steps);
+    if (applied) *applied = !steps.empty();
+    return false;
+  }
   try {
-    return impl_->onednn.run(dtype, layout, a.data, b.data, out, num_threads,
-                             std::span(on_layout.data(), post_ops.size()), applied);
+    return impl_->onednn.run(dtype, rows.layout, a.data, b.data, out, num_threads, steps, applied);
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " failed in oneDNN: " + e.what() +
                 " (status " + std::to_string(static_cast<int>(e.status)) +
@@ -352,10 +377,12 @@ bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOper
   check_product_shapes(dtype, a, b, out_shape);
   if (out_shape.numel() == 0 || a.shape[a.shape.rank() - 1] == 0) return false;
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
-  if (own_kernel(dtype, layout) != OwnKernel::kOnednn) return false;
+  if (is_dot_rows(dtype, layout)) return false;
+  const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
+  const ProductAsRows rows = product_as_rows(layout, std::span(on_layout.data(), post_ops.size()));
+  if (own_kernel(dtype, rows.layout) != OwnKernel::kOnednn) return false;
   try {
-    const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
-    impl_->onednn.prepare(dtype, layout, num_threads, std::span(on_layout.data(), post_ops.size()));
+    impl_->onednn.prepare(dtype, rows.layout, num_threads, rows.post_ops());
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " could not be prepared in oneDNN: " +
                 e.what() + " (status " + std::to_string(static_cast<int>(e.status)) + ")");

@@ -1,8 +1,9 @@
 // Matrix products on the CPU: oneDNN for float dtypes (primitives cached per shape), a blocked
 // loop for integers and f64, a dot-row kernel for f32 matrix-vector products whose operands are
-// contiguous along k (a decode step's x @ W^T), and, for attention's batched f32 products (b per
-// matrix), few-row kernels (at most four rows: decoding, a short prompt) and a batched GEMM (more
-// rows, on CPUs with FMA), which oneDNN would run through its GEMM driver.
+// contiguous along k (a decode step's x @ W^T), for attention's batched f32 products (b per
+// matrix) few-row kernels (at most four rows: decoding, a short prompt) and a batched GEMM (more
+// rows, on CPUs with FMA), which oneDNN would run through its GEMM driver, and for f32 linear
+// layers (x @ W, one W for every row) a one-b GEMM on CPUs with FMA, which needs no primitive.
 #pragma once
 
 #include <array>
@@ -50,9 +51,10 @@ class MatmulEngine {
 
   // As run() for an f32 product, then applies `post_ops` (strides over `out_shape`) as it stores
   // the product, where it can: oneDNN's kernels take them (not all broadcasts), the library's own
-  // kernels (dot rows, few rows, batched GEMM) take any. *applied says whether it did; where it
-  // did not (post-ops oneDNN takes in no kernel better than its reference loop, an empty product),
-  // only the product was stored, and the caller applies them.
+  // kernels (dot rows, few rows, batched GEMM, one-b GEMM) take any. *applied says whether it
+  // did; where it did not (post-ops oneDNN takes in no kernel better than its reference loop, an
+  // empty product, a post-op that does not fold with a batch folded into rows), only the product
+  // was stored, and the caller applies them.
   bool run(const MatmulOperand& a, const MatmulOperand& b, void* out, const Shape& out_shape,
            int num_threads, std::span<const ProductPostOp> post_ops, bool* applied);
 

@@ -1,5 +1,7 @@
 #include "backends/cpu/matmul_batch_rows.h"
 
+#include <algorithm>
+
 namespace streamfuse::backends::cpu {
 namespace {
 
@@ -60,6 +62,18 @@ std::optional<ProductPostOp> post_op_as_rows(const MatmulLayout& l, const Produc
   f.strides[0] = *rows;
   f.strides[1] = p.strides[r + 1];
   return f;
+}
+
+ProductAsRows product_as_rows(const MatmulLayout& l, std::span<const ProductPostOp> post_ops) {
+  ProductAsRows r;
+  const std::optional<MatmulLayout> folded = batch_as_rows(l);
+  r.layout = folded ? *folded : l;
+  for (const ProductPostOp& p : post_ops.first(std::min(post_ops.size(), r.post.size()))) {
+    const std::optional<ProductPostOp> as_rows = folded ? post_op_as_rows(l, p) : p;
+    if (!as_rows) return ProductAsRows{r.layout, {}, 0};
+    r.post[r.num_post++] = *as_rows;
+  }
+  return r;
 }
 
 }  // namespace streamfuse::backends::cpu

@@ -8,8 +8,11 @@
 // (bench/README.md, "A linear layer over a batch is one product").
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "backends/cpu/matmul.h"
 #include "backends/matmul_layout.h"
@@ -24,5 +27,18 @@ std::optional<MatmulLayout> batch_as_rows(const MatmulLayout& l);
 // Post-op `p` (strides over l's [batch..., m, n]) over the folded [batch x m, n], or nullopt
 // where its rows are not one stride apart (a per-row operand repeated along the batch).
 std::optional<ProductPostOp> post_op_as_rows(const MatmulLayout& l, const ProductPostOp& p);
+
+// A product as the CPU runs it: folded to one product of batch x m rows where it is one, its
+// post-ops with it. Where a post-op does not fold, the folded product runs without post-ops (its
+// caller applies them), so that whether a product folds, and so which kernel runs it and its
+// bits, never depends on the steps fused after it.
+struct ProductAsRows {
+  MatmulLayout layout;
+  std::array<ProductPostOp, kMaxProductPostOps> post{};
+  std::size_t num_post = 0;
+
+  std::span<const ProductPostOp> post_ops() const { return {post.data(), num_post}; }
+};
+ProductAsRows product_as_rows(const MatmulLayout& l, std::span<const ProductPostOp> post_ops);
 
 }  // namespace streamfuse::backends::cpu

@@ -24,7 +24,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/kernels/parallel.h"
-#include "backends/cpu/matmul_batch_rows.h"
 #include "backends/cpu/matmul_layout.h"
 #include "backends/cpu/onednn_support.h"
 #include "core/float16.h"
@@ -474,30 +473,6 @@ RunState& run_state(const std::shared_ptr<const Plan>& plan, const dnnl::engine&
   return *list.front();
 }
 
-// The product as oneDNN runs it: folded to one product of batch x m rows where it is one
-// (matmul_batch_rows.h), its post-ops with it. Where a post-op does not fold, the folded product
-// runs without post-ops (its caller applies them: *applied is false), so that whether a product
-// folds, and so its bits, never depends on the steps fused after it.
-struct AsRun {
-  MatmulLayout layout;
-  std::array<ProductPostOp, kMaxProductPostOps> post{};
-  std::size_t num_post = 0;
-
-  std::span<const ProductPostOp> post_ops() const { return {post.data(), num_post}; }
-};
-
-AsRun as_run(const MatmulLayout& l, std::span<const ProductPostOp> post_ops) {
-  AsRun r;
-  const std::optional<MatmulLayout> folded = batch_as_rows(l);
-  r.layout = folded ? *folded : l;
-  for (const ProductPostOp& p : post_ops.first(std::min(post_ops.size(), r.post.size()))) {
-    const std::optional<ProductPostOp> as_rows = folded ? post_op_as_rows(l, p) : p;
-    if (!as_rows) return AsRun{r.layout, {}, 0};
-    r.post[r.num_post++] = *as_rows;
-  }
-  return r;
-}
-
 }  // namespace
 
 OnednnMatmul::OnednnMatmul() : state_(std::make_unique<State>()) {}
@@ -512,19 +487,14 @@ bool OnednnMatmul::gemm_driver_ready() {
 void OnednnMatmul::prepare(DType dtype, const MatmulLayout& layout, int num_threads,
                            std::span<const ProductPostOp> post_ops) {
   ScopedThreads threads(num_threads);
-  const AsRun as = as_run(layout, post_ops);
-  const State::Found found = state_->find_plan(dtype, as.layout, num_threads, false, as.post_ops());
+  const State::Found found = state_->find_plan(dtype, layout, num_threads, false, post_ops);
   make_scratchpad_ahead(found.plan->scratchpad_md.get_size());
   if (uses_gemm_driver(*found.plan)) warm_gemm_driver();
 }
 
-bool OnednnMatmul::run(DType dtype, const MatmulLayout& layout, const void* a, const void* b,
-                       void* out, int num_threads, std::span<const ProductPostOp> steps,
-                       bool* applied) {
+bool OnednnMatmul::run(DType dtype, const MatmulLayout& l, const void* a, const void* b, void* out,
+                       int num_threads, std::span<const ProductPostOp> post_ops, bool* applied) {
   ScopedThreads threads(num_threads);
-  const AsRun as = as_run(layout, steps);
-  const MatmulLayout& l = as.layout;
-  const std::span<const ProductPostOp> post_ops = as.post_ops();
   const State::Found found = state_->find_plan(dtype, l, num_threads, true, post_ops);
   const Plan* plan = found.plan.get();
   if (applied) *applied = !plan->post_op_mds.empty();

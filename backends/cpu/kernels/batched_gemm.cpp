@@ -22,11 +22,13 @@
 namespace streamfuse::backends::cpu::SF_ISA_NS {
 namespace {
 
-// The vector of this ISA level: AVX-512 (32 registers: a tile of 6 x 4 vectors), AVX2 with FMA
-// (16: 6 x 2), else one float at a time with std::fma (the same roundings, in software).
+// The vector of this ISA level: AVX-512 (32 registers: a tile of 6 x 4 vectors, 8 x 3 for
+// gemm_one_b), AVX2 with FMA (16: 6 x 2), else one float at a time with std::fma (the same
+// roundings, in software).
 #if defined(__AVX512F__)
 using Vec = __m512;
 constexpr int kWidth = 16, kVectors = 4;
+constexpr int kOneRows = 8, kOneVectors = 3;
 inline Vec zero() { return _mm512_setzero_ps(); }
 inline Vec load(const float* p) { return _mm512_loadu_ps(p); }
 inline Vec splat(float x) { return _mm512_set1_ps(x); }
@@ -35,6 +37,7 @@ inline void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 #elif defined(__AVX2__) && defined(__FMA__)
 using Vec = __m256;
 constexpr int kWidth = 8, kVectors = 2;
+constexpr int kOneRows = 6, kOneVectors = 2;
 inline Vec zero() { return _mm256_setzero_ps(); }
 inline Vec load(const float* p) { return _mm256_loadu_ps(p); }
 inline Vec splat(float x) { return _mm256_set1_ps(x); }
@@ -43,6 +46,7 @@ inline void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
 #else
 using Vec = float;
 constexpr int kWidth = 1, kVectors = 4;
+constexpr int kOneRows = 6, kOneVectors = 4;
 inline Vec zero() { return 0.0f; }
 inline Vec load(const float* p) { return *p; }
 inline Vec splat(float x) { return x; }
@@ -58,25 +62,49 @@ constexpr std::int64_t kPanel = std::int64_t{kWidth} * kVectors;  // columns of 
 // another matrix), so a few tiles of rows share it.
 constexpr std::int64_t kTaskRows = 8 * kRows;
 
-// sums[r * ldc + c] = sum over j < k of a[r * lda + j] * panel[j * kPanel + c], for r < kRows and
-// c < kPanel: fused multiply-adds in order of j from 0, starting from +0 (so the first term is its
-// product rounded once, and a product of -0 sums to +0).
+// gemm_one_b's tile and panel: 8 x 48 on AVX-512 (128-row products and 768, 2,304 and 3,072
+// columns divide into them; 6 x 64 left a tile of 2 rows in every 48, and was 0-5% slower), and
+// its task's rows.
+constexpr std::int64_t kOnePanel = std::int64_t{kWidth} * kOneVectors;
+constexpr std::int64_t kOneTaskRows = 48;
+static_assert(kOneTaskRows % kOneRows == 0);
+
+// Lines of memory to bring to the core's L2 while a tile is summed, spread evenly over its k
+// steps: `rows` runs of `lines` cache lines, run r starting at base + r * stride.
+struct PrefetchLines {
+  const float* base = nullptr;
+  std::int64_t stride = 0, rows = 0, lines = 0;
+};
+
+// sums[r * ldc + c] = sum over j < k of a[r * lda + j] * panel[j * Ld + c], for r < R and
+// c < V * kWidth: fused multiply-adds in order of j from 0, starting from +0 (so the first term is
+// its product rounded once, and a product of -0 sums to +0). The tile's geometry changes which
+// sums are computed together, never how one is.
 //
 // Steps of one value for the whole matrix (attention's scale), `count` of them, are applied to the
 // sums in registers before they are stored: ops[s] 0 to 3 for + - * / with values[s].
+//
+// `ahead`'s lines are prefetched, spread over the k steps.
+template <int V = kVectors, int R = kRows, std::int64_t Ld = kPanel>
 void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restrict panel,
                std::int64_t k, float* __restrict sums, std::int64_t ldc, const int* ops,
-               const float* values, int count) {
-  Vec acc[kRows][kVectors];
+               const float* values, int count, const PrefetchLines& ahead = {}) {
+  Vec acc[R][V];
   for (auto& row : acc)
     for (Vec& v : row) v = zero();
+  constexpr std::int64_t kLine = 64 / sizeof(float);
+  const std::int64_t lines = ahead.rows * ahead.lines;
+  std::int64_t line = 0;
   for (std::int64_t j = 0; j < k; ++j) {
-    Vec b[kVectors];
-    for (int v = 0; v < kVectors; ++v) b[v] = load(panel + j * kPanel + v * kWidth);
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
+    for (; line < lines && line * k <= j * lines; ++line)
+      __builtin_prefetch(
+          ahead.base + (line / ahead.lines) * ahead.stride + (line % ahead.lines) * kLine, 0, 2);
+    Vec b[V];
+    for (int v = 0; v < V; ++v) b[v] = load(panel + j * Ld + v * kWidth);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
       const Vec x = splat(a[r * lda + j]);
-      for (int v = 0; v < kVectors; ++v) acc[r][v] = fma(x, b[v], acc[r][v]);
+      for (int v = 0; v < V; ++v) acc[r][v] = fma(x, b[v], acc[r][v]);
     }
   }
   for (int s = 0; s < count; ++s) {
@@ -85,8 +113,20 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
       for (Vec& v : row)
         v = ops[s] == 0 ? v + x : ops[s] == 1 ? v - x : ops[s] == 2 ? v * x : v / x;
   }
-  for (int r = 0; r < kRows; ++r)
-    for (int v = 0; v < kVectors; ++v) store(sums + r * ldc + v * kWidth, acc[r][v]);
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) store(sums + r * ldc + v * kWidth, acc[r][v]);
+}
+
+// gemm_one_b's tile: tile_sums of the first `width` columns of a panel (at least 1), rounded up
+// to whole vectors (a narrower last panel computes no more padding than a vector's).
+template <int V = kOneVectors>
+void one_b_tile(std::int64_t width, const float* a, std::int64_t lda, const float* panel,
+                std::int64_t k, float* sums, std::int64_t ldc, const PrefetchLines& ahead) {
+  if constexpr (V > 1) {
+    if (width <= std::int64_t{V - 1} * kWidth)
+      return one_b_tile<V - 1>(width, a, lda, panel, k, sums, ldc, ahead);
+  }
+  tile_sums<V, kOneRows, kOnePanel>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead);
 }
 
 // Matrix `batch`'s b as panels of kPanel columns, each k rows of kPanel (zero past n).
@@ -107,6 +147,34 @@ void pack_b(const RowProductArgs& g, std::int64_t batch, std::vector<float>& pac
       }
     }
   }
+}
+
+// Panel `p` of b (one matrix for every row, its rows contiguous): k rows of kOnePanel floats,
+// zero past n.
+void pack_panel(const RowProductArgs& g, std::int64_t p, float* dst) {
+  const std::int64_t c0 = p * kOnePanel, width = std::min(kOnePanel, g.n - c0);
+  if (width == kOnePanel) {
+    for (std::int64_t j = 0; j < g.k; ++j)
+      for (int v = 0; v < kOneVectors; ++v)
+        store(dst + j * kOnePanel + v * kWidth, load(g.b + j * g.b_row_stride + c0 + v * kWidth));
+    return;
+  }
+  for (std::int64_t j = 0; j < g.k; ++j) {
+    float* row = dst + j * kOnePanel;
+    std::copy_n(g.b + j * g.b_row_stride + c0, width, row);
+    std::fill(row + width, row + kOnePanel, 0.0f);
+  }
+}
+
+// b's values of panel `p`, rows [j0, j1), as lines to prefetch: a tile of rows over one panel
+// asks for its share of the next panel's, so that b is read from memory while the panel before
+// it is computed (at 128 rows of a linear layer, reading the weights took a fifth of the
+// product's time when the pack waited on them).
+PrefetchLines panel_lines(const RowProductArgs& g, std::int64_t p, std::int64_t j0,
+                          std::int64_t j1) {
+  constexpr std::int64_t kLine = 64 / sizeof(float);
+  const std::int64_t c0 = p * kOnePanel, width = std::min(kOnePanel, g.n - c0);
+  return {g.b + j0 * g.b_row_stride + c0, g.b_row_stride, j1 - j0, (width + kLine - 1) / kLine};
 }
 
 // What a chain's task computes of a product: columns [0, n) (the rest stored as zeros), and the
@@ -246,6 +314,64 @@ void batched_gemm(const RowProductArgs& g) {
                    }
                    task_rows(g, batch, r0, std::min(kTaskRows, g.m - r0), a_rows(g, batch, r0),
                              g.a_row_stride, g.out + (batch * g.m + r0) * g.n, g.n, packed, padded);
+                 }
+               });
+}
+
+// One b for every matrix (a linear layer). A task is one panel of b's columns by kOneTaskRows
+// rows of a matrix, ordered panel by panel: a thread packs each panel of its contiguous range once
+// and runs every row over it while it is in its core's cache, while the next panel's b is
+// prefetched. (The batched GEMM's order, a task of rows over all of b, streams all of b from
+// memory once per six rows: 1.5-2x oneDNN's time at 128 rows of a linear layer. Packing groups
+// of two or four panels at a time was 0-10% slower than one; packing the next panel a share per
+// tile, instead of prefetching it, 15% slower.)
+void gemm_one_b(const RowProductArgs& g) {
+  const std::int64_t panels = (g.n + kOnePanel - 1) / kOnePanel;
+  const std::int64_t tasks_per_matrix = (g.m + kOneTaskRows - 1) / kOneTaskRows;
+  const std::int64_t row_tasks = g.batches * tasks_per_matrix;
+  const std::int64_t total_rows = g.batches * g.m;
+  parallel_for(panels * row_tasks, task_grain(kOneTaskRows * kOnePanel * g.k), g.num_threads,
+               [&](std::int64_t begin, std::int64_t end) {
+                 std::vector<float> panel(static_cast<std::size_t>(kOnePanel * g.k)), padded;
+                 alignas(64) float tile[kOneRows * kOnePanel];
+                 std::int64_t packed = -1;
+                 for (std::int64_t t = begin; t < end; ++t) {
+                   const std::int64_t p = t / row_tasks, c0 = p * kOnePanel;
+                   const std::int64_t width = std::min(kOnePanel, g.n - c0);
+                   const std::int64_t batch = (t % row_tasks) / tasks_per_matrix;
+                   const std::int64_t r0 = (t % tasks_per_matrix) * kOneTaskRows;
+                   if (p != packed) {
+                     pack_panel(g, p, panel.data());
+                     packed = p;
+                   }
+                   const std::int64_t rows = std::min(kOneTaskRows, g.m - r0);
+                   for (std::int64_t r = r0; r < r0 + rows; r += kOneRows) {
+                     const std::int64_t height = std::min<std::int64_t>(kOneRows, r0 + rows - r);
+                     // The next panel's b, a share per tile of rows over this panel's.
+                     const std::int64_t q = batch * g.m + r;
+                     const PrefetchLines ahead = p + 1 < panels
+                                                     ? panel_lines(g, p + 1, g.k * q / total_rows,
+                                                                   g.k * (q + height) / total_rows)
+                                                     : PrefetchLines{};
+                     const float* a = a_rows(g, batch, r);
+                     std::int64_t lda = g.a_row_stride;
+                     if (height < kOneRows) {  // copied beside zero rows, whose sums are not stored
+                       padded.assign(static_cast<std::size_t>(kOneRows * g.k), 0.0f);
+                       for (std::int64_t i = 0; i < height; ++i)
+                         std::copy_n(a + i * lda, g.k, padded.data() + i * g.k);
+                       a = padded.data();
+                       lda = g.k;
+                     }
+                     float* out = g.out + (batch * g.m + r) * g.n + c0;
+                     const bool whole = height == kOneRows && width == kOnePanel;
+                     one_b_tile(width, a, lda, panel.data(), g.k, whole ? out : tile,
+                                whole ? g.n : kOnePanel, ahead);
+                     for (std::int64_t i = 0; i < height; ++i) {
+                       float* dst = out + i * g.n;
+                       if (!whole) std::copy_n(tile + i * kOnePanel, width, dst);
+                       apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, r + i, c0);
+                     }
+                   }
                  }
                });
 }

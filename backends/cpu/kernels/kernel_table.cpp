@@ -16,6 +16,7 @@ void dot_rows(const DotRowsArgs& a);
 void combine_rows(const RowProductArgs& a);
 void batched_gemm(const RowProductArgs& a);
 void batched_gemm_chain(const RowChainArgs& a);
+void gemm_one_b(const RowProductArgs& a);
 ChunkFn chunk_op(core::OpKind kind, DType compute);
 void chunk_gather(const Iteration& it, const Operand& operand, int k, DType as, std::int64_t lo,
                   std::int64_t n, void* buf);
@@ -37,6 +38,7 @@ const KernelTable& kernel_table() {
       combine_rows,
       batched_gemm,
       batched_gemm_chain,
+      gemm_one_b,
       {chunk_op, chunk_gather, chunk_scatter, chunk_convert, chunk_round, chunk_fold}};
   return table;
 }

@@ -153,6 +153,12 @@ struct RowProductArgs {
 // routed to) and thread count. oneDNN ran these through its GEMM driver too (21-24 ms in every
 // fresh process).
 
+// gemm_one_b: batched_gemm's sums (the same bits) for one b shared by every matrix (b_offsets
+// null, b_col_stride 1): linear layers, x @ W over [batch..., rows, features]. It runs b a panel of columns at a
+// time over all of a's rows, so each panel is packed once per thread and stays in cache; the
+// bits depend on nothing but the operands (not on the rows, the batch or the threads), and no
+// kernel is generated per shape as oneDNN's are.
+
 // Two batched GEMMs (batched_gemm above) with a row-wise stage between them, tile by tile:
 // attention's q @ k^T, softmax and att @ v. For each matrix i and tile of rows, `first`'s rows go
 // into a buffer, `stage` turns them into rows of second's a (both buffers contiguous, first.n
@@ -245,6 +251,7 @@ struct KernelTable {
   void (*combine_rows)(const RowProductArgs&);
   void (*batched_gemm)(const RowProductArgs&);
   void (*batched_gemm_chain)(const RowChainArgs&);
+  void (*gemm_one_b)(const RowProductArgs&);
   ChunkOps chunk;
 };
 
