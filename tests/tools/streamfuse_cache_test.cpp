@@ -114,7 +114,7 @@ TEST_F(StreamfuseCacheTool, InfoPrintsEachPreparedOpWithItsInputsStrides) {
   EXPECT_NE(r.out.find("kind:         prepared ops\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(this streamfuse's)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("prepared ops (1;"), std::string::npos) << r.out;
-  // a [64, 32] row-major; b^T a [32, 16] view of a row-major [16, 32]: column-major.
+  // a [64, 32] row-major; b^T a [32, 8] view of a row-major [8, 32]: column-major.
   EXPECT_NE(r.out.find("\n  0  " + sf::core::to_string(ops[0].op) + "  strides [32, 1] [1, 32]\n"),
             std::string::npos)
       << r.out;

@@ -3,7 +3,8 @@
 // (kernels.h: gemm_one_b) wherever the CPU has FMA, with no oneDNN primitive: each result is the
 // chain of fused multiply-adds over j in order, the same on every ISA level (whose tiles differ)
 // and thread count, whether the batch folds into rows or not; steps after the product are
-// applied; narrow products, W^T views and four rows or fewer stay with oneDNN.
+// applied; W^T views are transposed as they are packed (on AVX-512); narrow products, four rows
+// or fewer and a's rows strided stay with oneDNN.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -134,44 +135,82 @@ TEST(MatmulOneB, StepsAreAppliedAsTheProductIsStored) {
   EXPECT_EQ(first_difference(out, flat, n), "");
 }
 
-TEST(MatmulOneB, NarrowProductsTransposedWeightsAndFourRowsStayWithOnednn) {
+TEST(MatmulOneB, NarrowProductsFourRowsAndStridedRowsStayWithOnednn) {
   MatmulEngine engine;
   const std::vector<float> x = random_floats(32 * 64, 10), w = random_floats(64 * 64, 11);
   std::vector<float> out(32 * 64);
   engine.run(kF32, {x.data(), Shape{32, 64}, {64, 1}}, {w.data(), Shape{64, 8}, {8, 1}}, out.data(),
              Shape{32, 8}, 0);  // 8 columns
   EXPECT_EQ(engine.cached_primitives(), 1u);
-  engine.run(kF32, {x.data(), Shape{32, 64}, {64, 1}}, {w.data(), Shape{64, 64}, {1, 64}},
-             out.data(), Shape{32, 64}, 0);  // x @ W^T
-  EXPECT_EQ(engine.cached_primitives(), 2u);
   engine.run(kF32, {x.data(), Shape{4, 64}, {64, 1}}, {w.data(), Shape{64, 64}, {64, 1}},
              out.data(), Shape{4, 64}, 0);  // four rows
+  EXPECT_EQ(engine.cached_primitives(), 2u);
+  engine.run(kF32, {x.data(), Shape{32, 64}, {1, 32}}, {w.data(), Shape{64, 64}, {64, 1}},
+             out.data(), Shape{32, 64}, 0);  // x^T @ W: a's rows strided
   EXPECT_EQ(engine.cached_primitives(), 3u);
+  // x @ W^T (W stored [out, in]): the one-b GEMM's on AVX-512, which transposes W as it packs
+  // it, oneDNN's below.
+  engine.run(kF32, {x.data(), Shape{32, 64}, {64, 1}}, {w.data(), Shape{64, 64}, {1, 64}},
+             out.data(), Shape{32, 64}, 0);
+  EXPECT_EQ(engine.cached_primitives(), isa_level() >= 4 ? 3u : 4u);
 }
 
+TEST(MatmulOneB, TransposedWeightsAreTheDocumentedSumOnAvx512) {
+  if (isa_level() < 4) GTEST_SKIP() << "below AVX-512, x @ W^T stays with oneDNN";
+  MatmulEngine engine;
+  // k on both sides of the 16 x 16 transposes' edge, n on both sides of a panel's.
+  for (std::int64_t k : {7, 16, 33, 130})
+    for (std::int64_t n : {16, 47, 48, 100}) {
+      const std::int64_t rows = 29, ldw = k + 2;
+      const std::vector<float> x = random_floats(static_cast<std::size_t>(rows * k), 14);
+      const std::vector<float> w_out_in = random_floats(static_cast<std::size_t>(n * ldw), 15);
+      std::vector<float> w(static_cast<std::size_t>(k * n));  // the same weight stored [in, out]
+      for (std::int64_t j = 0; j < k; ++j)
+        for (std::int64_t c = 0; c < n; ++c)
+          w[static_cast<std::size_t>(j * n + c)] = w_out_in[static_cast<std::size_t>(c * ldw + j)];
+      const std::vector<float> want = documented(x, k, w, n, rows, k, n);
+      for (int threads : {1, 2}) {
+        std::vector<float> out(want.size(), -7.0f);
+        engine.run(kF32, {x.data(), Shape{rows, k}, {k, 1}},
+                   {w_out_in.data(), Shape{k, n}, {1, ldw}}, out.data(), Shape{rows, n}, threads);
+        ASSERT_EQ(first_difference(out, want, n), "") << "k " << k << ", n " << n;
+      }
+    }
+  EXPECT_EQ(engine.cached_primitives(), 0u);
+}
+
+// W [in, out] and W^T views (the kernel packs both on every level, though the engine sends only
+// AVX-512 the second).
 TEST(MatmulOneB, EveryIsaLevelAndThreadCountGivesTheSameBits) {
   const std::int64_t m = 77, k = 65, n = 103, lda = 70, ldb = 110;
   const std::vector<float> x = random_floats(m * lda, 12), w = random_floats(k * ldb, 13);
+  std::vector<float> w_t(static_cast<std::size_t>(n * ldb));  // the same weight, [out, in]
+  for (std::int64_t j = 0; j < k; ++j)
+    for (std::int64_t c = 0; c < n; ++c)
+      w_t[static_cast<std::size_t>(c * ldb + j)] = w[static_cast<std::size_t>(j * ldb + c)];
   const std::vector<float> want = documented(x, lda, w, ldb, m, k, n);
   int levels = 0;
   for (int level : {2, 3, 4}) {
     const KernelTable* table = kernel_table_for(level);
     if (!table) continue;
-    for (int threads : {1, 2, 3}) {
-      std::vector<float> out(want.size(), -7.0f);
-      RowProductArgs args;
-      args.a = x.data();
-      args.a_row_stride = lda;
-      args.b = w.data();
-      args.b_row_stride = ldb;
-      args.m = m;
-      args.k = k;
-      args.n = n;
-      args.out = out.data();
-      args.num_threads = threads;
-      table->gemm_one_b(args);
-      EXPECT_EQ(first_difference(out, want, n), "") << table->isa << ", " << threads << " threads";
-    }
+    for (bool transposed : {false, true})
+      for (int threads : {1, 2, 3}) {
+        std::vector<float> out(want.size(), -7.0f);
+        RowProductArgs args;
+        args.a = x.data();
+        args.a_row_stride = lda;
+        args.b = transposed ? w_t.data() : w.data();
+        args.b_row_stride = transposed ? 1 : ldb;
+        args.b_col_stride = transposed ? ldb : 1;
+        args.m = m;
+        args.k = k;
+        args.n = n;
+        args.out = out.data();
+        args.num_threads = threads;
+        table->gemm_one_b(args);
+        EXPECT_EQ(first_difference(out, want, n), "")
+            << table->isa << (transposed ? ", W^T" : "") << ", " << threads << " threads";
+      }
     ++levels;
   }
   EXPECT_GE(levels, 1);  // the CPU's own level at least
