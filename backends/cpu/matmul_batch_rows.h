@@ -5,7 +5,9 @@
 // random (batch, length) needed 856 of them in 300 calls, more than the backend's bounded cache
 // holds (oneDNN's own cache made most of them again cheaply). Folded, a shape is one count of
 // rows (668 there), and one product of them runs instead of one per matrix
-// (bench/README.md, "A linear layer over a batch is one product").
+// (bench/README.md, "A linear layer over a batch is one product"). MatmulEngine folds every
+// product this way before it chooses a kernel; the library's one-b GEMM, which linear layers
+// now run in on CPUs with FMA, then gets a tile of whole rows even where each matrix has one.
 #pragma once
 
 #include <array>
