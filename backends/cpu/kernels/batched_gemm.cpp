@@ -67,6 +67,10 @@ constexpr std::int64_t kTaskRows = 8 * kRows;
 // its task's rows.
 constexpr std::int64_t kOnePanel = std::int64_t{kWidth} * kOneVectors;
 constexpr std::int64_t kOneTaskRows = 48;
+// At most this many rows (one task a panel) read b's rows where they are instead of packing
+// them: a panel read by a few tiles does not pay for its pack (16-32 rows of a [768, 2304]
+// weight took 1.2-1.35x oneDNN's time packed, 1.0-1.07x in place).
+constexpr std::int64_t kInPlaceRows = kOneTaskRows;
 static_assert(kOneTaskRows % kOneRows == 0);
 
 // Lines of memory to bring to the core's L2 while a tile is summed, spread evenly over its k
@@ -88,7 +92,8 @@ struct PrefetchLines {
 template <int V = kVectors, int R = kRows, std::int64_t Ld = kPanel>
 void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restrict panel,
                std::int64_t k, float* __restrict sums, std::int64_t ldc, const int* ops,
-               const float* values, int count, const PrefetchLines& ahead = {}) {
+               const float* values, int count, const PrefetchLines& ahead = {},
+               std::int64_t ldp = Ld) {
   Vec acc[R][V];
   for (auto& row : acc)
     for (Vec& v : row) v = zero();
@@ -100,7 +105,7 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
       __builtin_prefetch(
           ahead.base + (line / ahead.lines) * ahead.stride + (line % ahead.lines) * kLine, 0, 2);
     Vec b[V];
-    for (int v = 0; v < V; ++v) b[v] = load(panel + j * Ld + v * kWidth);
+    for (int v = 0; v < V; ++v) b[v] = load(panel + j * ldp + v * kWidth);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const Vec x = splat(a[r * lda + j]);
@@ -121,12 +126,13 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
 // to whole vectors (a narrower last panel computes no more padding than a vector's).
 template <int V = kOneVectors>
 void one_b_tile(std::int64_t width, const float* a, std::int64_t lda, const float* panel,
-                std::int64_t k, float* sums, std::int64_t ldc, const PrefetchLines& ahead) {
+                std::int64_t ldp, std::int64_t k, float* sums, std::int64_t ldc,
+                const PrefetchLines& ahead) {
   if constexpr (V > 1) {
     if (width <= std::int64_t{V - 1} * kWidth)
-      return one_b_tile<V - 1>(width, a, lda, panel, k, sums, ldc, ahead);
+      return one_b_tile<V - 1>(width, a, lda, panel, ldp, k, sums, ldc, ahead);
   }
-  tile_sums<V, kOneRows, kOnePanel>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead);
+  tile_sums<V, kOneRows, kOnePanel>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead, ldp);
 }
 
 // Matrix `batch`'s b as panels of kPanel columns, each k rows of kPanel (zero past n).
@@ -392,10 +398,13 @@ void gemm_one_b(const RowProductArgs& g) {
                    const std::int64_t width = std::min(kOnePanel, g.n - c0);
                    const std::int64_t batch = (t % row_tasks) / tasks_per_matrix;
                    const std::int64_t r0 = (t % tasks_per_matrix) * kOneTaskRows;
-                   if (p != packed) {
+                   const bool in_place = g.b_col_stride == 1 && total_rows <= kInPlaceRows;
+                   if (p != packed && !in_place) {
                      pack_panel(g, p, panel.data());
                      packed = p;
                    }
+                   const float* b = in_place ? g.b + c0 : panel.data();
+                   const std::int64_t ldp = in_place ? g.b_row_stride : kOnePanel;
                    const std::int64_t rows = std::min(kOneTaskRows, g.m - r0);
                    for (std::int64_t r = r0; r < r0 + rows; r += kOneRows) {
                      const std::int64_t height = std::min<std::int64_t>(kOneRows, r0 + rows - r);
@@ -416,7 +425,7 @@ void gemm_one_b(const RowProductArgs& g) {
                      }
                      float* out = g.out + (batch * g.m + r) * g.n + c0;
                      const bool whole = height == kOneRows && width == kOnePanel;
-                     one_b_tile(width, a, lda, panel.data(), g.k, whole ? out : tile,
+                     one_b_tile(width, a, lda, b, ldp, g.k, whole ? out : tile,
                                 whole ? g.n : kOnePanel, ahead);
                      for (std::int64_t i = 0; i < height; ++i) {
                        float* dst = out + i * g.n;

@@ -180,40 +180,43 @@ TEST(MatmulOneB, TransposedWeightsAreTheDocumentedSumOnAvx512) {
 }
 
 // W [in, out] and W^T views (the kernel packs both on every level, though the engine sends only
-// AVX-512 the second).
+// AVX-512 the second); 77 rows pack W, 30 read W [in, out] in place.
 TEST(MatmulOneB, EveryIsaLevelAndThreadCountGivesTheSameBits) {
-  const std::int64_t m = 77, k = 65, n = 103, lda = 70, ldb = 110;
-  const std::vector<float> x = random_floats(m * lda, 12), w = random_floats(k * ldb, 13);
-  std::vector<float> w_t(static_cast<std::size_t>(n * ldb));  // the same weight, [out, in]
-  for (std::int64_t j = 0; j < k; ++j)
-    for (std::int64_t c = 0; c < n; ++c)
-      w_t[static_cast<std::size_t>(c * ldb + j)] = w[static_cast<std::size_t>(j * ldb + c)];
-  const std::vector<float> want = documented(x, lda, w, ldb, m, k, n);
-  int levels = 0;
-  for (int level : {2, 3, 4}) {
-    const KernelTable* table = kernel_table_for(level);
-    if (!table) continue;
-    for (bool transposed : {false, true})
-      for (int threads : {1, 2, 3}) {
-        std::vector<float> out(want.size(), -7.0f);
-        RowProductArgs args;
-        args.a = x.data();
-        args.a_row_stride = lda;
-        args.b = transposed ? w_t.data() : w.data();
-        args.b_row_stride = transposed ? 1 : ldb;
-        args.b_col_stride = transposed ? ldb : 1;
-        args.m = m;
-        args.k = k;
-        args.n = n;
-        args.out = out.data();
-        args.num_threads = threads;
-        table->gemm_one_b(args);
-        EXPECT_EQ(first_difference(out, want, n), "")
-            << table->isa << (transposed ? ", W^T" : "") << ", " << threads << " threads";
-      }
-    ++levels;
+  for (const std::int64_t m : {77, 30}) {
+    const std::int64_t k = 65, n = 103, lda = 70, ldb = 110;
+    const std::vector<float> x = random_floats(m * lda, 12), w = random_floats(k * ldb, 13);
+    std::vector<float> w_t(static_cast<std::size_t>(n * ldb));  // the same weight, [out, in]
+    for (std::int64_t j = 0; j < k; ++j)
+      for (std::int64_t c = 0; c < n; ++c)
+        w_t[static_cast<std::size_t>(c * ldb + j)] = w[static_cast<std::size_t>(j * ldb + c)];
+    const std::vector<float> want = documented(x, lda, w, ldb, m, k, n);
+    int levels = 0;
+    for (int level : {2, 3, 4}) {
+      const KernelTable* table = kernel_table_for(level);
+      if (!table) continue;
+      for (bool transposed : {false, true})
+        for (int threads : {1, 2, 3}) {
+          std::vector<float> out(want.size(), -7.0f);
+          RowProductArgs args;
+          args.a = x.data();
+          args.a_row_stride = lda;
+          args.b = transposed ? w_t.data() : w.data();
+          args.b_row_stride = transposed ? 1 : ldb;
+          args.b_col_stride = transposed ? ldb : 1;
+          args.m = m;
+          args.k = k;
+          args.n = n;
+          args.out = out.data();
+          args.num_threads = threads;
+          table->gemm_one_b(args);
+          EXPECT_EQ(first_difference(out, want, n), "")
+              << table->isa << (transposed ? ", W^T" : "") << ", " << threads << " threads, " << m
+              << " rows";
+        }
+      ++levels;
+    }
+    EXPECT_GE(levels, 1);  // the CPU's own level at least
   }
-  EXPECT_GE(levels, 1);  // the CPU's own level at least
 }
 
 }  // namespace
