@@ -398,7 +398,9 @@ void gemm_one_b(const RowProductArgs& g) {
                    const std::int64_t width = std::min(kOnePanel, g.n - c0);
                    const std::int64_t batch = (t % row_tasks) / tasks_per_matrix;
                    const std::int64_t r0 = (t % tasks_per_matrix) * kOneTaskRows;
-                   const bool in_place = g.b_col_stride == 1 && total_rows <= kInPlaceRows;
+                   // (A narrower last panel is packed: its vectors would read past b's rows.)
+                   const bool in_place =
+                       g.b_col_stride == 1 && total_rows <= kInPlaceRows && width == kOnePanel;
                    if (p != packed && !in_place) {
                      pack_panel(g, p, panel.data());
                      packed = p;
