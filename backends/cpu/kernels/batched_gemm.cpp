@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -390,7 +391,10 @@ void gemm_one_b(const RowProductArgs& g) {
   const std::int64_t total_rows = g.batches * g.m;
   parallel_for(panels * row_tasks, task_grain(kOneTaskRows * kOnePanel * g.k), g.num_threads,
                [&](std::int64_t begin, std::int64_t end) {
-                 std::vector<float> panel(static_cast<std::size_t>(kOnePanel * g.k)), padded;
+                 // Made at the first pack (few rows read b in place and pack none); the pack
+                 // writes every float of it.
+                 std::unique_ptr<float[]> panel;
+                 std::vector<float> padded;
                  alignas(64) float tile[kOneRows * kOnePanel];
                  std::int64_t packed = -1;
                  for (std::int64_t t = begin; t < end; ++t) {
@@ -402,10 +406,11 @@ void gemm_one_b(const RowProductArgs& g) {
                    const bool in_place =
                        g.b_col_stride == 1 && total_rows <= kInPlaceRows && width == kOnePanel;
                    if (p != packed && !in_place) {
-                     pack_panel(g, p, panel.data());
+                     if (!panel) panel.reset(new float[static_cast<std::size_t>(kOnePanel * g.k)]);
+                     pack_panel(g, p, panel.get());
                      packed = p;
                    }
-                   const float* b = in_place ? g.b + c0 : panel.data();
+                   const float* b = in_place ? g.b + c0 : panel.get();
                    const std::int64_t ldp = in_place ? g.b_row_stride : kOnePanel;
                    const std::int64_t rows = std::min(kOneTaskRows, g.m - r0);
                    for (std::int64_t r = r0; r < r0 + rows; r += kOneRows) {
