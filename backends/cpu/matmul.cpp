@@ -311,21 +311,23 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
     if (applied) *applied = !post_ops.empty();
     return false;
   }
-  const ProductAsRows rows = product_as_rows(layout, on_product);
-  const std::span<const ProductPostOp> steps = rows.post_ops();
-  if (const OwnKernel own = own_kernel(dtype, rows.layout); own != OwnKernel::kOnednn) {
-    if (own == OwnKernel::kDotRows)
-      run_dot_rows(rows.layout, a.data, b.data, out, num_threads, steps);
+  // Copied only where the batch folds into rows.
+  const std::optional<ProductAsRows> rows = product_as_rows(layout, on_product);
+  const MatmulLayout& l = rows ? rows->layout : layout;
+  const std::span<const ProductPostOp> steps = rows ? rows->post_ops() : on_product;
+  if (const OwnKernel own = own_kernel(dtype, l); own != OwnKernel::kOnednn) {
+    if (own == OwnKernel::kDotRows)  // a few rows of attention, b per matrix
+      run_dot_rows(l, a.data, b.data, out, num_threads, steps);
     else
       run_row_product(own == OwnKernel::kCombineRows   ? kernels().combine_rows
                       : own == OwnKernel::kBatchedGemm ? kernels().batched_gemm
                                                        : kernels().gemm_one_b,
-                      rows.layout, a.data, b.data, out, num_threads, steps);
+                      l, a.data, b.data, out, num_threads, steps);
     if (applied) *applied = !steps.empty();
     return false;
   }
   try {
-    return impl_->onednn.run(dtype, rows.layout, a.data, b.data, out, num_threads, steps, applied);
+    return impl_->onednn.run(dtype, l, a.data, b.data, out, num_threads, steps, applied);
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " failed in oneDNN: " + e.what() +
                 " (status " + std::to_string(static_cast<int>(e.status)) +
@@ -380,10 +382,12 @@ bool MatmulEngine::prepare(DType dtype, const MatmulOperand& a, const MatmulOper
   const MatmulLayout layout = make_matmul_layout(a, b, out_shape);
   if (is_dot_rows(dtype, layout)) return false;
   const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
-  const ProductAsRows rows = product_as_rows(layout, std::span(on_layout.data(), post_ops.size()));
-  if (own_kernel(dtype, rows.layout) != OwnKernel::kOnednn) return false;
+  const std::span<const ProductPostOp> on_product(on_layout.data(), post_ops.size());
+  const std::optional<ProductAsRows> rows = product_as_rows(layout, on_product);
+  const MatmulLayout& l = rows ? rows->layout : layout;
+  if (own_kernel(dtype, l) != OwnKernel::kOnednn) return false;
   try {
-    impl_->onednn.prepare(dtype, rows.layout, num_threads, rows.post_ops());
+    impl_->onednn.prepare(dtype, l, num_threads, rows ? rows->post_ops() : on_product);
   } catch (const dnnl::error& e) {
     throw Error(describe_call(dtype, a, b, out_shape) + " could not be prepared in oneDNN: " +
                 e.what() + " (status " + std::to_string(static_cast<int>(e.status)) + ")");

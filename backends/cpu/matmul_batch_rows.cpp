@@ -64,13 +64,14 @@ std::optional<ProductPostOp> post_op_as_rows(const MatmulLayout& l, const Produc
   return f;
 }
 
-ProductAsRows product_as_rows(const MatmulLayout& l, std::span<const ProductPostOp> post_ops) {
-  ProductAsRows r;
+std::optional<ProductAsRows> product_as_rows(const MatmulLayout& l,
+                                             std::span<const ProductPostOp> post_ops) {
   const std::optional<MatmulLayout> folded = batch_as_rows(l);
-  r.layout = folded ? *folded : l;
+  if (!folded) return std::nullopt;
+  ProductAsRows r{*folded, {}, 0};
   for (const ProductPostOp& p : post_ops.first(std::min(post_ops.size(), r.post.size()))) {
-    const std::optional<ProductPostOp> as_rows = folded ? post_op_as_rows(l, p) : p;
-    if (!as_rows) return ProductAsRows{r.layout, {}, 0};
+    const std::optional<ProductPostOp> as_rows = post_op_as_rows(l, p);
+    if (!as_rows) return ProductAsRows{*folded, {}, 0};
     r.post[r.num_post++] = *as_rows;
   }
   return r;

@@ -30,10 +30,11 @@ std::optional<MatmulLayout> batch_as_rows(const MatmulLayout& l);
 // where its rows are not one stride apart (a per-row operand repeated along the batch).
 std::optional<ProductPostOp> post_op_as_rows(const MatmulLayout& l, const ProductPostOp& p);
 
-// A product as the CPU runs it: folded to one product of batch x m rows where it is one, its
-// post-ops with it. Where a post-op does not fold, the folded product runs without post-ops (its
-// caller applies them), so that whether a product folds, and so which kernel runs it and its
-// bits, never depends on the steps fused after it.
+// A product folded to one product of batch x m rows, its post-ops with it, or nullopt where it
+// is not one (batch_as_rows; the product then runs as it is, its post-ops with it). Where a
+// post-op does not fold, the folded product runs without post-ops (its caller applies them), so
+// that whether a product folds, and so which kernel runs it and its bits, never depends on the
+// steps fused after it.
 struct ProductAsRows {
   MatmulLayout layout;
   std::array<ProductPostOp, kMaxProductPostOps> post{};
@@ -41,6 +42,7 @@ struct ProductAsRows {
 
   std::span<const ProductPostOp> post_ops() const { return {post.data(), num_post}; }
 };
-ProductAsRows product_as_rows(const MatmulLayout& l, std::span<const ProductPostOp> post_ops);
+std::optional<ProductAsRows> product_as_rows(const MatmulLayout& l,
+                                             std::span<const ProductPostOp> post_ops);
 
 }  // namespace streamfuse::backends::cpu

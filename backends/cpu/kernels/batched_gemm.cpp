@@ -81,7 +81,7 @@ struct PrefetchLines {
   std::int64_t stride = 0, rows = 0, lines = 0;
 };
 
-// sums[r * ldc + c] = sum over j < k of a[r * lda + j] * panel[j * Ld + c], for r < R and
+// sums[r * ldc + c] = sum over j < k of a[r * lda + j] * panel[j * ldp + c], for r < R and
 // c < V * kWidth: fused multiply-adds in order of j from 0, starting from +0 (so the first term is
 // its product rounded once, and a product of -0 sums to +0). The tile's geometry changes which
 // sums are computed together, never how one is.
@@ -90,11 +90,11 @@ struct PrefetchLines {
 // sums in registers before they are stored: ops[s] 0 to 3 for + - * / with values[s].
 //
 // `ahead`'s lines are prefetched, spread over the k steps.
-template <int V = kVectors, int R = kRows, std::int64_t Ld = kPanel>
+template <int V = kVectors, int R = kRows>
 void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restrict panel,
                std::int64_t k, float* __restrict sums, std::int64_t ldc, const int* ops,
                const float* values, int count, const PrefetchLines& ahead = {},
-               std::int64_t ldp = Ld) {
+               std::int64_t ldp = kPanel) {
   Vec acc[R][V];
   for (auto& row : acc)
     for (Vec& v : row) v = zero();
@@ -133,27 +133,7 @@ void one_b_tile(std::int64_t width, const float* a, std::int64_t lda, const floa
     if (width <= std::int64_t{V - 1} * kWidth)
       return one_b_tile<V - 1>(width, a, lda, panel, ldp, k, sums, ldc, ahead);
   }
-  tile_sums<V, kOneRows, kOnePanel>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead, ldp);
-}
-
-// Matrix `batch`'s b as panels of kPanel columns, each k rows of kPanel (zero past n).
-void pack_b(const RowProductArgs& g, std::int64_t batch, std::vector<float>& packed) {
-  const std::int64_t panels = (g.n + kPanel - 1) / kPanel;
-  packed.assign(static_cast<std::size_t>(panels * kPanel * g.k), 0.0f);
-  const float* b = g.b + (g.b_offsets ? g.b_offsets[batch] : 0);
-  for (std::int64_t p = 0; p < panels; ++p) {
-    float* dst = packed.data() + p * kPanel * g.k;
-    const std::int64_t c0 = p * kPanel, width = std::min(kPanel, g.n - c0);
-    if (g.b_col_stride == 1) {
-      for (std::int64_t j = 0; j < g.k; ++j)
-        std::copy_n(b + j * g.b_row_stride + c0, width, dst + j * kPanel);
-    } else {  // b's columns contiguous (k^T): read along them
-      for (std::int64_t c = 0; c < width; ++c) {
-        const float* column = b + (c0 + c) * g.b_col_stride;
-        for (std::int64_t j = 0; j < g.k; ++j) dst[j * kPanel + c] = column[j * g.b_row_stride];
-      }
-    }
-  }
+  tile_sums<V, kOneRows>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead, ldp);
 }
 
 #if defined(__AVX512F__)
@@ -188,39 +168,51 @@ void transpose16(const float* in, std::int64_t ldi, float* out, std::int64_t ldo
 }
 #endif
 
-// Panel `p` of b (one matrix for every row): k rows of kOnePanel floats, zero past n. b's
-// columns contiguous (x @ W^T) are transposed 16 x 16 in registers on AVX-512 (one float at a
-// time they took 1.2-2x oneDNN's time at 128 rows; in blocks, 0.98-1.06x).
-void pack_panel(const RowProductArgs& g, std::int64_t p, float* dst) {
-  const std::int64_t c0 = p * kOnePanel, width = std::min(kOnePanel, g.n - c0);
-  if (width == kOnePanel && g.b_col_stride == 1) {
-    for (std::int64_t j = 0; j < g.k; ++j)
-      for (int v = 0; v < kOneVectors; ++v)
-        store(dst + j * kOnePanel + v * kWidth, load(g.b + j * g.b_row_stride + c0 + v * kWidth));
+// Columns [c0, c0 + width) of a k-row matrix b (its rows `row_stride` apart, its columns
+// `col_stride`) as k rows of `panel` floats, zero past width: the GEMMs' packed panels. Rows
+// contiguous are copied a vector at a time; columns contiguous (k^T, x @ W^T) are transposed
+// 16 x 16 in registers on AVX-512 (one float at a time, gemm_one_b took 1.2-2x oneDNN's time at
+// 128 rows of x @ W^T; in blocks, 0.98-1.06x).
+void pack_columns(const float* b, std::int64_t row_stride, std::int64_t col_stride, std::int64_t k,
+                  std::int64_t c0, std::int64_t width, std::int64_t panel, float* dst) {
+  std::int64_t j = 0;
+  if (col_stride == 1 && width == panel && panel % kWidth == 0) {
+    for (; j < k; ++j)
+      for (std::int64_t c = 0; c < panel; c += kWidth)
+        store(dst + j * panel + c, load(b + j * row_stride + c0 + c));
     return;
   }
-  if (g.b_col_stride != 1) {  // columns contiguous (a W^T view): transposed as it is packed
-    std::int64_t j = 0;
 #if defined(__AVX512F__)
-    if (g.b_row_stride == 1 && width == kOnePanel)
-      for (; j + 16 <= g.k; j += 16)
-        for (std::int64_t c = 0; c < kOnePanel; c += 16)
-          transpose16(g.b + (c0 + c) * g.b_col_stride + j, g.b_col_stride, dst + j * kOnePanel + c,
-                      kOnePanel);
+  if (row_stride == 1 && width == panel && panel % 16 == 0)
+    for (; j + 16 <= k; j += 16)
+      for (std::int64_t c = 0; c < panel; c += 16)
+        transpose16(b + (c0 + c) * col_stride + j, col_stride, dst + j * panel + c, panel);
 #endif
-    for (; j < g.k; ++j) {
-      float* row = dst + j * kOnePanel;
-      const float* x = g.b + j * g.b_row_stride + c0 * g.b_col_stride;
-      for (std::int64_t c = 0; c < width; ++c) row[c] = x[c * g.b_col_stride];
-      std::fill(row + width, row + kOnePanel, 0.0f);
-    }
-    return;
+  for (; j < k; ++j) {
+    float* row = dst + j * panel;
+    const float* x = b + j * row_stride + c0 * col_stride;
+    if (col_stride == 1)
+      std::copy_n(x, width, row);
+    else
+      for (std::int64_t c = 0; c < width; ++c) row[c] = x[c * col_stride];
+    std::fill(row + width, row + panel, 0.0f);
   }
-  for (std::int64_t j = 0; j < g.k; ++j) {
-    float* row = dst + j * kOnePanel;
-    std::copy_n(g.b + j * g.b_row_stride + c0, width, row);
-    std::fill(row + width, row + kOnePanel, 0.0f);
-  }
+}
+
+// Matrix `batch`'s b as panels of kPanel columns (the batched GEMM's).
+void pack_b(const RowProductArgs& g, std::int64_t batch, std::vector<float>& packed) {
+  const std::int64_t panels = (g.n + kPanel - 1) / kPanel;
+  packed.resize(static_cast<std::size_t>(panels * kPanel * g.k));
+  const float* b = g.b + (g.b_offsets ? g.b_offsets[batch] : 0);
+  for (std::int64_t p = 0; p < panels; ++p)
+    pack_columns(b, g.b_row_stride, g.b_col_stride, g.k, p * kPanel,
+                 std::min(kPanel, g.n - p * kPanel), kPanel, packed.data() + p * kPanel * g.k);
+}
+
+// Panel `p` of gemm_one_b's b (one matrix for every row).
+void pack_panel(const RowProductArgs& g, std::int64_t p, float* dst) {
+  pack_columns(g.b, g.b_row_stride, g.b_col_stride, g.k, p * kOnePanel,
+               std::min(kOnePanel, g.n - p * kOnePanel), kOnePanel, dst);
 }
 
 // b's values of panel `p`, rows [j0, j1), as lines to prefetch: a tile of rows over one panel

@@ -154,10 +154,10 @@ struct RowProductArgs {
 // fresh process).
 
 // gemm_one_b: batched_gemm's sums (the same bits) for one b shared by every matrix (b_offsets
-// null): linear layers, x @ W over [batch..., rows, features], W's rows or columns contiguous. It runs b a panel of columns at a
-// time over all of a's rows, so each panel is packed once per thread and stays in cache; the
-// bits depend on nothing but the operands (not on the rows, the batch or the threads), and no
-// kernel is generated per shape as oneDNN's are.
+// null): linear layers, x @ W over [batch..., rows, features], W's rows or columns contiguous.
+// It runs b a panel of columns at a time over all of a's rows, so each panel is packed once per
+// thread and stays in cache; the bits depend on nothing but the operands (not on the rows, the
+// batch or the threads), and no kernel is generated per shape as oneDNN's are.
 
 // Two batched GEMMs (batched_gemm above) with a row-wise stage between them, tile by tile:
 // attention's q @ k^T, softmax and att @ v. For each matrix i and tile of rows, `first`'s rows go
