@@ -33,7 +33,9 @@ enum Case {
   kSoftmaxSmall,
   kSoftmaxInner,  // over an inner axis: kernels walk column tiles
   kCenterColumns,
-  kMaskedScores  // attention's scores as users scale and mask them (a causal mask)
+  kMaskedScores,  // attention's scores as users scale and mask them (a causal mask)
+  kCenterNarrow,  // over axis 0 of rows of 512: many short steps per column tile
+  kColumnNorm     // batch normalization's statistics over axis 0: two stages, three passes
 };
 
 struct CaseInfo {
@@ -52,6 +54,8 @@ const CaseInfo kCases[] = {
     {"softmax(x, 1) [64,512,256]", {64, 512, 256}, false},
     {"x - mean(x, 0) [4096,4096]", {4096, 4096}, false},
     {"softmax(where(causal, x * 0.125, -inf)) [8,12,512,512]", {8, 12, 512, 512}, false},
+    {"x - mean(x, 0) [32768,512]", {32768, 512}, false},
+    {"(x - mean(x, 0)) * rsqrt(var(x, 0) + eps) [16384,2048]", {16384, 2048}, false},
 };
 
 std::int64_t row_length(Case c) { return kCases[c].shape[kCases[c].shape.rank() - 1]; }
@@ -98,7 +102,12 @@ sf::Tensor compute(Case c, const Inputs& in) {
     case kSoftmaxInner:
       return sf::nn::softmax(in.x, 1);
     case kCenterColumns:
+    case kCenterNarrow:
       return in.x - sf::mean(in.x, 0, true);
+    case kColumnNorm: {
+      const sf::Tensor d = in.x - sf::mean(in.x, 0, true);
+      return d * sf::rsqrt(sf::mean(d * d, 0, true) + 1e-5f);
+    }
     case kMaskedScores:
       return sf::nn::softmax(sf::where(in.mask, in.x * 0.125f, -INFINITY), -1);
   }
@@ -203,12 +212,13 @@ void BM_OneDnn(benchmark::State& state) {
 
 BENCHMARK(BM_Norm)
     ->ArgsProduct({{kSoftmaxScores, kLayerNorm2048, kLayerNorm768, kRmsNorm2048, kSumSquares,
-                    kSoftmaxSmall, kSoftmaxInner, kCenterColumns, kMaskedScores},
+                    kSoftmaxSmall, kSoftmaxInner, kCenterColumns, kMaskedScores, kCenterNarrow,
+                    kColumnNorm},
                    {sf::bench::kUnfused, sf::bench::kInterpreted, sf::bench::kCompiled}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Floor)
-    ->DenseRange(kSoftmaxScores, kMaskedScores)
+    ->DenseRange(kSoftmaxScores, kColumnNorm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_OneDnn)

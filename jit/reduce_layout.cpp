@@ -143,9 +143,11 @@ void run_reduce(const ReduceLayout& layout, std::size_t num_stages, int num_thre
   const int threads = backends::cpu::max_threads(num_threads);
   const std::int64_t n = layout.n;
   if (layout.walk == ReduceWalk::kColumns) {
-    // Tiles of rows per task (the kernels tile what they are given: ends of tasks cut tiles).
+    // At least 64 rows per task, and ~64 KiB (the kernels tile what they are given: ends of
+    // tasks cut tiles). Not a whole tile (kColumnTile): 200 columns still take two threads.
+    constexpr std::int64_t kMinRowsPerTask = 64;
     const std::int64_t grain =
-        std::max<std::int64_t>(kColumnTile, 16384 / std::max<std::int64_t>(n, 1));
+        std::max<std::int64_t>(kMinRowsPerTask, 16384 / std::max<std::int64_t>(n, 1));
     backends::cpu::parallel_for(
         layout.rows, grain, num_threads,
         [&](std::int64_t lo, std::int64_t hi) { executor.column_rows(lo, hi); });
