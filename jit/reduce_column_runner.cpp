@@ -18,12 +18,18 @@ namespace {
 
 // Rows a tile walks together: a register's worth, so that a pass reads each operand's step as one
 // run of up to kChunk values (4 KiB of f32), in place where the run is dense. Tiles of 64 rows
-// (the compiled kernels', whose registers are vectors) read 256-byte pieces 16 KiB apart for a
+// (the compiled kernels' tile then) read 256-byte pieces 16 KiB apart for a
 // [4096, 4096] operand, and the interpreted x - mean(x, 0) took 3.7x the unfused ops' time.
-// Narrower tiles (fewer columns) take several steps per pass (column_steps_): a register holds a
-// value per row of the tile and step. Results do not depend on the tile: every row folds its own
-// values in order.
+// Tiles of fewer than kMinInPlaceTile rows take several steps per pass (column_steps_): a
+// register holds a value per row of the tile and step, gathered and scattered piece by piece.
+// Wider tiles take one step per pass, read and written in place: in several steps per pass,
+// the interpreted x - mean(x, 0) on [32768, 512] (tiles of 256) took 1.56x the time. Results do
+// not depend on the tile: every row folds its own values in order.
 constexpr std::int64_t kTile = kChunk;
+constexpr std::int64_t kMinInPlaceTile = 256;
+// Steps along the axis a pass asks for the memory of ahead of the step it reads, at least (the
+// compiled kernels' distance).
+constexpr std::int64_t kPrefetchSteps = 8;
 
 }  // namespace
 
@@ -57,7 +63,7 @@ void ReduceRunner::column_rows(std::int64_t begin, std::int64_t end) {
     set_row(row);
     tile_.sizes[0] = span_.sizes[1] = tlen;
     tile_.numel = tlen;
-    column_steps_ = kChunk / tlen;
+    column_steps_ = tlen >= kMinInPlaceTile ? 1 : kChunk / tlen;
     for (std::size_t k = 0; k < stages; ++k) {
       column_group(k, results.data(), tlen);
       column_stage(k, results.data() + k * std::size_t{kTile}, tlen);
@@ -105,6 +111,22 @@ Operand ReduceRunner::step_operand(std::size_t k, std::int64_t jj) const {
   return o;
 }
 
+// Asks for operand k's values of steps [jj, jj + steps) where each step's are a run of memory
+// (to read them, or an output's to write them).
+// A pass reads a piece of each step, the next step's a whole stride of the axis further, which
+// the hardware's prefetchers follow poorly: the interpreted x - mean(x, 0) on [32768, 512] spent
+// 59% of its time waiting in the loads of those pieces (bench/README.md "Column reductions"). A
+// prefetch past the operand's end is harmless.
+void ReduceRunner::prefetch_steps(std::size_t k, std::int64_t jj, std::int64_t steps,
+                                  std::int64_t tlen, bool write) const {
+  if (tile_.strides[k][0] != 1 || axis_bytes_[k] == 0) return;
+  const std::int64_t bytes = tlen * static_cast<std::int64_t>(element_size(operands_[k].dtype));
+  const char* step = row_ops_[k].data + jj * axis_bytes_[k];
+  for (std::int64_t s = 0; s < steps; ++s, step += axis_bytes_[k])
+    for (std::int64_t o = 0; o < bytes; o += 64)
+      write ? __builtin_prefetch(step + o, 1) : __builtin_prefetch(step + o);
+}
+
 // Per-element instructions `code` over steps [jj, jj + steps) of the tile's rows (span_'s
 // order: step-major).
 void ReduceRunner::column_pass(const std::vector<std::size_t>& code, std::int64_t jj,
@@ -114,6 +136,9 @@ void ReduceRunner::column_pass(const std::vector<std::size_t>& code, std::int64_
   for (std::size_t i : code) {
     const Instruction& in = p_.prologue[i];
     if (in.kind == InstrKind::kLoad) {
+      // The pass after next's steps: at least kPrefetchSteps ahead.
+      const std::int64_t ahead = std::max<std::int64_t>(2 * column_steps_, kPrefetchSteps);
+      prefetch_steps(static_cast<std::size_t>(in.index), jj + ahead, steps, span_.sizes[1]);
       const Operand operand = step_operand(static_cast<std::size_t>(in.index), jj);
       unsigned char*& at = regs_[static_cast<std::size_t>(in.out)];
       at =
@@ -159,6 +184,8 @@ void ReduceRunner::column_outputs(std::int64_t tlen) {
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       if (p_.outputs[o].per_row) continue;
       const std::size_t k = ni + o;
+      prefetch_steps(k, jj + std::max<std::int64_t>(2 * column_steps_, kPrefetchSteps),
+                     span_.sizes[0], span_.sizes[1], /*write=*/true);
       chunk_.scatter(span_, step_operand(k, jj), static_cast<int>(k),
                      storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
                      span_.numel, reg(p_.outputs[o].reg));

@@ -163,6 +163,9 @@ class ReduceRunner {
   // Per-element instructions `code` over steps [jj, jj + steps) of the tile's rows (span_'s
   // order: step-major).
   void column_pass(const std::vector<std::size_t>& code, std::int64_t jj, std::int64_t steps);
+  // Prefetches operand k's values of steps [jj, jj + steps) of a tile of tlen rows.
+  void prefetch_steps(std::size_t k, std::int64_t jj, std::int64_t steps, std::int64_t tlen,
+                      bool write = false) const;
   // Stage k over the tile, block by block, each row's values folded in order, into results[t].
   void column_stage(std::size_t k, std::int64_t* results, std::int64_t tlen);
   // The tile's outputs: every element's, a span at a time, then every row's.
