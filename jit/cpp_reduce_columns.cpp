@@ -28,11 +28,16 @@ class CppColumnSource final : public CppReduceSource {
       const std::string st = stride(k, outer_rank_ - 1);
       if (!st.empty()) s += "    const long long c" + std::to_string(k) + " = " + st + ";\n";
     }
+    // Tiles of kTile rows where this thread's share of the walk is larger than the L2, else of
+    // kSmallTile (see kernel_abi.h's kColumnTile).
+    s += "    const long long tile = n * (L->row_end - L->row_begin) > " +
+         std::to_string(kSmallTileElements) + "LL ? " + std::to_string(kTile) + " : " +
+         std::to_string(kSmallTile) + ";\n";
     s += "    for (long long row = L->row_begin; row < L->row_end;) {\n";
     s += row_pointers("      ");
     const std::string last = std::to_string(outer_rank_ - 1);
     s += "      long long tlen = " + size(outer_rank_ - 1) + " - o" + last + ";\n";
-    s += "      if (tlen > " + std::to_string(kTile) + ") tlen = " + std::to_string(kTile) + ";\n";
+    s += "      if (tlen > tile) tlen = tile;\n";
     s += "      if (tlen > L->row_end - row) tlen = L->row_end - row;\n";
     for (std::int32_t r : row_registers())
       s += "      " + std::string(c_type(types_[static_cast<std::size_t>(r)])) + " " +
@@ -51,6 +56,8 @@ class CppColumnSource final : public CppReduceSource {
 
  private:
   static constexpr int kTile = kColumnTile;
+  static constexpr int kSmallTile = kColumnTileSmall;
+  static constexpr long long kSmallTileElements = kColumnTileSmallElements;
   static constexpr int kPrefetchSteps = 8;
 
   std::string element(std::size_t j) const override { return column_element(j, "q"); }

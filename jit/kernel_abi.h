@@ -62,5 +62,11 @@ inline constexpr int kCpuReduceAccBytes = 16;
 // fused `x - mean(x, 0)` on [32768, 512] 1.1x the unfused ops' time, 256 make it 0.9x
 // (bench/README.md "Column reductions").
 inline constexpr int kColumnTile = 256;
+// ... and where a thread's share of the walk is at most kColumnTileSmallElements (1 MiB of f32,
+// the L2 of the machines measured), kColumnTileSmall: with tiles of 256, a fused x - mean(x, 0)
+// on [512, 300] took 1.4-3x the unfused ops' time, with 64 1.07x (bench/README.md "Column
+// reductions").
+inline constexpr int kColumnTileSmall = 64;
+inline constexpr long long kColumnTileSmallElements = 262144;
 
 }  // namespace streamfuse::jit

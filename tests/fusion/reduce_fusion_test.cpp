@@ -310,6 +310,12 @@ TEST_F(ReduceFusionTest, ColumnTiles) {
       1);
   check("softmax over axis 0 of 2100 columns", softmax0,
         {random_tensor({45, 2100}, sf::kF32, -3, 3, 38)}, 1);
+  // Compiled kernels take tiles of 256 rows where a thread's share is larger than 2^18 elements
+  // (else 64): several such tiles per thread, the last cut by the row's or the thread's end.
+  check(
+      "x - mean(x, 0) + bias, 1100 columns of 600 steps", centered,
+      {random_tensor({600, 1100}, sf::kF32, -3, 3, 41), random_tensor({1100}, sf::kF32, -1, 1, 42)},
+      1);
   check(
       "x - mean(x, 0) + bias, 200 columns of 3000 steps", centered,
       {random_tensor({3000, 200}, sf::kF32, -3, 3, 39), random_tensor({200}, sf::kF32, -1, 1, 40)},
