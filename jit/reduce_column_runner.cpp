@@ -17,16 +17,16 @@ using backends::cpu::Operand;
 namespace {
 
 // Rows a tile walks together: a register's worth, so that a pass reads each operand's step as one
-// run of up to kChunk values (4 KiB of f32), in place where the run is dense. Tiles of 64 rows
-// (the compiled kernels' tile then) read 256-byte pieces 16 KiB apart for a
-// [4096, 4096] operand, and the interpreted x - mean(x, 0) took 3.7x the unfused ops' time.
-// Tiles of fewer than kMinInPlaceTile rows, and tiles whose steps follow one another in memory,
-// take several steps per pass (column_steps_): a register holds a value per row of the tile and
-// step, gathered and scattered piece by piece where the steps do not adjoin. Other tiles take
-// one step per pass, read and written in place: in several steps per pass, the interpreted
-// x - mean(x, 0) on [32768, 512] (tiles of 256) took 1.56x the time, and with one step per pass
-// softmax(x, 1) on [64, 512, 256] (whose steps adjoin) took 1.05x. Results do
-// not depend on the tile: every row folds its own values in order.
+// run of up to kChunk values (4 KiB of f32), in place where the run is dense. Tiles of 64 rows (the
+// compiled kernels' tile then) read 256-byte pieces 16 KiB apart for a [4096, 4096] operand, and
+// the interpreted x - mean(x, 0) took 3.7x the unfused ops' time. Tiles of fewer than
+// kMinInPlaceTile rows, and tiles whose steps follow one another in memory, take several steps per
+// pass (column_steps_): a register holds a value per row of the tile and step, gathered and
+// scattered piece by piece where the steps do not adjoin. Other tiles take one step per pass, read
+// and written in place: in several steps per pass, the interpreted x - mean(x, 0) on [32768, 512]
+// (tiles of 256) took 1.56x the time, and with one step per pass softmax(x, 1) on [64, 512, 256]
+// (whose steps adjoin) 1.05x its time in several. Results do not depend on the tile: every row
+// folds its own values in order.
 constexpr std::int64_t kTile = kChunk;
 constexpr std::int64_t kMinInPlaceTile = 256;
 // Steps along the axis a pass asks for the memory of ahead of the step it reads, at least (the
@@ -127,12 +127,11 @@ Operand ReduceRunner::step_operand(std::size_t k, std::int64_t jj) const {
   return o;
 }
 
-// Asks for operand k's values of steps [jj, jj + steps) where each step's are a run of memory
-// (to read them, or an output's to write them).
-// A pass reads a piece of each step, the next step's a whole stride of the axis further, which
-// the hardware's prefetchers follow poorly: the interpreted x - mean(x, 0) on [32768, 512] spent
-// 59% of its time waiting in the loads of those pieces (bench/README.md "Column reductions"). A
-// prefetch past the operand's end is harmless.
+// Asks for operand k's values of steps [jj, jj + steps) where each step's are a run of memory (to
+// read them, or an output's to write them). A pass reads a piece of each step, the next step's a
+// whole stride of the axis further, which the hardware's prefetchers follow poorly: the interpreted
+// x - mean(x, 0) on [32768, 512] spent 59% of its time waiting in the loads of those pieces
+// (bench/README.md "Column reductions"). A prefetch past the operand's end is harmless.
 void ReduceRunner::prefetch_steps(std::size_t k, std::int64_t jj, std::int64_t steps,
                                   std::int64_t tlen, bool write) const {
   if (!prefetch_ || tile_.strides[k][0] != 1 || axis_bytes_[k] == 0) return;
