@@ -268,9 +268,8 @@ class CppRowSource final : public CppReduceSource {
       if (!span) continue;
       const char* t =
           k >= ni ? storage_c_type(p_.outputs[k - ni].dtype) : storage_c_type(p_.inputs[k]);
-      body += "        for (long long o = 0; o < n * (long long)sizeof(" + std::string(t) +
-              "); o += 64) __builtin_prefetch((const char*)b" + std::to_string(k) + " + o, " +
-              (k >= ni ? "1" : "0") + ", 3);\n";
+      body += prefetch_loop("b" + std::to_string(k),
+                            "n * (long long)sizeof(" + std::string(t) + ")", k >= ni, "        ");
     }
     if (body.empty()) return {};
     return "      if (prefetch_next && row0 + rows + g < L->row_end) {\n"

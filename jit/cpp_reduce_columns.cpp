@@ -139,12 +139,9 @@ class CppColumnSource final : public CppReduceSource {
       const std::string st = stride(k, outer_rank_);
       if (st.empty() || cls(k, outer_rank_ - 1) == StrideClass::kZero) continue;
       const std::string ks = std::to_string(k);
-      s += indent + "if (c" + ks + " == 1) {\n";
-      s += indent + "  const char* const pf = (const char*)(q" + ks + " + " +
-           std::to_string(kPrefetchSteps) + " * " + st + ");\n";
-      s += indent + "  for (long long o = 0; o < tlen * (long long)sizeof(*q" + ks +
-           "); o += 64) __builtin_prefetch(pf + o);\n";
-      s += indent + "}\n";
+      s += indent + "if (c" + ks + " == 1)\n";
+      s += prefetch_loop("q" + ks + " + " + std::to_string(kPrefetchSteps) + " * " + st,
+                         "tlen * (long long)sizeof(*q" + ks + ")", false, indent + "  ");
     }
     return s;
   }

@@ -31,6 +31,15 @@ class CppReduceSource : public ReduceSource {
   // element (b<k>), as statements at `indent`.
   std::string row_pointers(const std::string& indent) const;
 
+  // A loop that prefetches `bytes` (an expression) from `pointer` on, a line at a time, for
+  // writing if `write`, as a statement at `indent`.
+  static std::string prefetch_loop(const std::string& pointer, const std::string& bytes, bool write,
+                                   const std::string& indent) {
+    return indent + "for (long long o = 0; o < " + bytes +
+           "; o += 64) __builtin_prefetch((const char*)(" + pointer + ") + o, " +
+           (write ? "1" : "0") + ", 3);\n";
+  }
+
   // The registers the outputs of every element are computed from.
   std::vector<std::int32_t> output_roots() const {
     std::vector<std::int32_t> roots;

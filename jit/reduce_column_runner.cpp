@@ -79,7 +79,7 @@ void ReduceRunner::column_rows(std::int64_t begin, std::int64_t end) {
     // Steps that adjoin are one stream, which the hardware's prefetchers follow.
     const bool adjoin = steps_adjoin(tlen);
     column_steps_ = tlen < kMinInPlaceTile || adjoin ? kChunk / tlen : 1;
-    prefetch_ = !adjoin;
+    prefetch_ahead_ = adjoin ? 0 : std::max<std::int64_t>(2 * column_steps_, kPrefetchSteps);
     for (std::size_t k = 0; k < stages; ++k) {
       column_group(k, results.data(), tlen);
       column_stage(k, results.data() + k * std::size_t{kTile}, tlen);
@@ -127,16 +127,17 @@ Operand ReduceRunner::step_operand(std::size_t k, std::int64_t jj) const {
   return o;
 }
 
-// Asks for operand k's values of steps [jj, jj + steps) where each step's are a run of memory (to
-// read them, or an output's to write them). A pass reads a piece of each step, the next step's a
-// whole stride of the axis further, which the hardware's prefetchers follow poorly: the interpreted
-// x - mean(x, 0) on [32768, 512] spent 59% of its time waiting in the loads of those pieces
-// (bench/README.md "Column reductions"). A prefetch past the operand's end is harmless.
+// Asks for operand k's values of steps [jj, jj + steps), prefetch_ahead_ steps further on, where
+// each step's are a run of memory (to read them, or an output's to write them). A pass reads a
+// piece of each step, the next step's a whole stride of the axis further, which the hardware's
+// prefetchers follow poorly: the interpreted x - mean(x, 0) on [32768, 512] spent 59% of its time
+// waiting in the loads of those pieces (bench/README.md "Column reductions"). A prefetch past the
+// operand's end is harmless.
 void ReduceRunner::prefetch_steps(std::size_t k, std::int64_t jj, std::int64_t steps,
                                   std::int64_t tlen, bool write) const {
-  if (!prefetch_ || tile_.strides[k][0] != 1 || axis_bytes_[k] == 0) return;
+  if (prefetch_ahead_ == 0 || tile_.strides[k][0] != 1 || axis_bytes_[k] == 0) return;
   const std::int64_t bytes = tlen * static_cast<std::int64_t>(element_size(operands_[k].dtype));
-  const char* step = row_ops_[k].data + jj * axis_bytes_[k];
+  const char* step = row_ops_[k].data + (jj + prefetch_ahead_) * axis_bytes_[k];
   for (std::int64_t s = 0; s < steps; ++s, step += axis_bytes_[k])
     for (std::int64_t o = 0; o < bytes; o += 64)
       write ? __builtin_prefetch(step + o, 1) : __builtin_prefetch(step + o);
@@ -151,9 +152,7 @@ void ReduceRunner::column_pass(const std::vector<std::size_t>& code, std::int64_
   for (std::size_t i : code) {
     const Instruction& in = p_.prologue[i];
     if (in.kind == InstrKind::kLoad) {
-      // The pass after next's steps: at least kPrefetchSteps ahead.
-      const std::int64_t ahead = std::max<std::int64_t>(2 * column_steps_, kPrefetchSteps);
-      prefetch_steps(static_cast<std::size_t>(in.index), jj + ahead, steps, span_.sizes[1]);
+      prefetch_steps(static_cast<std::size_t>(in.index), jj, steps, span_.sizes[1]);
       const Operand operand = step_operand(static_cast<std::size_t>(in.index), jj);
       unsigned char*& at = regs_[static_cast<std::size_t>(in.out)];
       at =
@@ -199,8 +198,7 @@ void ReduceRunner::column_outputs(std::int64_t tlen) {
     for (std::size_t o = 0; o < p_.outputs.size(); ++o) {
       if (p_.outputs[o].per_row) continue;
       const std::size_t k = ni + o;
-      prefetch_steps(k, jj + std::max<std::int64_t>(2 * column_steps_, kPrefetchSteps),
-                     span_.sizes[0], span_.sizes[1], /*write=*/true);
+      prefetch_steps(k, jj, span_.sizes[0], span_.sizes[1], /*write=*/true);
       chunk_.scatter(span_, step_operand(k, jj), static_cast<int>(k),
                      storage_dtype_of(plan_.types[static_cast<std::size_t>(p_.outputs[o].reg)]), 0,
                      span_.numel, reg(p_.outputs[o].reg));

@@ -165,7 +165,8 @@ class ReduceRunner {
   void column_pass(const std::vector<std::size_t>& code, std::int64_t jj, std::int64_t steps);
   // Whether every operand's steps of a tile of tlen rows adjoin in memory (column_rows).
   bool steps_adjoin(std::int64_t tlen) const;
-  // Prefetches operand k's values of steps [jj, jj + steps) of a tile of tlen rows.
+  // Prefetches operand k's values of steps [jj, jj + steps) of a tile of tlen rows,
+  // prefetch_ahead_ steps further on.
   void prefetch_steps(std::size_t k, std::int64_t jj, std::int64_t steps, std::int64_t tlen,
                       bool write = false) const;
   // Stage k over the tile, block by block, each row's values folded in order, into results[t].
@@ -194,7 +195,9 @@ class ReduceRunner {
   Iteration tile_;                 // a column tile's rows (its size: the tile's)
   Iteration span_;                 // steps along the axis of a tile's rows
   std::int64_t column_steps_ = 1;  // steps a column pass computes: kChunk / the tile's rows
-  bool prefetch_ = false;          // whether column passes prefetch their operands' next steps
+  // How many steps ahead column passes prefetch their operands' steps (the pass after next's, at
+  // least kPrefetchSteps), 0 where a tile's steps adjoin (one stream the hardware follows).
+  std::int64_t prefetch_ahead_ = 0;
   boost::container::small_vector<std::int64_t, 8> axis_bytes_;  // per operand: bytes of a step
                                                                 // along the axis
   std::int64_t span_positions_;                                 // the constructor's span

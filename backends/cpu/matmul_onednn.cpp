@@ -484,10 +484,10 @@ bool OnednnMatmul::gemm_driver_ready() {
   return g_gemm_driver_ready.load(std::memory_order_relaxed);
 }
 
-void OnednnMatmul::prepare(DType dtype, const MatmulLayout& l, int num_threads,
+void OnednnMatmul::prepare(DType dtype, const MatmulLayout& layout, int num_threads,
                            std::span<const ProductPostOp> post_ops) {
   ScopedThreads threads(num_threads);
-  const State::Found found = state_->find_plan(dtype, l, num_threads, false, post_ops);
+  const State::Found found = state_->find_plan(dtype, layout, num_threads, false, post_ops);
   make_scratchpad_ahead(found.plan->scratchpad_md.get_size());
   if (uses_gemm_driver(*found.plan)) warm_gemm_driver();
 }
