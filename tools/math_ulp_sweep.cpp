@@ -169,6 +169,14 @@ double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Built for x86-64-v4 (tools/CMakeLists.txt): say so instead of dying on an illegal instruction.
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))) {
+    std::fprintf(stderr,
+                 "math-ulp-sweep: built for x86-64-v4; this CPU lacks AVX-512 F/BW/DQ/VL\n");
+    return 2;
+  }
   std::vector<std::string> want;
   uint64_t pow_samples = uint64_t{1} << 28;
   for (int i = 1; i < argc; ++i) {

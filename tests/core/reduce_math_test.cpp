@@ -88,9 +88,11 @@ typename Op::acc by_lanes(const std::vector<T>& x) {
 }
 
 // Lengths around every boundary the order has: the lane threshold (64), a round (16), a part
-// (8 rounds: 128 elements), and long runs with odd tails.
-const std::vector<long long> kLengths = {0,   1,   15,  16,  63,  64,  65,   79,   127,  128,
-                                         129, 143, 255, 256, 257, 300, 1000, 2048, 4099, 20011};
+// (8 rounds: 128 elements), and long runs with odd tails. Constant-initialized: a dynamic
+// initializer is compiled for this binary's ISA level and runs before IsaEnvironment can skip
+// (a std::vector here was an illegal instruction on a CPU without AVX-512, at test discovery).
+constexpr long long kLengths[] = {0,   1,   15,  16,  63,  64,  65,   79,   127,  128,
+                                  129, 143, 255, 256, 257, 300, 1000, 2048, 4099, 20011};
 
 std::vector<float> random_floats(long long n, std::mt19937& rng) {
   // Magnitudes over 2^-30 .. 2^30 with both signs: sums that cancel and lose low bits.

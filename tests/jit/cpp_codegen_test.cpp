@@ -28,6 +28,7 @@
 #include "jit/kernel_abi.h"
 #include "jit/system_compiler.h"
 #include "streamfuse/error.h"
+#include "tests/isa_variant.h"
 #include "tests/jit/codegen_cases.h"
 #include "tests/jit/codegen_reference.h"
 
@@ -36,13 +37,13 @@ namespace {
 
 using namespace streamfuse::jit::testing;  // NOLINT: the shared cases and their vocabulary
 
-#define SF_TEST_STR_(x) #x
-#define SF_TEST_STR(x) SF_TEST_STR_(x)
-#ifdef STREAMFUSE_ISA
-constexpr const char* kIsa = SF_TEST_STR(STREAMFUSE_ISA);
-#else
-constexpr const char* kIsa = "generic";
-#endif
+using streamfuse::testing::kIsa;
+
+// Every test of a binary built for an ISA level this CPU lacks is skipped: its code (the plain
+// tests' too) may use instructions of that level.
+[[maybe_unused]] ::testing::Environment* const kIsaCheck =
+    ::testing::AddGlobalTestEnvironment(new streamfuse::testing::IsaEnvironment);
+
 int test_level() {
   const std::string isa = kIsa;
   return isa == "v2" ? 2 : isa == "v3" ? 3 : isa == "v4" ? 4 : 0;
