@@ -151,7 +151,7 @@ void CpuBackend::run_matmul(const core::OpDesc& op, std::span<TensorHandle> inpu
   }
   const core::TensorDesc& od = op.outputs[0];
   out = allocate(od.shape, od.dtype);
-  if (!matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, threads())) return;
+  if (!matmul_.run(dtype, m[0], m[1], out.storage.data(), od.shape, configured_threads())) return;
   report_first_use(op, {m[0].strides, m[1].strides});
 }
 
@@ -169,7 +169,7 @@ bool CpuBackend::execute_product_chain(const core::OpDesc& first, std::span<Tens
   const core::TensorDesc& od = second.outputs[0];
   TensorHandle result = allocate(od.shape, kF32);
   if (!matmul_.run_chain(a, b, first.outputs[0].shape, stage, v, result.storage.data(), od.shape,
-                         threads()))
+                         configured_threads()))
     return false;  // the block goes back to the allocator unused
   out = std::move(result);
   chained_products_.fetch_add(1, std::memory_order_relaxed);
@@ -207,7 +207,7 @@ bool CpuBackend::execute_product(const core::OpDesc& product, std::span<TensorHa
   const MatmulOperand b{element_ptr(inputs[1], kF32), product.inputs[1].shape, inputs[1].strides};
   out = allocate(od.shape, kF32);
   bool applied = false;
-  const bool first_use = matmul_.run(a, b, out.storage.data(), od.shape, threads(),
+  const bool first_use = matmul_.run(a, b, out.storage.data(), od.shape, configured_threads(),
                                      std::span(post_ops.data(), steps.size()), &applied);
   if (applied) fused_products_.fetch_add(1, std::memory_order_relaxed);
   if (first_use) {

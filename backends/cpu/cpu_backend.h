@@ -74,7 +74,8 @@ class CpuBackend final : public Backend {
   // background work keeps busy (kernels/parallel.h).
   int threads() const { return threads_beside_background(configured_threads()); }
   // What the settings ask for (0: all cores): what prepared primitives are made for, as they are
-  // for the runs after the background work.
+  // for the runs after the background work, and what products are given (MatmulEngine::run runs
+  // oneDNN's on it, whose bits may depend on the count, and its own kernels beside background).
   int configured_threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
   HostMemory memory_;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backends/cpu/isa.h"
+#include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/matmul_batch_rows.h"
 #include "backends/cpu/matmul_layout.h"
 #include "core/ir.h"
@@ -300,14 +301,20 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
     std::memset(out, 0, static_cast<std::size_t>(numel) * element_size(dtype));
     return false;
   }
+  // The library's own kernels give the same bits on any number of threads: they run on the cores
+  // the process's background work leaves (kernels/parallel.h). oneDNN's do not always: its GEMM
+  // driver ("gemm:jit", every f32 product of a CPU without AVX-512) splits k over the threads for
+  // some shapes (33x100x50 @ W^T, 64x256x8), so its products run on the count the caller gave,
+  // and a product gives the same bits whether or not a kernel was compiling meanwhile.
+  const int own_threads = threads_beside_background(num_threads);
   if (is_integral(dtype) || dtype == kF64) {
-    integer_matmul(dtype, layout, a.data, b.data, out, num_threads);
+    integer_matmul(dtype, layout, a.data, b.data, out, own_threads);
     return false;
   }
   const auto on_layout = post_ops_on_layout(a, b, layout, out_shape, post_ops);
   const std::span<const ProductPostOp> on_product(on_layout.data(), post_ops.size());
   if (is_dot_rows(dtype, layout)) {  // per matrix, unfolded
-    run_dot_rows(layout, a.data, b.data, out, num_threads, on_product);
+    run_dot_rows(layout, a.data, b.data, out, own_threads, on_product);
     if (applied) *applied = !post_ops.empty();
     return false;
   }
@@ -317,12 +324,12 @@ bool MatmulEngine::run_product(DType dtype, const MatmulOperand& a, const Matmul
   const std::span<const ProductPostOp> steps = rows ? rows->post_ops() : on_product;
   if (const OwnKernel own = own_kernel(dtype, l); own != OwnKernel::kOnednn) {
     if (own == OwnKernel::kDotRows)  // a few rows of attention, b per matrix
-      run_dot_rows(l, a.data, b.data, out, num_threads, steps);
+      run_dot_rows(l, a.data, b.data, out, own_threads, steps);
     else
       run_row_product(own == OwnKernel::kCombineRows   ? kernels().combine_rows
                       : own == OwnKernel::kBatchedGemm ? kernels().batched_gemm
                                                        : kernels().gemm_one_b,
-                      l, a.data, b.data, out, num_threads, steps);
+                      l, a.data, b.data, out, own_threads, steps);
     if (applied) *applied = !steps.empty();
     return false;
   }
@@ -359,8 +366,9 @@ bool MatmulEngine::run_chain(const MatmulOperand& a, const MatmulOperand& b,
       return false;
   RowChainArgs chain;
   RowProduct p1, p2;
-  fill_row_product(p1, first, a.data, b.data, nullptr, num_threads, {});
-  fill_row_product(p2, second, nullptr, second_b.data, out, num_threads, {});
+  const int own_threads = threads_beside_background(num_threads);  // the batched GEMM's: any count
+  fill_row_product(p1, first, a.data, b.data, nullptr, own_threads, {});
+  fill_row_product(p2, second, nullptr, second_b.data, out, own_threads, {});
   chain.first = p1.args;
   chain.second = p2.args;
   chain.stage = &stage_rows;

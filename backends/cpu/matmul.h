@@ -43,7 +43,10 @@ class MatmulEngine {
   // out = a @ b with NumPy semantics: a 1-D `a` is a row and a 1-D `b` a column, the added
   // dimension absent from `out_shape`; batch dimensions broadcast. `out` is contiguous, of
   // `out_shape`; both operands hold `dtype` (f32, f16, bf16, i32 or i64). f16 and bf16
-  // accumulate in f32; integers wrap. Thread-safe. Throws Error if oneDNN fails. Returns true
+  // accumulate in f32; integers wrap. `num_threads` is the configured count (0: every core):
+  // oneDNN's products run on it, the library's own kernels on the cores the process's background
+  // work leaves (threads_beside_background), since only theirs give the same bits on any count.
+  // Thread-safe. Throws Error if oneDNN fails. Returns true
   // when this was the process's first run of a oneDNN primitive (created by it or by prepare())
   // worth preparing ahead in the next process (OnednnMatmul::run).
   bool run(DType dtype, const MatmulOperand& a, const MatmulOperand& b, void* out,
