@@ -182,7 +182,7 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
       },
-      {x, w, b, r}, 1);
+      {x, w, b, r}, 1, one_b_gemm());  // 60 rows of one w: the one-b GEMM where the CPU has FMA
   // The batched product runs as one product of 3 x 20 rows (backends/cpu/matmul_batch_rows.h);
   // an operand per position repeated for each matrix does not fold with it, so the product is
   // stored alone and the steps run after it, whether fusion is on or off: the same bits.
@@ -193,8 +193,9 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2]};
       },
       {x, w, per_position}, 0);
-  // Attention's scores: q @ k^T over heads, scaled, then a mask per (query, key) broadcast over
-  // batch and heads.
+  // Attention's scores: q @ k^T over heads (the library's batched GEMM where the CPU has FMA),
+  // scaled, then a mask per (query, key) broadcast over batch and heads.
+  const bool batched_gemm = sf::backends::cpu::isa_level() >= 3;
   const Tensor q = random_tensor({2, 4, 12, 8}, 14), k = random_tensor({2, 4, 12, 8}, 15);
   const Tensor mask = random_tensor({12, 12}, 16);
   check(
@@ -202,10 +203,9 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], -2, -1)) * 0.35355339f};
       },
-      {q, k}, 1);
+      {q, k}, 1, batched_gemm);
   // A mask per (query, key), broadcast over batch and heads: no oneDNN 2.6 kernel takes it; the
-  // library's batched GEMM (these products where the CPU has FMA) applies it as it stores.
-  const bool batched_gemm = sf::backends::cpu::isa_level() >= 3;
+  // library's batched GEMM applies it as it stores.
   check(
       "q @ k^T * scale + mask",
       [](const std::vector<Tensor>& in) {
