@@ -82,18 +82,20 @@ constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 //
 // A product whose b is one matrix for every row (2-D, or a linear layer over a batch, folded to
 // one product of its rows: product_as_rows) of more than kFewRows rows per matrix goes to the
-// one-b GEMM where this CPU has FMA, a's rows are contiguous and b's rows are (x @ W with W
-// stored [in, out]) or, on AVX-512, whose transposing pack keeps up, b's columns are (x @ W^T,
-// torch.nn.Linear's [out, in]): as fast as oneDNN's brgemm kernels at 128 rows of a linear
-// layer, faster from 1,024, and with no primitive to generate per shape: a process's first
-// iteration and a model whose shapes change run no JIT (bench/README.md, "Linear layers in the
-// library's own GEMM"). Narrower than 16 columns it would compute mostly padding: oneDNN.
+// one-b GEMM on AVX-512 where a's rows are contiguous and b's rows are (x @ W with W stored
+// [in, out]) or its columns are (x @ W^T, torch.nn.Linear's [out, in]): as fast as oneDNN's
+// brgemm kernels at 128 rows of a linear layer, faster from 1,024, and with no primitive to
+// generate per shape: a process's first iteration and a model whose shapes change run no JIT
+// (bench/README.md, "Linear layers in the library's own GEMM"). Not below AVX-512: on an AVX2
+// CPU (AMD Zen 3) its 6 x 16 tile took 1.7-2.4x the time of oneDNN's GEMM driver, and the block
+// 1.3-1.7x (bench/README.md, "Linear layers on a CPU without AVX-512"). Narrower than 16 columns
+// it would compute mostly padding: oneDNN.
 OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
   if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
   if (dtype != kF32) return OwnKernel::kOnednn;
   if (l.b.matrices(l.batch_rank) == 1)
-    return isa_level() >= 3 && l.m > kFewRows && l.n >= 16 && l.a.col_stride == 1 &&
-                   (l.b.col_stride == 1 || (l.b.row_stride == 1 && isa_level() >= 4)) &&
+    return isa_level() >= 4 && l.m > kFewRows && l.n >= 16 && l.a.col_stride == 1 &&
+                   (l.b.col_stride == 1 || l.b.row_stride == 1) &&
                    l.k * 64 <= kMaxPackedB  // one panel
                ? OwnKernel::kOneB
                : OwnKernel::kOnednn;

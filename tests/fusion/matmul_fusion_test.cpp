@@ -84,8 +84,8 @@ bool onednn_takes_post_ops() {
 }
 
 // Whether f32 linear layers (x @ W, more than four rows and 16 columns) run in the library's
-// one-b GEMM, which takes every step: on a CPU with FMA (backends/cpu/matmul.cpp).
-bool one_b_gemm() { return streamfuse::backends::cpu::isa_level() >= 3; }
+// one-b GEMM, which takes every step: on AVX-512 (backends/cpu/matmul.cpp).
+bool one_b_gemm() { return streamfuse::backends::cpu::isa_level() >= 4; }
 
 class MatmulFusionTest : public ::testing::Test {
  protected:
@@ -182,7 +182,7 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
       },
-      {x, w, b, r}, 1, one_b_gemm());  // 60 rows of one w: the one-b GEMM where the CPU has FMA
+      {x, w, b, r}, 1, one_b_gemm());  // 60 rows of one w: the one-b GEMM on AVX-512
   // The batched product runs as one product of 3 x 20 rows (backends/cpu/matmul_batch_rows.h);
   // an operand per position repeated for each matrix does not fold with it, so the product is
   // stored alone and the steps run after it, whether fusion is on or off: the same bits.

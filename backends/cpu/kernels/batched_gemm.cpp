@@ -166,13 +166,34 @@ void transpose16(const float* in, std::int64_t ldi, float* out, std::int64_t ldo
   }
   for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + i * ldo, r[i]);
 }
+#elif defined(__AVX2__)
+// out[i * ldo + r] = in[r * ldi + i] for r, i < 8: an 8 x 8 block transposed in registers (pairs
+// of rows interleaved, then pairs of pairs: columns i and i + 4 of four rows, then 128-bit lanes).
+void transpose8(const float* in, std::int64_t ldi, float* out, std::int64_t ldo) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ldi);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * ldo, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * ldo, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
 #endif
 
 // Columns [c0, c0 + width) of a k-row matrix b (its rows `row_stride` apart, its columns
 // `col_stride`) as k rows of `panel` floats, zero past width: the GEMMs' packed panels. Rows
 // contiguous are copied a vector at a time; columns contiguous (k^T, x @ W^T) are transposed
-// 16 x 16 in registers on AVX-512 (one float at a time, gemm_one_b took 1.2-2x oneDNN's time at
-// 128 rows of x @ W^T; in blocks, 0.98-1.06x).
+// 16 x 16 in registers on AVX-512, 8 x 8 on AVX2 (one float at a time, gemm_one_b took 1.2-2x
+// oneDNN's time at 128 rows of x @ W^T on AVX-512; in blocks, 0.98-1.06x).
 void pack_columns(const float* b, std::int64_t row_stride, std::int64_t col_stride, std::int64_t k,
                   std::int64_t c0, std::int64_t width, std::int64_t panel, float* dst) {
   std::int64_t j = 0;
@@ -187,6 +208,11 @@ void pack_columns(const float* b, std::int64_t row_stride, std::int64_t col_stri
     for (; j + 16 <= k; j += 16)
       for (std::int64_t c = 0; c < panel; c += 16)
         transpose16(b + (c0 + c) * col_stride + j, col_stride, dst + j * panel + c, panel);
+#elif defined(__AVX2__)
+  if (row_stride == 1 && width == panel && panel % 8 == 0)
+    for (; j + 8 <= k; j += 8)
+      for (std::int64_t c = 0; c < panel; c += 8)
+        transpose8(b + (c0 + c) * col_stride + j, col_stride, dst + j * panel + c, panel);
 #endif
   for (; j < k; ++j) {
     float* row = dst + j * panel;

@@ -90,7 +90,7 @@ TEST(MatmulBatchRows, PostOpsFoldWhereTheirRowsAreOneStrideApart) {
 
 // Folded, [b, t, k] @ [k, n] is the 2-D product of its b * t rows: the same bits, and one
 // primitive for every (b, t) with the same count of rows. (8 columns: oneDNN's. Wider products
-// run in the one-b GEMM where the CPU has FMA, whose bits do not depend on the rows at all:
+// run in the one-b GEMM on AVX-512, whose bits do not depend on the rows at all:
 // matmul_one_b_test.cpp.)
 TEST(MatmulBatchRows, ShapesWithTheSameRowsShareAPrimitiveAndGiveThe2DBits) {
   MatmulEngine engine;
