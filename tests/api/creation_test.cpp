@@ -53,7 +53,9 @@ TEST(CreationTest, LargeZerosReadAsZerosFreshOrReused) {
       const std::int64_t hits = sf::memory_stats().cache_hits;
       const sf::Tensor z = sf::zeros(big, dt);
       sf::synchronize();  // made on its own (not folded into the reads below as a constant)
-      if (round == 1) EXPECT_GT(sf::memory_stats().cache_hits, hits) << "the block was not reused";
+      if (round == 1) {
+        EXPECT_GT(sf::memory_stats().cache_hits, hits) << "the block was not reused";
+      }
       EXPECT_EQ(sf::sum(z.to(sf::kF64)).item<double>(), 0.0) << sf::dtype_name(dt);
       EXPECT_EQ(sf::max(z.to(sf::kF64)).item<double>(), 0.0) << sf::dtype_name(dt);
     }
