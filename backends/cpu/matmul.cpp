@@ -88,7 +88,7 @@ constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 // generate per shape: a process's first iteration and a model whose shapes change run no JIT
 // (bench/README.md, "Linear layers in the library's own GEMM"). Not below AVX-512: on an AVX2
 // CPU (AMD Zen 3) its 6 x 16 tile took 1.7-2.4x the time of oneDNN's GEMM driver, and the block
-// 1.3-1.7x (bench/README.md, "Linear layers on a CPU without AVX-512"). Narrower than 16 columns
+// 1.1-1.7x (bench/README.md, "Linear layers on a CPU without AVX-512"). Narrower than 16 columns
 // it would compute mostly padding: oneDNN.
 OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
   if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
