@@ -89,7 +89,10 @@ struct PrefetchLines {
 // Steps of one value for the whole matrix (attention's scale), `count` of them, are applied to the
 // sums in registers before they are stored: ops[s] 0 to 3 for + - * / with values[s].
 //
-// `ahead`'s lines are prefetched, spread over the k steps.
+// `ahead`'s lines are prefetched, spread evenly over the k steps. The steps between two
+// prefetches run in a loop of their own: with the schedule's test in the loop over j, its
+// counters took general registers from a's row pointers, which AVX2's 6 x 2 tile then reloaded
+// from the stack at every step beside only 12 FMAs (40 GFLOPS on one core against oneDNN's 67).
 template <int V = kVectors, int R = kRows>
 void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restrict panel,
                std::int64_t k, float* __restrict sums, std::int64_t ldc, const int* ops,
@@ -98,21 +101,29 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
   Vec acc[R][V];
   for (auto& row : acc)
     for (Vec& v : row) v = zero();
+  const auto steps = [&](std::int64_t j0, std::int64_t j1) __attribute__((always_inline)) {
+    for (std::int64_t j = j0; j < j1; ++j) {
+      Vec b[V];
+      for (int v = 0; v < V; ++v) b[v] = load(panel + j * ldp + v * kWidth);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const Vec x = splat(a[r * lda + j]);
+        for (int v = 0; v < V; ++v) acc[r][v] = fma(x, b[v], acc[r][v]);
+      }
+    }
+  };
   constexpr std::int64_t kLine = 64 / sizeof(float);
   const std::int64_t lines = ahead.rows * ahead.lines;
-  std::int64_t line = 0;
-  for (std::int64_t j = 0; j < k; ++j) {
-    for (; line < lines && line * k <= j * lines; ++line)
-      __builtin_prefetch(
-          ahead.base + (line / ahead.lines) * ahead.stride + (line % ahead.lines) * kLine, 0, 2);
-    Vec b[V];
-    for (int v = 0; v < V; ++v) b[v] = load(panel + j * ldp + v * kWidth);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const Vec x = splat(a[r * lda + j]);
-      for (int v = 0; v < V; ++v) acc[r][v] = fma(x, b[v], acc[r][v]);
-    }
+  std::int64_t j = 0;
+  for (std::int64_t line = 0; line < lines; ++line) {
+    const std::int64_t at = (line * k + lines - 1) / lines;  // before step ceil(line k / lines)
+    if (at >= k) break;
+    steps(j, at);
+    j = at;
+    __builtin_prefetch(
+        ahead.base + (line / ahead.lines) * ahead.stride + (line % ahead.lines) * kLine, 0, 2);
   }
+  steps(j, k);
   for (int s = 0; s < count; ++s) {
     const Vec x = splat(values[s]);
     for (auto& row : acc)
@@ -123,17 +134,35 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
     for (int v = 0; v < V; ++v) store(sums + r * ldc + v * kWidth, acc[r][v]);
 }
 
-// gemm_one_b's tile: tile_sums of the first `width` columns of a panel (at least 1), rounded up
-// to whole vectors (a narrower last panel computes no more padding than a vector's).
-template <int V = kOneVectors>
-void one_b_tile(std::int64_t width, const float* a, std::int64_t lda, const float* panel,
-                std::int64_t ldp, std::int64_t k, float* sums, std::int64_t ldc,
+// gemm_one_b's tile: tile_sums of its `height` rows (1 to kOneRows) by the first `width` columns
+// of a panel (at least 1), rounded up to whole vectors (a narrower last panel computes no more
+// padding than a vector's). A tile of fewer rows sums only those: rows copied beside zero rows
+// made 8 rows of a linear layer on AVX2 (6 x 2 vectors) compute 12.
+template <int V = kOneVectors, int R = kOneRows>
+void one_b_tile(std::int64_t height, std::int64_t width, const float* a, std::int64_t lda,
+                const float* panel, std::int64_t ldp, std::int64_t k, float* sums, std::int64_t ldc,
                 const PrefetchLines& ahead) {
+  if constexpr (R > 1) {
+    if (height < R)
+      return one_b_tile<V, R - 1>(height, width, a, lda, panel, ldp, k, sums, ldc, ahead);
+  }
   if constexpr (V > 1) {
     if (width <= std::int64_t{V - 1} * kWidth)
-      return one_b_tile<V - 1>(width, a, lda, panel, ldp, k, sums, ldc, ahead);
+      return one_b_tile<V - 1, R>(height, width, a, lda, panel, ldp, k, sums, ldc, ahead);
   }
-  tile_sums<V, kOneRows>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead, ldp);
+  tile_sums<V, R>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead, ldp);
+}
+
+// The batched GEMM's tile: tile_sums of its `height` rows (1 to kRows), and only those.
+template <int R = kRows>
+void batched_tile(std::int64_t height, const float* a, std::int64_t lda, const float* panel,
+                  std::int64_t k, float* sums, std::int64_t ldc, const int* ops,
+                  const float* values, int count) {
+  if constexpr (R > 1) {
+    if (height < R)
+      return batched_tile<R - 1>(height, a, lda, panel, k, sums, ldc, ops, values, count);
+  }
+  tile_sums<kVectors, R>(a, lda, panel, k, sums, ldc, ops, values, count);
 }
 
 #if defined(__AVX512F__)
@@ -266,8 +295,7 @@ struct Limits {
 // their operands by the rows' places in the matrix, wherever they are stored.
 void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std::int64_t rows,
                const float* a, std::int64_t lda, float* out, std::int64_t ldc,
-               const std::vector<float>& packed, std::vector<float>& padded,
-               Limits limits = {-1, -1}) {
+               const std::vector<float>& packed, Limits limits = {-1, -1}) {
   const std::int64_t n_end = limits.n < 0 ? g.n : limits.n;
   const std::int64_t k_end = limits.k < 0 ? g.k : limits.k;
   alignas(64) float tile[kRows * kPanel];
@@ -285,27 +313,23 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
     ops[s] = g.steps[s].op;
     values[s] = g.steps[s].data[g.steps[s].batch_offsets ? g.steps[s].batch_offsets[batch] : 0];
   }
-  for (std::int64_t t = 0; t < rows; t += kRows) {
-    const std::int64_t height = std::min<std::int64_t>(kRows, rows - t);
+  // Tiles of nearly equal heights (32 rows: 5, 5, 6, 5, 5 and 6, not five of 6 and 2 beside 4
+  // zero rows).
+  const std::int64_t tiles = (rows + kRows - 1) / kRows;
+  for (std::int64_t i = 0; i < tiles; ++i) {
+    const std::int64_t t = rows * i / tiles;
+    const std::int64_t height = rows * (i + 1) / tiles - t;
     const float* rows_of_a = a + t * lda;
-    std::int64_t tile_lda = lda;
-    if (height < kRows) {  // the last rows: copied beside zero rows, whose sums are not stored
-      padded.assign(static_cast<std::size_t>(kRows * g.k), 0.0f);
-      for (std::int64_t r = 0; r < height; ++r)
-        std::copy_n(rows_of_a + r * lda, g.k, padded.data() + r * g.k);
-      rows_of_a = padded.data();
-      tile_lda = g.k;
-    }
     std::int64_t c0 = 0;
     for (; c0 < n_end; c0 += kPanel) {
       const float* panel = packed.data() + (c0 / kPanel) * kPanel * g.k;
       const std::int64_t width = std::min(kPanel, g.n - c0);
-      const bool whole = height == kRows && width == kPanel;
+      const bool whole = width == kPanel;
       if (whole)  // straight into the result
-        tile_sums(rows_of_a, tile_lda, panel, k_end, out + t * ldc + c0, ldc, ops, values,
-                  tile_steps);
+        batched_tile(height, rows_of_a, lda, panel, k_end, out + t * ldc + c0, ldc, ops, values,
+                     tile_steps);
       else
-        tile_sums(rows_of_a, tile_lda, panel, k_end, tile, kPanel, ops, values, tile_steps);
+        batched_tile(height, rows_of_a, lda, panel, k_end, tile, kPanel, ops, values, tile_steps);
       for (std::int64_t r = 0; r < height; ++r) {
         float* dst = out + (t + r) * ldc + c0;
         if (!whole) std::copy_n(tile + r * kPanel, width, dst);
@@ -380,7 +404,7 @@ void batched_gemm(const RowProductArgs& g) {
   // Ranges are contiguous per thread, so a thread packs each matrix's b once.
   parallel_for(g.batches * tasks_per_matrix, task_grain(kTaskRows * g.n * g.k), g.num_threads,
                [&](std::int64_t begin, std::int64_t end) {
-                 std::vector<float> packed, padded;
+                 std::vector<float> packed;
                  std::int64_t packed_batch = -1;
                  for (std::int64_t t = begin; t < end; ++t) {
                    const std::int64_t batch = t / tasks_per_matrix;
@@ -390,7 +414,7 @@ void batched_gemm(const RowProductArgs& g) {
                      packed_batch = batch;
                    }
                    task_rows(g, batch, r0, std::min(kTaskRows, g.m - r0), a_rows(g, batch, r0),
-                             g.a_row_stride, g.out + (batch * g.m + r0) * g.n, g.n, packed, padded);
+                             g.a_row_stride, g.out + (batch * g.m + r0) * g.n, g.n, packed);
                  }
                });
 }
@@ -412,7 +436,6 @@ void gemm_one_b(const RowProductArgs& g) {
                  // Made at the first pack (few rows read b in place and pack none); the pack
                  // writes every float of it.
                  std::unique_ptr<float[]> panel;
-                 std::vector<float> padded;
                  alignas(64) float tile[kOneRows * kOnePanel];
                  std::int64_t packed = -1;
                  for (std::int64_t t = begin; t < end; ++t) {
@@ -431,31 +454,25 @@ void gemm_one_b(const RowProductArgs& g) {
                    const float* b = in_place ? g.b + c0 : panel.get();
                    const std::int64_t ldp = in_place ? g.b_row_stride : kOnePanel;
                    const std::int64_t rows = std::min(kOneTaskRows, g.m - r0);
-                   for (std::int64_t r = r0; r < r0 + rows; r += kOneRows) {
-                     const std::int64_t height = std::min<std::int64_t>(kOneRows, r0 + rows - r);
+                   // Tiles of nearly equal heights (8 rows on AVX2: 4 + 4, not 6 + 2).
+                   const std::int64_t tiles = (rows + kOneRows - 1) / kOneRows;
+                   for (std::int64_t i = 0; i < tiles; ++i) {
+                     const std::int64_t r = r0 + rows * i / tiles;
+                     const std::int64_t height = r0 + rows * (i + 1) / tiles - r;
                      // The next panel's b, a share per tile of rows over this panel's.
                      const std::int64_t q = batch * g.m + r;
                      const PrefetchLines ahead = p + 1 < panels
                                                      ? panel_lines(g, p + 1, g.k * q / total_rows,
                                                                    g.k * (q + height) / total_rows)
                                                      : PrefetchLines{};
-                     const float* a = a_rows(g, batch, r);
-                     std::int64_t lda = g.a_row_stride;
-                     if (height < kOneRows) {  // copied beside zero rows, whose sums are not stored
-                       padded.assign(static_cast<std::size_t>(kOneRows * g.k), 0.0f);
-                       for (std::int64_t i = 0; i < height; ++i)
-                         std::copy_n(a + i * lda, g.k, padded.data() + i * g.k);
-                       a = padded.data();
-                       lda = g.k;
-                     }
                      float* out = g.out + (batch * g.m + r) * g.n + c0;
-                     const bool whole = height == kOneRows && width == kOnePanel;
-                     one_b_tile(width, a, lda, b, ldp, g.k, whole ? out : tile,
-                                whole ? g.n : kOnePanel, ahead);
-                     for (std::int64_t i = 0; i < height; ++i) {
-                       float* dst = out + i * g.n;
-                       if (!whole) std::copy_n(tile + i * kOnePanel, width, dst);
-                       apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, r + i, c0);
+                     const bool whole = width == kOnePanel;
+                     one_b_tile(height, width, a_rows(g, batch, r), g.a_row_stride, b, ldp, g.k,
+                                whole ? out : tile, whole ? g.n : kOnePanel, ahead);
+                     for (std::int64_t row = 0; row < height; ++row) {
+                       float* dst = out + row * g.n;
+                       if (!whole) std::copy_n(tile + row * kOnePanel, width, dst);
+                       apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, r + row, c0);
                      }
                    }
                  }
@@ -471,7 +488,7 @@ void batched_gemm_chain(const RowChainArgs& c) {
   const std::int64_t tasks_per_matrix = (f.m + kTaskRows - 1) / kTaskRows;
   parallel_for(f.batches * tasks_per_matrix, task_grain(kTaskRows * (f.n * f.k + s.n * s.k)),
                f.num_threads, [&](std::int64_t begin, std::int64_t end) {
-                 std::vector<float> packed_first, packed_second, padded;
+                 std::vector<float> packed_first, packed_second;
                  std::vector<float> scores(static_cast<std::size_t>(kTaskRows * f.n));
                  std::vector<float> weights(scores.size());
                  std::int64_t packed_batch = -1, nonfinite_rows = 0;
@@ -491,13 +508,13 @@ void batched_gemm_chain(const RowChainArgs& c) {
                        c.columns ? c.columns(c.context, batch, r0, rows) : -1;
                    const std::int64_t columns = asked < 0 ? f.n : std::min(asked, f.n);
                    task_rows(f, batch, r0, rows, a_rows(f, batch, r0), f.a_row_stride,
-                             scores.data(), f.n, packed_first, padded, {columns, -1});
+                             scores.data(), f.n, packed_first, {columns, -1});
                    c.stage(c.context, batch, r0, rows, scores.data(), weights.data());
                    // The weights' zero columns at the end (the masked positions) add nothing.
                    const std::int64_t k =
                        std::max(columns_to_last_nonzero(weights.data(), rows, f.n), nonfinite_rows);
                    task_rows(s, batch, r0, rows, weights.data(), f.n,
-                             s.out + (batch * s.m + r0) * s.n, s.n, packed_second, padded, {-1, k});
+                             s.out + (batch * s.m + r0) * s.n, s.n, packed_second, {-1, k});
                  }
                });
 }

@@ -148,44 +148,48 @@ TEST(MatmulBatchedGemm, StridedRowsStayWithOnednn) {
   EXPECT_EQ(engine.cached_primitives(), 1u);
 }
 
+// Of 77 rows a matrix, the first m: tasks of 48 rows and the rest, in tiles of every height from
+// 1 to 6 (29 rows: 5, 6, 6, 6, 6; 13: 4, 4, 5), each summing only its own rows.
 TEST(MatmulBatchedGemm, EveryIsaLevelGivesTheSameBits) {
   const Attention p{3, 77, 64, false};
   const std::vector<std::int64_t> a_offsets{0, 64, 128}, b_offsets{3 * 64, 4 * 64, 5 * 64};
-  std::vector<float> expected;
-  int levels = 0;
-  for (int level : {2, 3, 4}) {
-    const KernelTable* table = kernel_table_for(level);
-    if (!table) continue;
-    for (int threads : {1, 2}) {
-      std::vector<float> out(static_cast<std::size_t>(3 * 77 * 77));
-      RowProductArgs args;
-      args.a = p.proj.data();
-      args.a_offsets = a_offsets.data();
-      args.a_row_stride = p.row();
-      args.b = p.proj.data();
-      args.b_offsets = b_offsets.data();
-      args.b_row_stride = 1;
-      args.b_col_stride = p.row();
-      args.m = 77;
-      args.k = 64;
-      args.n = 77;
-      args.batches = 3;
-      args.out = out.data();
-      args.num_threads = threads;
-      table->batched_gemm(args);
-      if (expected.empty()) {
-        expected = out;
-        for (std::int64_t h = 0; h < 3; ++h)
-          for (std::int64_t i = 0; i < 77; ++i)
-            for (std::int64_t c = 0; c < 77; ++c)
-              ASSERT_EQ(out[static_cast<std::size_t>((h * 77 + i) * 77 + c)], p.expected(h, i, c))
-                  << table->isa;
+  for (const std::int64_t m : {77, 13, 6, 5, 3, 2, 1}) {
+    std::vector<float> expected;
+    int levels = 0;
+    for (int level : {2, 3, 4}) {
+      const KernelTable* table = kernel_table_for(level);
+      if (!table) continue;
+      for (int threads : {1, 2}) {
+        std::vector<float> out(static_cast<std::size_t>(3 * m * 77));
+        RowProductArgs args;
+        args.a = p.proj.data();
+        args.a_offsets = a_offsets.data();
+        args.a_row_stride = p.row();
+        args.b = p.proj.data();
+        args.b_offsets = b_offsets.data();
+        args.b_row_stride = 1;
+        args.b_col_stride = p.row();
+        args.m = m;
+        args.k = 64;
+        args.n = 77;
+        args.batches = 3;
+        args.out = out.data();
+        args.num_threads = threads;
+        table->batched_gemm(args);
+        if (expected.empty()) {
+          expected = out;
+          for (std::int64_t h = 0; h < 3; ++h)
+            for (std::int64_t i = 0; i < m; ++i)
+              for (std::int64_t c = 0; c < 77; ++c)
+                ASSERT_EQ(out[static_cast<std::size_t>((h * m + i) * 77 + c)], p.expected(h, i, c))
+                    << table->isa << ", " << m << " rows";
+        }
+        EXPECT_EQ(out, expected) << table->isa << ", " << threads << " threads, " << m << " rows";
       }
-      EXPECT_EQ(out, expected) << table->isa << ", " << threads << " threads";
+      ++levels;
     }
-    ++levels;
+    EXPECT_GE(levels, 1);  // the CPU's own level at least
   }
-  EXPECT_GE(levels, 1);  // the CPU's own level at least
 }
 
 }  // namespace

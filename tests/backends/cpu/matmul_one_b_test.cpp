@@ -181,9 +181,11 @@ TEST(MatmulOneB, TransposedWeightsAreTheDocumentedSumOnAvx512) {
 }
 
 // W [in, out] and W^T views (the kernel packs both on every level, though the engine sends only
-// AVX-512 the second); 77 rows pack W, 30 read W [in, out] in place.
+// AVX-512 the second); 77 rows pack W, 30 and fewer read W [in, out] in place. The row counts
+// make tiles of every height from 1 to the tile's (8 rows on AVX-512, 6 below it), each summing
+// only its own rows.
 TEST(MatmulOneB, EveryIsaLevelAndThreadCountGivesTheSameBits) {
-  for (const std::int64_t m : {77, 30}) {
+  for (const std::int64_t m : {77, 30, 13, 10, 8, 7, 6, 5, 3, 2, 1}) {
     const std::int64_t k = 65, n = 103, lda = 70, ldb = 110;
     const std::vector<float> x = random_floats(m * lda, 12), w = random_floats(k * ldb, 13);
     std::vector<float> w_t(static_cast<std::size_t>(n * ldb));  // the same weight, [out, in]
