@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels/parallel.h"
@@ -65,6 +66,9 @@ constexpr std::int64_t kFewRows = 4;
 // Which of the library's own f32 kernels runs a product, or oneDNN (kOnednn).
 enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows, kBatchedGemm, kOneB };
 
+// The rows (all matrices') of a linear layer that the one-b GEMM takes on AVX2 (own_kernel).
+constexpr std::pair<std::int64_t, std::int64_t> kAvx2OneBRows{128, 512};
+
 // The most floats of b the batched GEMM packs per thread (its panels of one matrix): 16 MiB.
 constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 
@@ -86,19 +90,32 @@ constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 // [in, out]) or its columns are (x @ W^T, torch.nn.Linear's [out, in]): as fast as oneDNN's
 // brgemm kernels at 128 rows of a linear layer, faster from 1,024, and with no primitive to
 // generate per shape: a process's first iteration and a model whose shapes change run no JIT
-// (bench/README.md, "Linear layers in the library's own GEMM"). Not below AVX-512: on an AVX2
-// CPU (AMD Zen 3) its 6 x 16 tile took 1.7-2.4x the time of oneDNN's GEMM driver, and the block
-// 1.1-1.7x (bench/README.md, "Linear layers on a CPU without AVX-512"). Narrower than 16 columns
-// it would compute mostly padding: oneDNN.
+// (bench/README.md, "Linear layers in the library's own GEMM"). Below AVX-512 (AVX2 with FMA)
+// only from kAvx2OneBRows.first to .second rows in all: there its 6 x 16 tile took the time of
+// oneDNN's GEMM driver or less (128 x 768 x 3072: 4.4-4.7 ms against 7.6-8.0), but 1.1-1.8x at
+// 8-64 rows and 1.2-1.5x from 1,024 up, where the driver's blocking of a pays (AMD Zen 3,
+// bench/README.md, "Linear layers on a CPU without AVX-512"). Which kernel runs depends on the
+// shape and the CPU only, so a product's bits do too. Narrower than 16 columns it would compute
+// mostly padding: oneDNN.
+}  // namespace
+
+bool one_b_gemm_takes_rows(std::int64_t rows) {
+  const int level = isa_level();
+  return level >= 4 || (level == 3 && rows >= kAvx2OneBRows.first && rows <= kAvx2OneBRows.second);
+}
+
+namespace {
+
 OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
   if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
   if (dtype != kF32) return OwnKernel::kOnednn;
-  if (l.b.matrices(l.batch_rank) == 1)
-    return isa_level() >= 4 && l.m > kFewRows && l.n >= 16 && l.a.col_stride == 1 &&
-                   (l.b.col_stride == 1 || l.b.row_stride == 1) &&
+  if (l.b.matrices(l.batch_rank) == 1) {
+    return one_b_gemm_takes_rows(l.m * l.batch_count()) && l.m > kFewRows && l.n >= 16 &&
+                   l.a.col_stride == 1 && (l.b.col_stride == 1 || l.b.row_stride == 1) &&
                    l.k * 64 <= kMaxPackedB  // one panel
                ? OwnKernel::kOneB
                : OwnKernel::kOnednn;
+  }
   if (l.batch_count() < 2) return OwnKernel::kOnednn;
   for (int d = 0; d < l.batch_rank; ++d) {
     const auto i = static_cast<std::size_t>(d);

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/isa.h"
+#include "backends/cpu/matmul.h"
 #include "fusion/builders/matmul/builder.h"
 #include "fusion/builders/registry.h"
 #include "runtime/device_runtime.h"
@@ -83,9 +84,11 @@ bool onednn_takes_post_ops() {
   return takes;
 }
 
-// Whether f32 linear layers (x @ W, more than four rows and 16 columns) run in the library's
-// one-b GEMM, which takes every step: on AVX-512 (backends/cpu/matmul.cpp).
-bool one_b_gemm() { return streamfuse::backends::cpu::isa_level() >= 4; }
+// Whether an f32 linear layer of `rows` rows (more than four, 16 columns or more) runs in the
+// library's one-b GEMM, which takes every step: on AVX-512, on AVX2 at 128 to 512 rows.
+bool one_b_gemm(std::int64_t rows) {
+  return streamfuse::backends::cpu::one_b_gemm_takes_rows(rows);
+}
 
 class MatmulFusionTest : public ::testing::Test {
  protected:
@@ -128,7 +131,7 @@ TEST_F(MatmulFusionTest, LinearLayersAddTheirBiasAsTheyStore) {
         [](const std::vector<Tensor>& in) {
           return std::vector<Tensor>{sf::matmul(in[0], sf::transpose(in[1], 0, 1)) + in[2]};
         },
-        {x, w, b}, 1);
+        {x, w, b}, 1, s.n >= 16 && s.m > 4 && one_b_gemm(s.m));
   }
 }
 
@@ -141,19 +144,19 @@ TEST_F(MatmulFusionTest, ResidualAddsScalesAndBroadcastsInOneStore) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
       },
-      {x, w, b, r}, 1, one_b_gemm());
+      {x, w, b, r}, 1, one_b_gemm(64));
   check(
       "the residual first, the product on the right of +",
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{in[3] + (sf::matmul(in[0], in[1]) * 0.125f)};
       },
-      {x, w, b, r}, 1, one_b_gemm());
+      {x, w, b, r}, 1, one_b_gemm(64));
   check(
       "four steps: sub, mul by a row, a scalar, add",
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{(sf::matmul(in[0], in[1]) - in[3]) * in[4] - 3.0f + in[2]};
       },
-      {x, w, b, r, row}, 1, one_b_gemm());
+      {x, w, b, r, row}, 1, one_b_gemm(64));
   // oneDNN 2.6 has no kernel for a post-op operand that varies along m only: the product is
   // stored alone and the steps run as one element-wise kernel after it. The one-b GEMM takes it.
   check(
@@ -161,7 +164,7 @@ TEST_F(MatmulFusionTest, ResidualAddsScalesAndBroadcastsInOneStore) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) / in[2] + in[3]};
       },
-      {x, w, col, r}, one_b_gemm() ? 1 : 0, one_b_gemm());
+      {x, w, col, r}, one_b_gemm(64) ? 1 : 0, one_b_gemm(64));
   // (Were the four's result not kept, the fifth's kernel would take all five: as many bytes
   // saved, and steps the product leaves to the kernel after it go there; see
   // StepsTheKernelAfterItWouldTakeGoThere.)
@@ -171,7 +174,7 @@ TEST_F(MatmulFusionTest, ResidualAddsScalesAndBroadcastsInOneStore) {
         const Tensor four = sf::matmul(in[0], in[1]) + in[2] + in[2] + in[2] + in[2];
         return std::vector<Tensor>{four, four * 2.0f};
       },
-      {x, w, b}, 1, one_b_gemm());
+      {x, w, b}, 1, one_b_gemm(64));
 }
 
 TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
@@ -182,7 +185,7 @@ TEST_F(MatmulFusionTest, BatchedProductsAndAttentionScores) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{sf::matmul(in[0], in[1]) + in[2] + in[3]};
       },
-      {x, w, b, r}, 1, one_b_gemm());  // 60 rows of one w: the one-b GEMM on AVX-512
+      {x, w, b, r}, 1, one_b_gemm(60));  // 60 rows of one w: the one-b GEMM on AVX-512
   // The batched product runs as one product of 3 x 20 rows (backends/cpu/matmul_batch_rows.h);
   // an operand per position repeated for each matrix does not fold with it, so the product is
   // stored alone and the steps run after it, whether fusion is on or off: the same bits.
