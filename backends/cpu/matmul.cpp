@@ -67,7 +67,7 @@ constexpr std::int64_t kFewRows = 4;
 enum class OwnKernel : unsigned char { kOnednn, kDotRows, kCombineRows, kBatchedGemm, kOneB };
 
 // The rows (all matrices') of a linear layer that the one-b GEMM takes on AVX2 (own_kernel).
-constexpr std::pair<std::int64_t, std::int64_t> kAvx2OneBRows{128, 512};
+constexpr std::pair<std::int64_t, std::int64_t> kAvx2OneBRows{128, 384};
 
 // The most floats of b the batched GEMM packs per thread (its panels of one matrix): 16 MiB.
 constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
@@ -91,10 +91,11 @@ constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 // brgemm kernels at 128 rows of a linear layer, faster from 1,024, and with no primitive to
 // generate per shape: a process's first iteration and a model whose shapes change run no JIT
 // (bench/README.md, "Linear layers in the library's own GEMM"). Below AVX-512 (AVX2 with FMA)
-// only from kAvx2OneBRows.first to .second rows in all: there its 6 x 16 tile took the time of
-// oneDNN's GEMM driver or less (128 x 768 x 3072: 4.4-4.7 ms against 7.6-8.0), but 1.1-1.8x at
-// 8-64 rows and 1.2-1.5x from 1,024 up, where the driver's blocking of a pays (AMD Zen 3,
-// bench/README.md, "Linear layers on a CPU without AVX-512"). Which kernel runs depends on the
+// only from kAvx2OneBRows.first to .second rows in all: there its 6 x 16 tile took about the
+// time of oneDNN's GEMM driver (0.7-1.25x in linear_bench, GPT-2's layers) or less (128 x 768 x
+// 3072 through the API: 4.4-4.7 ms against 7.6-8.0), but 1.1-2.5x at 8-64 rows, 1.05-1.3x at
+// 512 and 1.15-1.45x at 1,024, where the driver's blocking of a pays (AMD Zen 3, bench/README.md,
+// "Linear layers on a CPU without AVX-512"). Which kernel runs depends on the
 // shape and the CPU only, so a product's bits do too. Narrower than 16 columns it would compute
 // mostly padding: oneDNN.
 }  // namespace

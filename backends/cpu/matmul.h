@@ -3,7 +3,7 @@
 // contiguous along k (a decode step's x @ W^T), for attention's batched f32 products (b per
 // matrix) few-row kernels (at most four rows: decoding, a short prompt) and a batched GEMM (more
 // rows, on CPUs with FMA), which oneDNN would run through its GEMM driver, and for f32 linear
-// layers (x @ W, one W for every row) a one-b GEMM (on AVX-512; on AVX2 at 128 to 512 rows), which
+// layers (x @ W, one W for every row) a one-b GEMM (on AVX-512; on AVX2 at 128 to 384 rows), which
 // needs no primitive.
 #pragma once
 
@@ -36,7 +36,7 @@ inline constexpr std::size_t kMaxProductPostOps = kMaxProductSteps;
 
 // Whether an f32 linear layer (one b for every row, more than four rows a matrix, 16 columns or
 // more, contiguous rows) of `rows` rows in all runs in the library's one-b GEMM on this CPU, which
-// applies every step as it stores: on AVX-512 at any count, on AVX2 with FMA from 128 to 512
+// applies every step as it stores: on AVX-512 at any count, on AVX2 with FMA from 128 to 384
 // rows, where its tile is as fast as oneDNN's GEMM driver (matmul.cpp, own_kernel).
 bool one_b_gemm_takes_rows(std::int64_t rows);
 

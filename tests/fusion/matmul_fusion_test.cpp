@@ -85,7 +85,7 @@ bool onednn_takes_post_ops() {
 }
 
 // Whether an f32 linear layer of `rows` rows (more than four, 16 columns or more) runs in the
-// library's one-b GEMM, which takes every step: on AVX-512, on AVX2 at 128 to 512 rows.
+// library's one-b GEMM, which takes every step: on AVX-512, on AVX2 at 128 to 384 rows.
 bool one_b_gemm(std::int64_t rows) {
   return streamfuse::backends::cpu::one_b_gemm_takes_rows(rows);
 }

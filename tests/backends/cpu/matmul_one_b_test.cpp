@@ -1,6 +1,6 @@
 // Products whose b is one matrix for every row (linear layers: x @ W over [batch..., rows,
 // features], W stored [in, out] or [out, in]) of more than four rows run in the library's one-b
-// GEMM (kernels.h: gemm_one_b) on AVX-512 (on AVX2 at 128 to 512 rows), with no oneDNN primitive:
+// GEMM (kernels.h: gemm_one_b) on AVX-512 (on AVX2 at 128 to 384 rows), with no oneDNN primitive:
 // each result is the chain of fused multiply-adds over j in order, the same on every ISA level
 // (whose tiles differ; the kernel tables of the levels below are tested directly) and thread count,
 // whether the batch folds into rows or not; steps after the product are applied; W^T views are
@@ -80,10 +80,10 @@ TEST(MatmulOneB, LinearLayersAreTheDocumentedSumWithoutAPrimitive) {
   EXPECT_EQ(engine.cached_primitives(), 0u);
 }
 
-// Below AVX-512 (AVX2 with FMA) the one-b GEMM takes 128 to 512 rows of a linear layer in all,
+// Below AVX-512 (AVX2 with FMA) the one-b GEMM takes 128 to 384 rows of a linear layer in all,
 // folded batch included, W [in, out] and W^T alike, with no primitive; fewer or more rows go to
 // oneDNN's driver, which is the faster there (matmul.cpp, own_kernel).
-TEST(MatmulOneB, OnAvx2From128To512RowsInAllWithoutAPrimitive) {
+TEST(MatmulOneB, OnAvx2From128To384RowsInAllWithoutAPrimitive) {
   if (isa_level() != 3) GTEST_SKIP() << "for a CPU with AVX2 and FMA but no AVX-512";
   MatmulEngine engine;
   const std::int64_t k = 37, n = 50;
@@ -92,7 +92,7 @@ TEST(MatmulOneB, OnAvx2From128To512RowsInAllWithoutAPrimitive) {
   for (std::int64_t j = 0; j < k; ++j)
     for (std::int64_t c = 0; c < n; ++c)
       w_t[static_cast<std::size_t>(c * k + j)] = w[static_cast<std::size_t>(j * n + c)];
-  for (std::int64_t rows : {128, 301, 512}) {
+  for (std::int64_t rows : {128, 301, 384}) {
     const std::vector<float> want = documented(x, k, w, n, rows, k, n);
     for (bool transposed : {false, true}) {
       std::vector<float> out(want.size(), -7.0f);
@@ -111,8 +111,8 @@ TEST(MatmulOneB, OnAvx2From128To512RowsInAllWithoutAPrimitive) {
   engine.run(kF32, {x.data(), Shape{127, k}, {k, 1}}, {w.data(), Shape{k, n}, {n, 1}}, out.data(),
              Shape{127, n}, 0);
   EXPECT_EQ(engine.cached_primitives(), 1u);
-  engine.run(kF32, {x.data(), Shape{513, k}, {k, 1}}, {w.data(), Shape{k, n}, {n, 1}}, out.data(),
-             Shape{513, n}, 0);
+  engine.run(kF32, {x.data(), Shape{385, k}, {k, 1}}, {w.data(), Shape{k, n}, {n, 1}}, out.data(),
+             Shape{385, n}, 0);
   EXPECT_EQ(engine.cached_primitives(), 2u);
 }
 
