@@ -26,7 +26,7 @@ struct Operands {
   std::int64_t m, k, n;
   bool transposed;  // W stored [n, k]
 
-  Operands(const benchmark::State& state)
+  explicit Operands(const benchmark::State& state)
       : m(state.range(0)), k(state.range(1)), n(state.range(2)), transposed(state.range(3) != 0) {
     x = sf::randn({m, k}).to_vector<float>();
     w = sf::randn({k, n}).to_vector<float>();
@@ -47,6 +47,10 @@ void finish(benchmark::State& state, const Operands& o) {
 void BM_OneB(benchmark::State& state) {
   Operands o(state);
   const cpu::KernelTable* table = cpu::kernel_table_for(cpu::isa_level());
+  if (!table) {
+    state.SkipWithError("no kernel table for this CPU's ISA level");
+    return;
+  }
   cpu::RowProductArgs args;
   args.a = o.x.data();
   args.a_row_stride = o.k;
