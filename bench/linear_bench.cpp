@@ -1,8 +1,8 @@
 // A linear layer's product alone (x [m, k] @ W, W stored [k, n] or as torch.nn.Linear stores it,
 // [n, k]) in each of the two kernels the library chooses between for it on a CPU: its own one-b
 // GEMM and oneDNN's primitive (on a CPU without AVX-512, oneDNN's GEMM driver). The label says
-// which one the library takes for the shape on this CPU (one_b_gemm_takes_rows), so that the
-// rows where the choice changes can be checked on any machine. Both run on every core.
+// which one the library takes for the shape on this CPU, so that the rows where the choice
+// changes can be checked on any machine. Both run on every core.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -35,13 +35,21 @@ struct Operands {
   // W's element strides over [k, n].
   std::int64_t w_row_stride() const { return transposed ? 1 : n; }
   std::int64_t w_col_stride() const { return transposed ? k : 1; }
+  sf::backends::MatmulOperand a() const { return {x.data(), sf::Shape{m, k}, {k, 1}}; }
+  sf::backends::MatmulOperand b() const {
+    return {w.data(), sf::Shape{k, n}, {w_row_stride(), w_col_stride()}};
+  }
 };
 
-void finish(benchmark::State& state, const Operands& o) {
+// The label says which kernel the library's engine takes for the product: the one-b GEMM makes no
+// oneDNN primitive.
+void finish(benchmark::State& state, Operands& o) {
   state.counters["flops"] = benchmark::Counter(static_cast<double>(2 * o.m * o.k * o.n),
                                                benchmark::Counter::kIsIterationInvariantRate);
+  cpu::MatmulEngine engine;
+  engine.run(sf::kF32, o.a(), o.b(), o.out.data(), sf::Shape{o.m, o.n}, 0);
   state.SetLabel(std::string(o.transposed ? "x @ W^T" : "x @ W") + ", the library takes " +
-                 (cpu::one_b_gemm_takes_rows(o.m) && o.m > 4 && o.n >= 16 ? "one-b" : "oneDNN"));
+                 (engine.cached_primitives() == 0 ? "one-b" : "oneDNN"));
 }
 
 void BM_OneB(benchmark::State& state) {
@@ -71,11 +79,8 @@ void BM_OneB(benchmark::State& state) {
 
 void BM_Onednn(benchmark::State& state) {
   Operands o(state);
-  const sf::backends::MatmulOperand a{o.x.data(), sf::Shape{o.m, o.k}, {o.k, 1}};
-  const sf::backends::MatmulOperand b{
-      o.w.data(), sf::Shape{o.k, o.n}, {o.w_row_stride(), o.w_col_stride()}};
   const sf::backends::MatmulLayout layout =
-      sf::backends::make_matmul_layout(a, b, sf::Shape{o.m, o.n});
+      sf::backends::make_matmul_layout(o.a(), o.b(), sf::Shape{o.m, o.n});
   cpu::OnednnMatmul onednn;
   onednn.run(sf::kF32, layout, o.x.data(), o.w.data(), o.out.data(), 0);  // makes the primitive
   for (auto _ : state) {

@@ -95,28 +95,18 @@ constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 22;
 // time of oneDNN's GEMM driver (0.7-1.25x in linear_bench, GPT-2's layers) or less (128 x 768 x
 // 3072 through the API: 4.4-4.7 ms against 7.6-8.0), but 1.1-2.5x at 8-64 rows, 1.05-1.3x at
 // 512 and 1.15-1.45x at 1,024, where the driver's blocking of a pays (AMD Zen 3, bench/README.md,
-// "Linear layers on a CPU without AVX-512"). Which kernel runs depends on the
-// shape and the CPU only, so a product's bits do too. Narrower than 16 columns it would compute
-// mostly padding: oneDNN.
-}  // namespace
-
-bool one_b_gemm_takes_rows(std::int64_t rows) {
-  const int level = isa_level();
-  return level >= 4 || (level == 3 && rows >= kAvx2OneBRows.first && rows <= kAvx2OneBRows.second);
-}
-
-namespace {
-
+// "Linear layers on a CPU without AVX-512"). Which kernel runs depends on the shape and the CPU
+// only, so a product's bits do too. Narrower than 16 columns it would compute mostly padding:
+// oneDNN.
 OwnKernel own_kernel(DType dtype, const MatmulLayout& l) {
   if (is_dot_rows(dtype, l)) return OwnKernel::kDotRows;
   if (dtype != kF32) return OwnKernel::kOnednn;
-  if (l.b.matrices(l.batch_rank) == 1) {
+  if (l.b.matrices(l.batch_rank) == 1)
     return one_b_gemm_takes_rows(l.m * l.batch_count()) && l.m > kFewRows && l.n >= 16 &&
                    l.a.col_stride == 1 && (l.b.col_stride == 1 || l.b.row_stride == 1) &&
                    l.k * 64 <= kMaxPackedB  // one panel
                ? OwnKernel::kOneB
                : OwnKernel::kOnednn;
-  }
   if (l.batch_count() < 2) return OwnKernel::kOnednn;
   for (int d = 0; d < l.batch_rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
@@ -282,6 +272,11 @@ std::array<ProductPostOp, kMaxProductPostOps> post_ops_on_layout(
 }
 
 }  // namespace
+
+bool one_b_gemm_takes_rows(std::int64_t rows) {
+  const int level = isa_level();
+  return level >= 4 || (level == 3 && rows >= kAvx2OneBRows.first && rows <= kAvx2OneBRows.second);
+}
 
 struct MatmulEngine::Impl {
   OnednnMatmul onednn;

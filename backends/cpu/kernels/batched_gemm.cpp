@@ -134,35 +134,42 @@ void tile_sums(const float* __restrict a, std::int64_t lda, const float* __restr
     for (int v = 0; v < V; ++v) store(sums + r * ldc + v * kWidth, acc[r][v]);
 }
 
-// gemm_one_b's tile: tile_sums of its `height` rows (1 to kOneRows) by the first `width` columns
-// of a panel (at least 1), rounded up to whole vectors (a narrower last panel computes no more
-// padding than a vector's). A tile of fewer rows sums only those: rows copied beside zero rows
-// made 8 rows of a linear layer on AVX2 (6 x 2 vectors) compute 12.
-template <int V = kOneVectors, int R = kOneRows>
+// tile_sums (its arguments after the height) of a tile of `height` rows, 1 to R, that sums only
+// its own rows: rows copied beside zero rows made 8 rows of a linear layer on AVX2 (6 x 2
+// vectors) compute 12.
+template <int V, int R, class... TileArgs>
+void tile_sums_of_height(std::int64_t height, const TileArgs&... args) {
+  if constexpr (R > 1) {
+    if (height < R) return tile_sums_of_height<V, R - 1>(height, args...);
+  }
+  tile_sums<V, R>(args...);
+}
+
+// Tiles of at most `most` rows over `rows` rows, of nearly equal heights (8 rows in tiles of 6:
+// 4 and 4, not 6 and 2): fn(first row, height) for each.
+template <class Fn>
+void for_each_tile(std::int64_t rows, std::int64_t most, Fn&& fn) {
+  const std::int64_t tiles = (rows + most - 1) / most;
+  for (std::int64_t i = 0; i < tiles; ++i) {
+    const std::int64_t first = rows * i / tiles;
+    fn(first, rows * (i + 1) / tiles - first);
+  }
+}
+
+// gemm_one_b's tile: `height` rows (1 to kOneRows) by the first `width` columns of a panel (at
+// least 1), rounded up to whole vectors (a narrower last panel computes no more padding than a
+// vector's).
+template <int V = kOneVectors>
 void one_b_tile(std::int64_t height, std::int64_t width, const float* a, std::int64_t lda,
                 const float* panel, std::int64_t ldp, std::int64_t k, float* sums, std::int64_t ldc,
                 const PrefetchLines& ahead) {
-  if constexpr (R > 1) {
-    if (height < R)
-      return one_b_tile<V, R - 1>(height, width, a, lda, panel, ldp, k, sums, ldc, ahead);
-  }
   if constexpr (V > 1) {
     if (width <= std::int64_t{V - 1} * kWidth)
-      return one_b_tile<V - 1, R>(height, width, a, lda, panel, ldp, k, sums, ldc, ahead);
+      return one_b_tile<V - 1>(height, width, a, lda, panel, ldp, k, sums, ldc, ahead);
   }
-  tile_sums<V, R>(a, lda, panel, k, sums, ldc, nullptr, nullptr, 0, ahead, ldp);
-}
-
-// The batched GEMM's tile: tile_sums of its `height` rows (1 to kRows), and only those.
-template <int R = kRows>
-void batched_tile(std::int64_t height, const float* a, std::int64_t lda, const float* panel,
-                  std::int64_t k, float* sums, std::int64_t ldc, const int* ops,
-                  const float* values, int count) {
-  if constexpr (R > 1) {
-    if (height < R)
-      return batched_tile<R - 1>(height, a, lda, panel, k, sums, ldc, ops, values, count);
-  }
-  tile_sums<kVectors, R>(a, lda, panel, k, sums, ldc, ops, values, count);
+  tile_sums_of_height<V, kOneRows>(height, a, lda, panel, k, sums, ldc,
+                                   static_cast<const int*>(nullptr),
+                                   static_cast<const float*>(nullptr), 0, ahead, ldp);
 }
 
 #if defined(__AVX512F__)
@@ -313,23 +320,16 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
     ops[s] = g.steps[s].op;
     values[s] = g.steps[s].data[g.steps[s].batch_offsets ? g.steps[s].batch_offsets[batch] : 0];
   }
-  // Tiles of nearly equal heights (32 rows: 5, 5, 6, 5, 5 and 6, not five of 6 and 2 beside 4
-  // zero rows).
-  const std::int64_t tiles = (rows + kRows - 1) / kRows;
-  for (std::int64_t i = 0; i < tiles; ++i) {
-    const std::int64_t t = rows * i / tiles;
-    const std::int64_t height = rows * (i + 1) / tiles - t;
+  for_each_tile(rows, kRows, [&](std::int64_t t, std::int64_t height) {
     const float* rows_of_a = a + t * lda;
     std::int64_t c0 = 0;
     for (; c0 < n_end; c0 += kPanel) {
       const float* panel = packed.data() + (c0 / kPanel) * kPanel * g.k;
       const std::int64_t width = std::min(kPanel, g.n - c0);
-      const bool whole = width == kPanel;
-      if (whole)  // straight into the result
-        batched_tile(height, rows_of_a, lda, panel, k_end, out + t * ldc + c0, ldc, ops, values,
-                     tile_steps);
-      else
-        batched_tile(height, rows_of_a, lda, panel, k_end, tile, kPanel, ops, values, tile_steps);
+      const bool whole = width == kPanel;  // straight into the result
+      tile_sums_of_height<kVectors, kRows>(height, rows_of_a, lda, panel, k_end,
+                                           whole ? out + t * ldc + c0 : tile, whole ? ldc : kPanel,
+                                           ops, values, tile_steps);
       for (std::int64_t r = 0; r < height; ++r) {
         float* dst = out + (t + r) * ldc + c0;
         if (!whole) std::copy_n(tile + r * kPanel, width, dst);
@@ -339,7 +339,7 @@ void task_rows(const RowProductArgs& g, std::int64_t batch, std::int64_t r0, std
     if (c0 < g.n)
       for (std::int64_t r = 0; r < height; ++r)
         std::fill(out + (t + r) * ldc + c0, out + (t + r) * ldc + g.n, 0.0f);
-  }
+  });
 }
 
 // Floats as their bits, for tests the compiler vectorizes (a float compare with NaNs in mind it
@@ -454,11 +454,8 @@ void gemm_one_b(const RowProductArgs& g) {
                    const float* b = in_place ? g.b + c0 : panel.get();
                    const std::int64_t ldp = in_place ? g.b_row_stride : kOnePanel;
                    const std::int64_t rows = std::min(kOneTaskRows, g.m - r0);
-                   // Tiles of nearly equal heights (8 rows on AVX2: 4 + 4, not 6 + 2).
-                   const std::int64_t tiles = (rows + kOneRows - 1) / kOneRows;
-                   for (std::int64_t i = 0; i < tiles; ++i) {
-                     const std::int64_t r = r0 + rows * i / tiles;
-                     const std::int64_t height = r0 + rows * (i + 1) / tiles - r;
+                   for_each_tile(rows, kOneRows, [&](std::int64_t first, std::int64_t height) {
+                     const std::int64_t r = r0 + first;
                      // The next panel's b, a share per tile of rows over this panel's.
                      const std::int64_t q = batch * g.m + r;
                      const PrefetchLines ahead = p + 1 < panels
@@ -474,7 +471,7 @@ void gemm_one_b(const RowProductArgs& g) {
                        if (!whole) std::copy_n(tile + row * kOnePanel, width, dst);
                        apply_steps_to_run(g.steps, g.num_steps, dst, width, batch, r + row, c0);
                      }
-                   }
+                   });
                  }
                });
 }
